@@ -1,0 +1,78 @@
+//! podq's error type: one enum, each variant names the bad input and what was expected.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong in podq, as a value a caller can match on.
+///
+/// Every message names the offending input and the valid choices, so that the CLI can print it
+/// as one line.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A scope name that is not one of the six scopes (or `default`).
+    #[error("unknown scope '{name}': expected one of cpu, smt, cache, cache_shard, numa, system, default")]
+    UnknownScope {
+        /// The name as given.
+        name: String,
+    },
+    /// A cache shard size of 0 cores.
+    #[error("shard size must be at least 1 core, got 0")]
+    ZeroShardSize,
+    /// A machine preset name that podq does not know.
+    #[error("unknown machine '{name}': expected a preset ({presets}) or a description such as 'sockets=2,nodes=2,caches=4,cores=32,smt=2'")]
+    UnknownPreset {
+        /// The name as given.
+        name: String,
+        /// The valid presets, comma-separated.
+        presets: String,
+    },
+    /// A synthetic machine description that cannot be built.
+    #[error("bad machine description '{description}': {reason}")]
+    BadMachineDescription {
+        /// The description as given.
+        description: String,
+        /// What is wrong with it, and what was expected.
+        reason: String,
+    },
+    /// A sysfs tree (or one of its files) that cannot be read or makes no sense.
+    #[error("{}: {reason}", path.display())]
+    Sysfs {
+        /// The folder or file at fault.
+        path: PathBuf,
+        /// What is wrong with it, and what was expected.
+        reason: String,
+    },
+    /// A topology source that leaves no usable CPU.
+    #[error("no usable CPU in {source_name}: {reason}")]
+    NoUsableCpus {
+        /// The machine or folder that was read.
+        source_name: String,
+        /// Why none is usable.
+        reason: String,
+    },
+    /// A CPU id that is not a usable CPU of the machine.
+    #[error("CPU {cpu} is not usable: the usable CPUs are {usable}")]
+    UnknownCpu {
+        /// The CPU as given.
+        cpu: usize,
+        /// The usable CPUs, as a CPU list.
+        usable: String,
+    },
+    /// A NUMA node that has no usable CPU.
+    #[error("node {node} has no usable CPU: the nodes with usable CPUs are {nodes}")]
+    UnknownNode {
+        /// The node as given.
+        node: usize,
+        /// The nodes that do have usable CPUs.
+        nodes: String,
+    },
+    /// A CPU set that is empty where at least one CPU is needed.
+    #[error("empty CPU set for {what}: give at least one usable CPU")]
+    EmptyCpuSet {
+        /// What the set was for.
+        what: String,
+    },
+}
+
+/// podq's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

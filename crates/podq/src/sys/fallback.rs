@@ -1,0 +1,22 @@
+//! Systems other than Linux: no CPU ids, no affinity. podq still runs, with one pod.
+
+use std::io;
+
+/// Unknown on this system.
+pub(crate) fn current_cpu() -> Option<usize> {
+    None
+}
+
+/// Every CPU the standard library reports, numbered from 0.
+pub(crate) fn allowed_cpus() -> io::Result<Vec<usize>> {
+    let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+    Ok((0..n).collect())
+}
+
+/// Pinning is not supported here.
+pub(crate) fn pin_current_thread(_cpus: &[usize]) -> io::Result<()> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "thread affinity is only supported on Linux",
+    ))
+}

@@ -1,0 +1,98 @@
+//! Linux: `sched_getcpu`, `sched_getaffinity`, `sched_setaffinity`.
+#![allow(unsafe_code)]
+
+use std::io;
+use std::mem;
+
+/// The CPU the calling thread runs on now, or `None` when the kernel cannot tell.
+///
+/// The answer may be stale by the time the caller uses it (the thread can migrate at any
+/// moment); podq only uses it to pick a pod, where a stale answer costs locality, not
+/// correctness.
+pub(crate) fn current_cpu() -> Option<usize> {
+    // SAFETY: sched_getcpu takes no arguments, touches no memory of ours and only returns an
+    // int (-1 on error).
+    let cpu = unsafe { libc::sched_getcpu() };
+    usize::try_from(cpu).ok()
+}
+
+/// The CPUs the calling thread may run on (`sched_getaffinity`), ascending.
+pub(crate) fn allowed_cpus() -> io::Result<Vec<usize>> {
+    // SAFETY: cpu_set_t is a plain bit array; all zeroes is a valid (empty) set.
+    let mut set: libc::cpu_set_t = unsafe { mem::zeroed() };
+    // SAFETY: `set` is a live, writable cpu_set_t and we pass its exact size; pid 0 is the
+    // calling thread.
+    let rc = unsafe { libc::sched_getaffinity(0, mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let max = 8 * mem::size_of::<libc::cpu_set_t>();
+    Ok((0..max)
+        // SAFETY: `cpu` is below CPU_SETSIZE (the bit size of cpu_set_t), as CPU_ISSET requires.
+        .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
+        .collect())
+}
+
+/// Restricts the calling thread to `cpus` (`sched_setaffinity`).
+///
+/// # Errors
+///
+/// `InvalidInput` when `cpus` is empty or names a CPU beyond `CPU_SETSIZE`; otherwise the
+/// kernel's error (for instance when none of `cpus` is allowed to this process).
+pub(crate) fn pin_current_thread(cpus: &[usize]) -> io::Result<()> {
+    let max = 8 * mem::size_of::<libc::cpu_set_t>();
+    if cpus.is_empty() || cpus.iter().any(|&c| c >= max) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("cannot pin to CPUs {cpus:?}: need 1 to {max} CPU ids below {max}"),
+        ));
+    }
+    // SAFETY: all zeroes is a valid empty cpu_set_t.
+    let mut set: libc::cpu_set_t = unsafe { mem::zeroed() };
+    for &cpu in cpus {
+        // SAFETY: `cpu < max` was checked above, so CPU_SET stays inside the bit array.
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
+    // SAFETY: `set` is a valid cpu_set_t of the size we pass; pid 0 is the calling thread.
+    let rc = unsafe { libc::sched_setaffinity(0, mem::size_of::<libc::cpu_set_t>(), &set) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_thread_runs_on_an_allowed_cpu() {
+        let allowed = allowed_cpus().expect("sched_getaffinity");
+        assert!(!allowed.is_empty());
+        if let Some(cpu) = current_cpu() {
+            assert!(allowed.contains(&cpu), "running on {cpu}, allowed {allowed:?}");
+        }
+    }
+
+    #[test]
+    fn pinning_to_one_cpu_keeps_the_thread_there() {
+        let allowed = allowed_cpus().expect("sched_getaffinity");
+        let last = *allowed.last().unwrap();
+        std::thread::spawn(move || {
+            pin_current_thread(&[last]).expect("pin");
+            assert_eq!(allowed_cpus().unwrap(), vec![last]);
+            assert_eq!(current_cpu(), Some(last));
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn pinning_to_nothing_is_refused() {
+        assert_eq!(
+            pin_current_thread(&[]).unwrap_err().kind(),
+            io::ErrorKind::InvalidInput
+        );
+        assert!(pin_current_thread(&[usize::MAX]).is_err());
+    }
+}
