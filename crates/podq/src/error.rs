@@ -72,6 +72,12 @@ pub enum Error {
         /// What the set was for.
         what: String,
     },
+    /// A pool allowed no worker at all.
+    #[error("max_workers must be at least 1 worker per pool, got 0")]
+    ZeroMaxWorkers,
+    /// A `max_active` of 0: a workqueue must be able to run at least one item at once.
+    #[error("max_active must be at least 1 item, got 0")]
+    ZeroMaxActive,
 }
 
 /// podq's result type.

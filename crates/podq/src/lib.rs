@@ -10,9 +10,16 @@ pub mod error;
 pub mod scope;
 pub mod topology;
 
+pub mod policy;
+mod pool;
+mod stats;
+mod sync;
 mod sys;
+mod workqueue;
 
 pub use cpuset::CpuSet;
 pub use error::Error;
 pub use scope::{AffinityScope, Pod, Pods};
+pub use stats::{PoolStats, WorkqueueStats};
 pub use topology::Topology;
+pub use workqueue::{DelayedWork, Work, Workqueue, WorkqueueBuilder};

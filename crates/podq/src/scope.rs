@@ -1,1 +1,343 @@
-//! (being written)
+//! Affinity scopes and the pods they make of a [`Topology`].
+//!
+//! A scope says which CPUs share a pod. Every scope but `cache_shard` is one predicate, "does
+//! CPU `b` share this with CPU `a`?", turned into pods by [`pods_from_predicate`], as the
+//! kernel's `init_pod_type` does. `cache_shard` splits each `cache` pod into shards of about
+//! [`DEFAULT_SHARD_SIZE`] cores without ever separating SMT siblings.
+//!
+//! ```
+//! use podq::{AffinityScope, Pods, Topology};
+//! let epyc = Topology::from_machine("epyc-9d64").unwrap();
+//! let pods = Pods::new(&epyc, AffinityScope::CacheShard, 8).unwrap();
+//! assert_eq!(pods.len(), 11);
+//! assert_eq!(pods.pods()[0].cpus.to_string(), "0-7,88-95");
+//! assert_eq!(pods.pod_of(90), Some(0));
+//! ```
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::Serialize;
+
+use crate::cpuset::CpuSet;
+use crate::error::{Error, Result};
+use crate::topology::Topology;
+
+/// The kernel's default cache shard size: 8 cores (`wq_cache_shard_size`).
+pub const DEFAULT_SHARD_SIZE: usize = 8;
+
+/// How CPUs are grouped into pods.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AffinityScope {
+    /// One pod per CPU.
+    Cpu,
+    /// One pod per core (SMT siblings).
+    Smt,
+    /// One pod per cache domain (last-level cache).
+    Cache,
+    /// Each cache domain split into shards of about the shard size in cores, never splitting a
+    /// core. The default, as in the kernel.
+    #[default]
+    CacheShard,
+    /// One pod per NUMA node.
+    Numa,
+    /// One pod of all usable CPUs.
+    System,
+}
+
+impl AffinityScope {
+    /// Every scope, in the kernel's order.
+    pub const ALL: [AffinityScope; 6] = [
+        AffinityScope::Cpu,
+        AffinityScope::Smt,
+        AffinityScope::Cache,
+        AffinityScope::CacheShard,
+        AffinityScope::Numa,
+        AffinityScope::System,
+    ];
+
+    /// The scope's name, as the kernel spells it (`cache_shard`).
+    pub fn name(self) -> &'static str {
+        match self {
+            AffinityScope::Cpu => "cpu",
+            AffinityScope::Smt => "smt",
+            AffinityScope::Cache => "cache",
+            AffinityScope::CacheShard => "cache_shard",
+            AffinityScope::Numa => "numa",
+            AffinityScope::System => "system",
+        }
+    }
+}
+
+/// Parses a scope name exactly and case-sensitively; `default` is
+/// [`CacheShard`](AffinityScope::CacheShard) and one trailing newline is stripped (as when the
+/// name comes from a sysfs write).
+///
+/// Whole-string matching matters: the kernel once matched by prefix, so `cache` selected
+/// `cache_shard`.
+impl FromStr for AffinityScope {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        let name = s.strip_suffix('\n').unwrap_or(s);
+        if name == "default" {
+            return Ok(AffinityScope::default());
+        }
+        AffinityScope::ALL
+            .into_iter()
+            .find(|scope| scope.name() == name)
+            .ok_or_else(|| Error::UnknownScope { name: s.to_owned() })
+    }
+}
+
+impl fmt::Display for AffinityScope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One group of CPUs under a scope.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize)]
+pub struct Pod {
+    /// Its position in [`Pods::pods`]; pods are numbered in order of their lowest CPU.
+    pub id: usize,
+    /// Its CPUs (never empty).
+    pub cpus: CpuSet,
+    /// The NUMA node of its lowest CPU.
+    pub node: usize,
+}
+
+/// The pods of one scope on one topology: every usable CPU is in exactly one pod.
+#[derive(Clone, Debug)]
+pub struct Pods {
+    /// The scope they were formed under.
+    scope: AffinityScope,
+    /// The shard size they were formed with (cores per `cache_shard` pod).
+    shard_size: usize,
+    /// The pods, numbered in order of their lowest CPU.
+    pods: Vec<Pod>,
+    /// `pod_of[cpu]` is the pod of CPU `cpu`, or [`NO_POD`] for a CPU that is not usable.
+    pod_of: Vec<u32>,
+}
+
+/// Marks a CPU without a pod in [`Pods::pod_of`].
+const NO_POD: u32 = u32::MAX;
+
+impl Pods {
+    /// Forms the pods of `scope` over `topo`'s usable CPUs; `shard_size` is the number of cores
+    /// per `cache_shard` pod (checked for every scope, so a bad setting never hides).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ZeroShardSize`] when `shard_size` is 0.
+    pub fn new(topo: &Topology, scope: AffinityScope, shard_size: usize) -> Result<Pods> {
+        if shard_size == 0 {
+            return Err(Error::ZeroShardSize);
+        }
+        let cpus = topo.cpu_set();
+        let mut sets = match scope {
+            AffinityScope::Cpu => pods_from_predicate(&cpus, |a, b| a == b),
+            AffinityScope::Smt => pods_from_predicate(&cpus, |a, b| topo.shares_core(a, b)),
+            AffinityScope::Cache => pods_from_predicate(&cpus, |a, b| topo.shares_cache(a, b)),
+            AffinityScope::CacheShard => cache_shards(topo, &cpus, shard_size),
+            AffinityScope::Numa => pods_from_predicate(&cpus, |a, b| topo.shares_node(a, b)),
+            AffinityScope::System => pods_from_predicate(&cpus, |_, _| true),
+        };
+        sets.sort_by_key(CpuSet::first);
+        let mut pod_of = vec![NO_POD; cpus.last().map_or(0, |c| c + 1)];
+        let pods = sets
+            .into_iter()
+            .enumerate()
+            .map(|(id, cpus)| {
+                let tag = u32::try_from(id).expect("fewer than 2^32 pods");
+                for cpu in cpus.iter() {
+                    pod_of[cpu] = tag;
+                }
+                let lowest = cpus.first().expect("pods are never empty");
+                let node = topo.cpu(lowest).map_or(0, |c| c.node);
+                Pod { id, cpus, node }
+            })
+            .collect();
+        Ok(Pods {
+            scope,
+            shard_size,
+            pods,
+            pod_of,
+        })
+    }
+
+    /// The scope these pods were formed under.
+    pub fn scope(&self) -> AffinityScope {
+        self.scope
+    }
+
+    /// The shard size these pods were formed with.
+    pub fn shard_size(&self) -> usize {
+        self.shard_size
+    }
+
+    /// The pods, ids 0.., in order of each pod's lowest CPU.
+    pub fn pods(&self) -> &[Pod] {
+        &self.pods
+    }
+
+    /// The number of pods.
+    pub fn len(&self) -> usize {
+        self.pods.len()
+    }
+
+    /// Whether there is no pod (never true for pods of a [`Topology`], which has at least one
+    /// usable CPU).
+    pub fn is_empty(&self) -> bool {
+        self.pods.is_empty()
+    }
+
+    /// The pod of `cpu`, or `None` when `cpu` is not a usable CPU. O(1).
+    #[inline]
+    pub fn pod_of(&self, cpu: usize) -> Option<usize> {
+        match self.pod_of.get(cpu) {
+            Some(&p) if p != NO_POD => Some(p as usize),
+            _ => None,
+        }
+    }
+}
+
+/// Groups `cpus` into pods, like the kernel's `init_pod_type`: each CPU, in ascending order,
+/// joins the first existing pod whose lowest CPU shares with it (`share(lowest, cpu)`), or else
+/// opens a new pod. Pods come out in order of their lowest CPU.
+///
+/// ```
+/// use podq::{scope::pods_from_predicate, CpuSet};
+/// let cpus: CpuSet = (0..6).collect();
+/// let pods = pods_from_predicate(&cpus, |a, b| a / 4 == b / 4);
+/// assert_eq!(pods, vec![(0..4).collect::<CpuSet>(), (4..6).collect()]);
+/// ```
+pub fn pods_from_predicate(cpus: &CpuSet, share: impl Fn(usize, usize) -> bool) -> Vec<CpuSet> {
+    // (lowest CPU, members) per pod; the lowest CPU is the first one to join.
+    let mut pods: Vec<(usize, CpuSet)> = Vec::new();
+    for cpu in cpus.iter() {
+        match pods.iter_mut().find(|(lowest, _)| share(*lowest, cpu)) {
+            Some((_, members)) => {
+                members.insert(cpu);
+            }
+            None => pods.push((cpu, std::iter::once(cpu).collect())),
+        }
+    }
+    pods.into_iter().map(|(_, members)| members).collect()
+}
+
+/// The number of shards for a cache domain of `cores` cores: `max(1, round_half_up(cores /
+/// shard_size))`.
+pub fn shard_count(cores: usize, shard_size: usize) -> usize {
+    ((cores + shard_size / 2) / shard_size).max(1)
+}
+
+/// The `cache_shard` pods: each `cache` pod split into shards of whole cores.
+///
+/// In each cache domain: the cores are the `smt` pods inside it, each led by its lowest CPU;
+/// `shards = shard_count(cores, shard_size)`, `base = cores / shards`, and the first
+/// `cores % shards` shards take `base + 1` cores. Walking the domain's CPUs in ascending order,
+/// each leader joins the current shard (moving on when it is full) and each sibling joins its
+/// leader's shard.
+fn cache_shards(topo: &Topology, cpus: &CpuSet, shard_size: usize) -> Vec<CpuSet> {
+    let mut all = Vec::new();
+    for domain in pods_from_predicate(cpus, |a, b| topo.shares_cache(a, b)) {
+        let cores = pods_from_predicate(&domain, |a, b| topo.shares_core(a, b));
+        let shards = shard_count(cores.len(), shard_size);
+        let base = cores.len() / shards;
+        let bigger = cores.len() % shards;
+        let capacity = |shard: usize| if shard < bigger { base + 1 } else { base };
+
+        // The shard of each core's leader, indexed by CPU id; siblings look it up.
+        let mut shard_of = vec![usize::MAX; domain.last().map_or(0, |c| c + 1)];
+        let mut leader_of = vec![usize::MAX; shard_of.len()];
+        for core in &cores {
+            let leader = core.first().expect("cores are never empty");
+            for cpu in core.iter() {
+                leader_of[cpu] = leader;
+            }
+        }
+        let mut out: Vec<CpuSet> = vec![CpuSet::new(); shards];
+        let (mut current, mut filled) = (0, 0);
+        for cpu in domain.iter() {
+            let leader = leader_of[cpu];
+            if leader == cpu {
+                if filled == capacity(current) {
+                    current += 1;
+                    filled = 0;
+                }
+                filled += 1;
+                shard_of[cpu] = current;
+            }
+            // A sibling comes after its leader, whose shard is already set.
+            out[shard_of[leader]].insert(cpu);
+        }
+        all.extend(out);
+    }
+    all
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_scope_names_exactly() {
+        for scope in AffinityScope::ALL {
+            assert_eq!(scope.name().parse::<AffinityScope>().unwrap(), scope);
+            assert_eq!(scope.to_string(), scope.name());
+        }
+        assert_eq!(
+            "cache_shard\n".parse::<AffinityScope>().unwrap(),
+            AffinityScope::CacheShard
+        );
+        assert_eq!(
+            "cache\n".parse::<AffinityScope>().unwrap(),
+            AffinityScope::Cache
+        );
+        assert_eq!(
+            "default".parse::<AffinityScope>().unwrap(),
+            AffinityScope::CacheShard
+        );
+        for bad in [
+            "Cache",
+            "cache ",
+            " cache",
+            "cache\n\n",
+            "cach",
+            "cache_",
+            "cache_shards",
+            "",
+            "CPU",
+            "\n",
+            "default\n\n",
+        ] {
+            let err = bad.parse::<AffinityScope>().unwrap_err();
+            assert!(matches!(err, Error::UnknownScope { .. }), "{bad:?}");
+            assert!(err.to_string().contains("cache_shard"), "{err}");
+        }
+    }
+
+    #[test]
+    fn shard_count_rounds_half_up() {
+        assert_eq!(shard_count(0, 8), 1);
+        assert_eq!(shard_count(1, 8), 1);
+        assert_eq!(shard_count(11, 8), 1);
+        assert_eq!(shard_count(12, 8), 2);
+        assert_eq!(shard_count(36, 8), 5);
+        assert_eq!(shard_count(72, 8), 9);
+        assert_eq!(shard_count(100, 8), 13);
+        assert_eq!(shard_count(3, 1), 3);
+        assert_eq!(shard_count(3, 2), 2);
+    }
+
+    #[test]
+    fn zero_shard_size_is_an_error() {
+        let t = Topology::from_machine("cores=4").unwrap();
+        assert!(matches!(
+            Pods::new(&t, AffinityScope::Cpu, 0),
+            Err(Error::ZeroShardSize)
+        ));
+    }
+}

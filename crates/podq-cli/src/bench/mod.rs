@@ -1,14 +1,165 @@
 //! `podq bench`: the kernel's test_workqueue experiment and the peers, side by side.
+//!
+//! For every workload, configuration (a podq scope and shard size, or a peer runtime) and run,
+//! one fresh system is built, driven through the same loop by one pinned producer thread per
+//! chosen CPU ([`harness`]), measured ([`queue`], [`flood`]) and dropped. Runs go round-robin
+//! over the configurations so that a slow drift of the machine touches them all alike. The
+//! report ([`report`]) gives the kernel's lines, an aligned table and the machine, or JSON.
 
-use clap::Args;
+mod args;
+mod executor;
+mod flood;
+mod harness;
+mod machine;
+mod measurement;
+mod peers;
+mod plot;
+mod queue;
+mod report;
+mod sweep;
+mod system;
+mod workqueue;
 
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use podq::Topology;
+
+pub(crate) use self::args::BenchArgs;
+use self::args::{Settings, Workload};
+use self::executor::Executor;
+use self::machine::Machine;
+use self::measurement::{Measurement, Summary};
+use self::peers::{ChannelPeer, MpscPeer, Peer, RayonPeer, TokioPeer};
+use self::report::Row;
+use self::system::System;
+use self::workqueue::PodqExecutor;
 use crate::error::CliError;
 
-/// Arguments of `podq bench`.
-#[derive(Debug, Args)]
-pub(crate) struct BenchArgs {}
-
 /// Runs `podq bench`.
-pub(crate) fn run(_args: &BenchArgs) -> Result<(), CliError> {
-    Err(CliError::Failed("podq bench is being written".into()))
+///
+/// # Errors
+///
+/// [`CliError::Usage`] for a bad argument; [`CliError::Failed`] when the machine cannot be read,
+/// a system cannot be started, a run goes wrong, or the output cannot be written.
+pub(crate) fn run(args: &BenchArgs) -> Result<(), CliError> {
+    let topology = Topology::discover()
+        .map_err(|err| CliError::Failed(format!("cannot read this machine's topology: {err}")))?;
+    let settings = Settings::from_args(args, &topology.cpu_set())?;
+    let machine = Machine::describe(&topology);
+    let rows = measure_all(&settings)?;
+    if let Some(path) = &settings.plot {
+        plot::draw(path, &rows, &settings)?;
+    }
+    let out = if settings.json {
+        let mut text = serde_json::to_string_pretty(&report::json(&machine, &settings, &rows))
+            .map_err(|err| CliError::Failed(format!("cannot write the JSON report: {err}")))?;
+        text.push('\n');
+        text
+    } else {
+        report::text(&machine, &settings, &rows)
+    };
+    print!("{out}");
+    Ok(())
+}
+
+/// Every run of every configuration, round-robin, summarised per configuration in order.
+fn measure_all(settings: &Settings) -> Result<Vec<Row>, CliError> {
+    let configurations: Vec<(Workload, System)> = settings
+        .workloads
+        .iter()
+        .flat_map(|&workload| {
+            settings
+                .systems
+                .iter()
+                .map(move |&system| (workload, system))
+        })
+        .collect();
+    let progress = progress_bar(configurations.len() * settings.runs);
+    let mut runs: Vec<Vec<Measurement>> =
+        vec![Vec::with_capacity(settings.runs); configurations.len()];
+    for _ in 0..settings.runs {
+        for (measured, &(workload, system)) in runs.iter_mut().zip(&configurations) {
+            progress.set_message(format!(
+                "{} {}",
+                workload.name(),
+                system.label(settings.sweeping)
+            ));
+            measured.push(measure(workload, system, settings)?);
+            progress.inc(1);
+        }
+    }
+    progress.finish_and_clear();
+    Ok(configurations
+        .into_iter()
+        .zip(&runs)
+        .filter_map(|((workload, system), measured)| {
+            Summary::of(measured).map(|summary| Row {
+                workload,
+                system,
+                summary,
+            })
+        })
+        .collect())
+}
+
+/// A progress bar on stderr when it is a terminal; hidden otherwise.
+fn progress_bar(total: usize) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(total as u64);
+    if let Ok(style) = ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}") {
+        bar.set_style(style);
+    }
+    bar
+}
+
+/// One run of one configuration on a freshly built system.
+fn measure(
+    workload: Workload,
+    system: System,
+    settings: &Settings,
+) -> Result<Measurement, CliError> {
+    let workers = settings.peer_workers;
+    match system {
+        System::Podq { scope, shard_size } => {
+            let executor = PodqExecutor::new(scope, shard_size)?;
+            let mut measurement = drive(&executor, workload, settings)?;
+            let counts = executor.pool_counts();
+            measurement.pools = Some(counts.pools);
+            measurement.workers = Some(counts.workers_created);
+            measurement.lock_contended = Some(counts.lock_contended);
+            Ok(measurement)
+        }
+        System::Peer(Peer::Tokio) => peer_run(&TokioPeer::new(workers)?, workload, settings),
+        System::Peer(Peer::Rayon) => peer_run(&RayonPeer::new(workers)?, workload, settings),
+        System::Peer(Peer::Channel) => peer_run(&ChannelPeer::new(workers)?, workload, settings),
+        System::Peer(Peer::Mpsc) => peer_run(&MpscPeer::new(workers)?, workload, settings),
+    }
+}
+
+/// One run on a peer, which always has `settings.peer_workers` workers.
+fn peer_run<E: Executor>(
+    peer: &E,
+    workload: Workload,
+    settings: &Settings,
+) -> Result<Measurement, CliError> {
+    let mut measurement = drive(peer, workload, settings)?;
+    measurement.workers = Some(settings.peer_workers as u64);
+    Ok(measurement)
+}
+
+/// Drives `executor` through `workload`.
+fn drive<E: Executor>(
+    executor: &E,
+    workload: Workload,
+    settings: &Settings,
+) -> Result<Measurement, CliError> {
+    let work = Duration::from_nanos(settings.work_ns);
+    match workload {
+        Workload::Queue => queue::run(executor, &settings.producer_cpus, settings.items, work),
+        Workload::Flood => flood::run(executor, &settings.producer_cpus, settings.items, work),
+    }
 }

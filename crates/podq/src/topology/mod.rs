@@ -1,1 +1,318 @@
-//! (being written)
+//! [`Topology`]: the usable CPUs of a machine and how they share cores, caches and nodes.
+//!
+//! A topology is plain data. It comes from one of three sources:
+//!
+//! - [`Topology::discover`]: this machine (`/sys` and the CPUs this process may run on);
+//! - [`Topology::from_sysfs`] / [`Topology::from_sysfs_allowed`]: a sysfs tree under any folder
+//!   (a snapshot of another machine, or a test fixture), read by [`sysfs`];
+//! - [`Topology::from_machine`]: a synthetic machine from a preset name or a short description
+//!   such as `sockets=2,nodes=4,caches=8,cores=64,smt=2`, built by [`synthetic`].
+//!
+//! Whatever could not be read and had to be guessed is recorded as a [`Fallback`], so that
+//! tools can say so.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::path::Path;
+
+use crate::cpuset::CpuSet;
+use crate::error::Result;
+use crate::scope::pods_from_predicate;
+
+mod presets;
+pub mod synthetic;
+mod sysfs;
+
+pub use presets::PRESETS;
+
+/// One usable CPU. Every set here is within the usable CPUs and contains `id` itself.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Cpu {
+    /// The Linux CPU id.
+    pub id: usize,
+    /// The SMT siblings of this CPU's core (`core_cpus`, older kernels `thread_siblings`).
+    pub core_cpus: CpuSet,
+    /// The CPUs sharing its last-level cache (or its package when there is no cache
+    /// information).
+    pub cache_cpus: CpuSet,
+    /// The level of that cache; `None` when the package stands in.
+    pub cache_level: Option<u8>,
+    /// The NUMA node id (0 when there is no node information).
+    pub node: usize,
+    /// `physical_package_id` (may be -1 on odd machines).
+    pub package: i64,
+    /// `cluster_cpus` where sysfs has them.
+    pub cluster_cpus: Option<CpuSet>,
+}
+
+/// Something a topology source could not read and had to guess, in words (`Display`).
+#[derive(Clone, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub enum Fallback {
+    /// These CPUs have no data or unified cache information; their package stands in for
+    /// their cache domain.
+    PackageForCache {
+        /// The CPUs without cache information.
+        cpus: CpuSet,
+    },
+    /// These CPUs have no core (SMT sibling) information; each is taken as its own core.
+    CpuForCore {
+        /// The CPUs without core information.
+        cpus: CpuSet,
+    },
+    /// These CPUs are in no NUMA node's CPU list; they are taken to be on node 0.
+    NodeZero {
+        /// The CPUs without a node.
+        cpus: CpuSet,
+    },
+    /// The machine's sysfs could not be used; the topology is a flat machine of the allowed
+    /// CPUs (each its own core, one cache domain, one node).
+    FlatMachine {
+        /// Why sysfs could not be used.
+        reason: String,
+    },
+}
+
+impl fmt::Display for Fallback {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Fallback::PackageForCache { cpus } => write!(
+                f,
+                "CPUs {cpus} have no cache information, so their package stands in for the cache domain"
+            ),
+            Fallback::CpuForCore { cpus } => write!(
+                f,
+                "CPUs {cpus} have no core information, so each is taken as its own core"
+            ),
+            Fallback::NodeZero { cpus } => write!(
+                f,
+                "CPUs {cpus} are in no NUMA node's CPU list, so they are taken to be on node 0"
+            ),
+            Fallback::FlatMachine { reason } => write!(
+                f,
+                "the machine's topology could not be read ({reason}), so every allowed CPU is taken as its own core in one cache domain and one node"
+            ),
+        }
+    }
+}
+
+/// A cache domain: the CPUs sharing one last-level cache (or one package standing in for it).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct CacheDomain {
+    /// Its usable CPUs.
+    pub cpus: CpuSet,
+    /// The number of cores among them.
+    pub cores: usize,
+    /// The cache level; `None` when the package stands in.
+    pub level: Option<u8>,
+}
+
+/// The usable CPUs of a machine and how they share cores, caches and nodes.
+///
+/// Pure data: build it once, then form [`Pods`](crate::Pods) of any scope from it.
+#[derive(Clone, Debug)]
+pub struct Topology {
+    /// The usable CPUs, ascending id.
+    cpus: Vec<Cpu>,
+    /// `index[id]` is the position of CPU `id` in `cpus`, or [`NO_CPU`].
+    index: Vec<u32>,
+    /// What was guessed.
+    fallbacks: Vec<Fallback>,
+    /// Where the topology came from, for people.
+    source: String,
+}
+
+/// Marks a CPU id that is not usable in [`Topology::index`].
+const NO_CPU: u32 = u32::MAX;
+
+impl Topology {
+    /// Builds a topology from CPUs that already satisfy [`Cpu`]'s rules (ascending, every set
+    /// within these CPUs and containing its own CPU). Used by the sources in this module.
+    pub(crate) fn from_parts(cpus: Vec<Cpu>, fallbacks: Vec<Fallback>, source: String) -> Self {
+        debug_assert!(cpus.windows(2).all(|w| w[0].id < w[1].id));
+        let len = cpus.last().map_or(0, |c| c.id + 1);
+        let mut index = vec![NO_CPU; len];
+        for (i, cpu) in cpus.iter().enumerate() {
+            index[cpu.id] = u32::try_from(i).expect("fewer than 2^32 CPUs");
+        }
+        Topology {
+            cpus,
+            index,
+            fallbacks,
+            source,
+        }
+    }
+
+    /// This machine: sysfs at `/` and the CPUs this process may run on (`sched_getaffinity`).
+    ///
+    /// Where `/sys` cannot be used (systems other than Linux, some sandboxes), the topology is a
+    /// flat machine of the allowed CPUs, and [`fallbacks`](Self::fallbacks) says so.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoUsableCpus`](crate::Error::NoUsableCpus) when the OS reports no CPU this
+    /// process may run on.
+    pub fn discover() -> Result<Topology> {
+        sysfs::discover()
+    }
+
+    /// Reads the sysfs tree under `root` (a folder holding `sys/devices/system/cpu`), with
+    /// every online CPU that has a topology usable.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Sysfs`](crate::Error::Sysfs) when `root` or `sys/devices/system/cpu` is
+    /// missing, or a file cannot be read or parsed;
+    /// [`Error::NoUsableCpus`](crate::Error::NoUsableCpus) when no CPU is usable.
+    pub fn from_sysfs(root: &Path) -> Result<Topology> {
+        sysfs::read(root, None)
+    }
+
+    /// As [`from_sysfs`](Self::from_sysfs), keeping only the CPUs in `allowed`.
+    ///
+    /// # Errors
+    ///
+    /// As [`from_sysfs`](Self::from_sysfs); `NoUsableCpus` also when no online CPU is allowed.
+    pub fn from_sysfs_allowed(root: &Path, allowed: &CpuSet) -> Result<Topology> {
+        sysfs::read(root, Some(allowed))
+    }
+
+    /// A synthetic machine: a preset name (see [`PRESETS`]) or a description such as
+    /// `sockets=2,nodes=4,caches=8,cores=64,smt=2` (see [`synthetic`]).
+    ///
+    /// ```
+    /// let grace = podq::Topology::from_machine("grace").unwrap();
+    /// assert_eq!(grace.cpus().len(), 72);
+    /// assert_eq!(grace.cache_domains().len(), 1);
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UnknownPreset`](crate::Error::UnknownPreset) for a name that is not a preset;
+    /// [`Error::BadMachineDescription`](crate::Error::BadMachineDescription) for a description
+    /// that cannot be built.
+    pub fn from_machine(desc: &str) -> Result<Topology> {
+        synthetic::from_machine(desc)
+    }
+
+    /// The usable CPUs, ascending id.
+    pub fn cpus(&self) -> &[Cpu] {
+        &self.cpus
+    }
+
+    /// The usable CPU `id`, or `None` when it is not usable.
+    #[inline]
+    pub fn cpu(&self, id: usize) -> Option<&Cpu> {
+        match self.index.get(id) {
+            Some(&i) if i != NO_CPU => Some(&self.cpus[i as usize]),
+            _ => None,
+        }
+    }
+
+    /// All usable CPUs.
+    pub fn cpu_set(&self) -> CpuSet {
+        self.cpus.iter().map(|c| c.id).collect()
+    }
+
+    /// The nodes that have usable CPUs, ascending.
+    pub fn node_ids(&self) -> Vec<usize> {
+        let nodes: BTreeSet<usize> = self.cpus.iter().map(|c| c.node).collect();
+        nodes.into_iter().collect()
+    }
+
+    /// The usable CPUs of `node` (empty for a node without usable CPUs).
+    pub fn node_cpus(&self, node: usize) -> CpuSet {
+        self.cpus
+            .iter()
+            .filter(|c| c.node == node)
+            .map(|c| c.id)
+            .collect()
+    }
+
+    /// What was guessed while building this topology, in words.
+    pub fn fallbacks(&self) -> &[Fallback] {
+        &self.fallbacks
+    }
+
+    /// Where this topology came from: "this machine", a folder, a preset or a description.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// The cores (SMT sibling groups), in order of their lowest CPU.
+    pub fn cores(&self) -> Vec<CpuSet> {
+        pods_from_predicate(&self.cpu_set(), |a, b| self.shares_core(a, b))
+    }
+
+    /// The number of cores.
+    pub fn core_count(&self) -> usize {
+        self.cores().len()
+    }
+
+    /// The most CPUs any core has (1 without SMT, 2 for two-way SMT).
+    pub fn smt_width(&self) -> usize {
+        self.cpus
+            .iter()
+            .map(|c| c.core_cpus.len())
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The cache domains, in order of their lowest CPU.
+    pub fn cache_domains(&self) -> Vec<CacheDomain> {
+        pods_from_predicate(&self.cpu_set(), |a, b| self.shares_cache(a, b))
+            .into_iter()
+            .map(|cpus| {
+                let cores = pods_from_predicate(&cpus, |a, b| self.shares_core(a, b)).len();
+                let level = cpus
+                    .first()
+                    .and_then(|c| self.cpu(c))
+                    .and_then(|c| c.cache_level);
+                CacheDomain { cpus, cores, level }
+            })
+            .collect()
+    }
+
+    /// The packages (`physical_package_id`) that have usable CPUs, ascending.
+    pub fn package_ids(&self) -> Vec<i64> {
+        let packages: BTreeSet<i64> = self.cpus.iter().map(|c| c.package).collect();
+        packages.into_iter().collect()
+    }
+
+    /// The clusters (`cluster_cpus`), in order of their lowest CPU; empty when sysfs has no
+    /// cluster information.
+    pub fn clusters(&self) -> Vec<CpuSet> {
+        let with: CpuSet = self
+            .cpus
+            .iter()
+            .filter(|c| c.cluster_cpus.is_some())
+            .map(|c| c.id)
+            .collect();
+        pods_from_predicate(&with, |a, b| {
+            self.cpu(a)
+                .and_then(|c| c.cluster_cpus.as_ref())
+                .is_some_and(|s| s.contains(b))
+        })
+    }
+
+    /// Whether `b` is an SMT sibling of `a` (in `a`'s core).
+    #[inline]
+    pub fn shares_core(&self, a: usize, b: usize) -> bool {
+        self.cpu(a).is_some_and(|c| c.core_cpus.contains(b))
+    }
+
+    /// Whether `b` is in `a`'s cache domain.
+    #[inline]
+    pub fn shares_cache(&self, a: usize, b: usize) -> bool {
+        self.cpu(a).is_some_and(|c| c.cache_cpus.contains(b))
+    }
+
+    /// Whether `a` and `b` are usable CPUs on the same node.
+    #[inline]
+    pub fn shares_node(&self, a: usize, b: usize) -> bool {
+        match (self.cpu(a), self.cpu(b)) {
+            (Some(x), Some(y)) => x.node == y.node,
+            _ => false,
+        }
+    }
+}

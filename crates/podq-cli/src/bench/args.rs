@@ -1,0 +1,392 @@
+//! The command line of `podq bench`, and its checks: every bad value is refused with one line
+//! that names it and the valid choices.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use podq::{AffinityScope, CpuSet};
+
+use super::peers::Peer;
+use super::sweep::Sweep;
+use super::system::{System, KERNEL_ORDER};
+use crate::error::CliError;
+
+/// Items per producer thread when `--items` is not given: the kernel test's default.
+pub(crate) const DEFAULT_ITEMS: u64 = 50_000;
+
+/// Arguments of `podq bench`.
+///
+/// Values are taken as text and checked here rather than by clap, so that every bad value is
+/// reported as one line naming it and the valid choices.
+#[derive(Debug, Args)]
+pub(crate) struct BenchArgs {
+    /// Workload: queue (the kernel's test_workqueue closed loop), flood (open loop), or all.
+    #[arg(long, value_name = "NAME", default_value = "queue")]
+    pub(crate) workload: String,
+    /// Scopes to measure, comma-separated [default: cpu,smt,cache_shard,cache,numa,system].
+    #[arg(long, value_name = "LIST")]
+    pub(crate) scopes: Option<String>,
+    /// Peers to measure, comma-separated, or none [default: tokio,rayon,channel,mpsc].
+    #[arg(long, value_name = "LIST")]
+    pub(crate) peers: Option<String>,
+    /// Producer threads, one pinned per usable CPU in ascending order [default: usable CPUs].
+    #[arg(long, value_name = "N")]
+    pub(crate) threads: Option<String>,
+    /// Work items per producer thread.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_ITEMS.to_string())]
+    pub(crate) items: String,
+    /// Runs of every configuration; the report gives the median and the min-max.
+    #[arg(long, value_name = "N", default_value = "1")]
+    pub(crate) runs: String,
+    /// CPU work per item, in nanoseconds of busy-waiting.
+    #[arg(long, value_name = "NS", default_value = "0")]
+    pub(crate) work_ns: String,
+    /// Vary a parameter: shard-size=2,4,8,16 measures cache_shard at each size.
+    #[arg(long, value_name = "PARAM=LIST")]
+    pub(crate) sweep: Option<String>,
+    /// Also draw items/sec and p50 per configuration into this SVG file.
+    #[arg(long, value_name = "FILE.svg")]
+    pub(crate) plot: Option<PathBuf>,
+    /// Print the results as JSON instead of the table.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// A benchmark workload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Workload {
+    /// The kernel's test_workqueue: a closed loop with one item in flight per thread.
+    Queue,
+    /// An open loop: each producer queues all of its items as fast as it can.
+    Flood,
+}
+
+impl Workload {
+    /// The name on the command line and in the JSON.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Workload::Queue => "queue",
+            Workload::Flood => "flood",
+        }
+    }
+}
+
+/// A checked command line: what to measure, how, and where to report it.
+#[derive(Clone, Debug)]
+pub(crate) struct Settings {
+    /// Workloads, in order.
+    pub(crate) workloads: Vec<Workload>,
+    /// Systems, in order: podq's scopes (kernel order), then the peers.
+    pub(crate) systems: Vec<System>,
+    /// Whether several shard sizes are measured (labels then show the size).
+    pub(crate) sweeping: bool,
+    /// The CPU each producer thread is pinned to, one per thread.
+    pub(crate) producer_cpus: Vec<usize>,
+    /// Worker threads for each peer: the usable CPUs.
+    pub(crate) peer_workers: usize,
+    /// Items per producer thread.
+    pub(crate) items: u64,
+    /// Runs per configuration.
+    pub(crate) runs: usize,
+    /// Busy-wait per item, in nanoseconds.
+    pub(crate) work_ns: u64,
+    /// Where to draw the plot.
+    pub(crate) plot: Option<PathBuf>,
+    /// JSON instead of the table.
+    pub(crate) json: bool,
+}
+
+impl Settings {
+    /// Checks `args` against the usable CPUs of this machine.
+    ///
+    /// # Errors
+    ///
+    /// [`CliError::Usage`] for a bad value: one line naming it and the valid choices.
+    pub(crate) fn from_args(args: &BenchArgs, usable: &CpuSet) -> Result<Settings, CliError> {
+        let workloads = parse_workloads(&args.workload)?;
+        let sweep = args.sweep.as_deref().map(Sweep::parse).transpose()?;
+        let scopes = match &args.scopes {
+            Some(list) => parse_scopes(list)?,
+            None => KERNEL_ORDER.to_vec(),
+        };
+        let peers = match &args.peers {
+            Some(list) => parse_peers(list)?,
+            None => Peer::ALL.to_vec(),
+        };
+        let shard_sizes = match &sweep {
+            Some(sweep) => sweep.shard_sizes.clone(),
+            None => vec![podq::scope::DEFAULT_SHARD_SIZE],
+        };
+        let mut systems = Vec::new();
+        for scope in &scopes {
+            if *scope == AffinityScope::CacheShard {
+                systems.extend(shard_sizes.iter().map(|&shard_size| System::Podq {
+                    scope: AffinityScope::CacheShard,
+                    shard_size,
+                }));
+            } else {
+                systems.push(System::Podq {
+                    scope: *scope,
+                    shard_size: podq::scope::DEFAULT_SHARD_SIZE,
+                });
+            }
+        }
+        if sweep.is_some() && !scopes.contains(&AffinityScope::CacheShard) {
+            return Err(CliError::Usage(format!(
+                "--sweep shard-size needs the cache_shard scope, but --scopes {} leaves it out",
+                args.scopes.as_deref().unwrap_or_default()
+            )));
+        }
+        systems.extend(peers.into_iter().map(System::Peer));
+        if systems.is_empty() {
+            return Err(CliError::Usage(
+                "nothing to measure: --scopes and --peers are both empty; give at least one scope or peer"
+                    .into(),
+            ));
+        }
+
+        let usable_count = usable.len();
+        let threads = match &args.threads {
+            Some(text) => parse_number("--threads", text)?,
+            None => usable_count as u64,
+        };
+        if threads == 0 || threads > usable_count as u64 {
+            return Err(CliError::Usage(format!(
+                "--threads {threads}: give 1 to {usable_count} (one pinned producer thread per \
+                 usable CPU; this machine's usable CPUs are {usable})"
+            )));
+        }
+        let threads = usize::try_from(threads).unwrap_or(usable_count);
+        let runs = parse_count("--runs", &args.runs, "run")?;
+        let plot = args.plot.clone();
+        if let Some(path) = &plot {
+            let is_svg = path
+                .extension()
+                .is_some_and(|ext| ext.eq_ignore_ascii_case("svg"));
+            if !is_svg {
+                return Err(CliError::Usage(format!(
+                    "--plot {}: only SVG is drawn; give a file name ending in .svg",
+                    path.display()
+                )));
+            }
+        }
+        Ok(Settings {
+            workloads,
+            sweeping: shard_sizes.len() > 1,
+            systems,
+            producer_cpus: usable.iter().take(threads).collect(),
+            peer_workers: usable_count,
+            items: parse_count("--items", &args.items, "item per thread")?,
+            runs: usize::try_from(runs).unwrap_or(usize::MAX),
+            work_ns: parse_number("--work-ns", &args.work_ns)?,
+            plot,
+            json: args.json,
+        })
+    }
+
+    /// Producer threads.
+    pub(crate) fn threads(&self) -> usize {
+        self.producer_cpus.len()
+    }
+}
+
+/// `queue`, `flood` or `all`.
+fn parse_workloads(name: &str) -> Result<Vec<Workload>, CliError> {
+    match name {
+        "queue" => Ok(vec![Workload::Queue]),
+        "flood" => Ok(vec![Workload::Flood]),
+        "all" => Ok(vec![Workload::Queue, Workload::Flood]),
+        _ => Err(CliError::Usage(format!(
+            "unknown workload '{name}': expected one of queue, flood, all"
+        ))),
+    }
+}
+
+/// A comma-separated list of scopes, kept in the order given, without duplicates.
+fn parse_scopes(list: &str) -> Result<Vec<AffinityScope>, CliError> {
+    let mut scopes = Vec::new();
+    for name in list.split(',').map(str::trim) {
+        if name.is_empty() && list.trim().is_empty() {
+            continue;
+        }
+        let scope: AffinityScope = name
+            .parse()
+            .map_err(|err: podq::Error| CliError::Usage(err.to_string()))?;
+        if !scopes.contains(&scope) {
+            scopes.push(scope);
+        }
+    }
+    Ok(scopes)
+}
+
+/// A comma-separated list of peers, or `none`.
+fn parse_peers(list: &str) -> Result<Vec<Peer>, CliError> {
+    if list.trim() == "none" || list.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut peers = Vec::new();
+    for name in list.split(',').map(str::trim) {
+        let peer = Peer::parse(name)?;
+        if !peers.contains(&peer) {
+            peers.push(peer);
+        }
+    }
+    Ok(peers)
+}
+
+/// A whole number (underscores allowed as separators).
+fn parse_number(flag: &str, text: &str) -> Result<u64, CliError> {
+    text.trim().replace('_', "").parse::<u64>().map_err(|_| {
+        CliError::Usage(format!(
+            "{flag} '{text}': expected a whole number such as 1000"
+        ))
+    })
+}
+
+/// A whole number of at least 1.
+fn parse_count(flag: &str, text: &str, what: &str) -> Result<u64, CliError> {
+    match parse_number(flag, text)? {
+        0 => Err(CliError::Usage(format!("{flag} 0: give at least 1 {what}"))),
+        n => Ok(n),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(extra: &[(&str, &str)]) -> BenchArgs {
+        let mut args = BenchArgs {
+            workload: "queue".into(),
+            scopes: None,
+            peers: None,
+            threads: None,
+            items: DEFAULT_ITEMS.to_string(),
+            runs: "1".into(),
+            work_ns: "0".into(),
+            sweep: None,
+            plot: None,
+            json: false,
+        };
+        for (flag, value) in extra {
+            let value = (*value).to_owned();
+            match *flag {
+                "workload" => args.workload = value,
+                "scopes" => args.scopes = Some(value),
+                "peers" => args.peers = Some(value),
+                "threads" => args.threads = Some(value),
+                "items" => args.items = value,
+                "runs" => args.runs = value,
+                "work-ns" => args.work_ns = value,
+                "sweep" => args.sweep = Some(value),
+                "plot" => args.plot = Some(value.into()),
+                other => panic!("no flag {other}"),
+            }
+        }
+        args
+    }
+
+    fn usable() -> CpuSet {
+        [0, 1, 4, 5].into_iter().collect()
+    }
+
+    fn usage(extra: &[(&str, &str)]) -> String {
+        match Settings::from_args(&args(extra), &usable()) {
+            Err(CliError::Usage(message)) => message,
+            other => panic!("expected a usage error for {extra:?}, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn defaults_measure_every_scope_in_kernel_order_then_every_peer() {
+        let settings = Settings::from_args(&args(&[]), &usable()).expect("defaults are valid");
+        let names: Vec<String> = settings.systems.iter().map(|s| s.label(false)).collect();
+        assert_eq!(
+            names,
+            [
+                "cpu",
+                "smt",
+                "cache_shard",
+                "cache",
+                "numa",
+                "system",
+                "tokio",
+                "rayon",
+                "channel",
+                "mpsc"
+            ]
+        );
+        assert_eq!(settings.producer_cpus, vec![0, 1, 4, 5]);
+        assert_eq!(settings.peer_workers, 4);
+        assert_eq!(settings.items, DEFAULT_ITEMS);
+        assert_eq!(settings.workloads, vec![Workload::Queue]);
+        assert!(!settings.sweeping);
+    }
+
+    #[test]
+    fn threads_pin_to_the_lowest_usable_cpus() {
+        let settings = Settings::from_args(&args(&[("threads", "2")]), &usable()).expect("valid");
+        assert_eq!(settings.producer_cpus, vec![0, 1]);
+        assert_eq!(
+            settings.peer_workers, 4,
+            "peers keep one worker per usable CPU"
+        );
+    }
+
+    #[test]
+    fn sweep_expands_cache_shard_in_place() {
+        let settings = Settings::from_args(
+            &args(&[
+                ("scopes", "cpu,cache_shard,system"),
+                ("peers", "none"),
+                ("sweep", "shard-size=2,4"),
+            ]),
+            &usable(),
+        )
+        .expect("valid");
+        let names: Vec<String> = settings
+            .systems
+            .iter()
+            .map(|s| s.label(settings.sweeping))
+            .collect();
+        assert_eq!(names, ["cpu", "cache_shard/2", "cache_shard/4", "system"]);
+    }
+
+    #[test]
+    fn bad_values_name_the_value_and_the_choices() {
+        let message = usage(&[("threads", "0")]);
+        assert!(
+            message.starts_with("--threads 0") && message.contains("1 to 4"),
+            "{message}"
+        );
+        let message = usage(&[("threads", "5")]);
+        assert!(
+            message.contains("--threads 5") && message.contains("1 to 4"),
+            "{message}"
+        );
+        assert!(usage(&[("threads", "two")]).contains("'two'"));
+        assert!(usage(&[("items", "0")]).starts_with("--items 0"));
+        assert!(usage(&[("runs", "0")]).starts_with("--runs 0"));
+        let message = usage(&[("workload", "burst")]);
+        assert!(
+            message.contains("'burst'") && message.contains("queue, flood"),
+            "{message}"
+        );
+        let message = usage(&[("scopes", "cpu,Cache")]);
+        assert!(
+            message.contains("'Cache'") && message.contains("cache_shard"),
+            "{message}"
+        );
+        let message = usage(&[("peers", "tokio,glommio")]);
+        assert!(
+            message.contains("'glommio'") && message.contains("rayon"),
+            "{message}"
+        );
+        assert!(usage(&[("sweep", "shard-size=4"), ("scopes", "cpu")]).contains("cache_shard"));
+        assert!(usage(&[("plot", "out.png")]).contains("out.png"));
+        assert!(usage(&[("scopes", ""), ("peers", "none")]).contains("nothing to measure"));
+        for message in [usage(&[("threads", "0")]), usage(&[("sweep", "size=1")])] {
+            assert!(!message.contains('\n'), "one line: {message}");
+        }
+    }
+}

@@ -1,0 +1,179 @@
+//! What one run of one configuration measured, and the summary over several runs.
+
+use hdrhistogram::Histogram;
+
+/// Latency percentiles of a histogram, in nanoseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Percentiles {
+    /// Median.
+    pub(crate) p50: u64,
+    /// 90th percentile.
+    pub(crate) p90: u64,
+    /// 95th percentile.
+    pub(crate) p95: u64,
+    /// 99th percentile.
+    pub(crate) p99: u64,
+}
+
+impl Percentiles {
+    /// The percentiles of `histogram`.
+    pub(crate) fn of(histogram: &Histogram<u64>) -> Percentiles {
+        Percentiles {
+            p50: histogram.value_at_quantile(0.50),
+            p90: histogram.value_at_quantile(0.90),
+            p95: histogram.value_at_quantile(0.95),
+            p99: histogram.value_at_quantile(0.99),
+        }
+    }
+}
+
+/// One run of one configuration.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct Measurement {
+    /// All items divided by the wall time from release to the end of the final flush.
+    pub(crate) items_per_sec: f64,
+    /// The queue call alone.
+    pub(crate) queue: Percentiles,
+    /// From just before the queue call to the item starting (flood only).
+    pub(crate) queue_to_start: Option<Percentiles>,
+    /// Pools serving the workqueue (podq only).
+    pub(crate) pools: Option<usize>,
+    /// Worker threads created during the run (podq), or started for it (peers).
+    pub(crate) workers: Option<u64>,
+    /// Times a pool lock was found held by another thread (podq only).
+    pub(crate) lock_contended: Option<u64>,
+}
+
+/// Several runs of one configuration: medians, and the spread of items/sec.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct Summary {
+    /// Runs summarised.
+    pub(crate) runs: usize,
+    /// Median items/sec.
+    pub(crate) items_per_sec: f64,
+    /// Lowest items/sec of any run.
+    pub(crate) items_per_sec_min: f64,
+    /// Highest items/sec of any run.
+    pub(crate) items_per_sec_max: f64,
+    /// Median of each queue-call percentile.
+    pub(crate) queue: Percentiles,
+    /// Median of each queue-to-start percentile (flood only).
+    pub(crate) queue_to_start: Option<Percentiles>,
+    /// Median pool count.
+    pub(crate) pools: Option<usize>,
+    /// Median worker count.
+    pub(crate) workers: Option<u64>,
+    /// Median count of contended pool-lock acquisitions.
+    pub(crate) lock_contended: Option<u64>,
+}
+
+impl Summary {
+    /// Summarises `runs`; `None` when there are none.
+    pub(crate) fn of(runs: &[Measurement]) -> Option<Summary> {
+        let first = runs.first()?;
+        let ips: Vec<f64> = runs.iter().map(|m| m.items_per_sec).collect();
+        let percentiles = |pick: &dyn Fn(&Measurement) -> Option<Percentiles>| {
+            let all: Vec<Percentiles> = runs.iter().filter_map(pick).collect();
+            (!all.is_empty()).then(|| Percentiles {
+                p50: median_u64(all.iter().map(|p| p.p50)),
+                p90: median_u64(all.iter().map(|p| p.p90)),
+                p95: median_u64(all.iter().map(|p| p.p95)),
+                p99: median_u64(all.iter().map(|p| p.p99)),
+            })
+        };
+        Some(Summary {
+            runs: runs.len(),
+            items_per_sec: median_f64(&ips),
+            items_per_sec_min: ips.iter().copied().fold(f64::INFINITY, f64::min),
+            items_per_sec_max: ips.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            queue: percentiles(&|m| Some(m.queue)).unwrap_or(first.queue),
+            queue_to_start: percentiles(&|m| m.queue_to_start),
+            pools: first.pools.map(|_| {
+                median_u64(runs.iter().filter_map(|m| m.pools).map(|p| p as u64)) as usize
+            }),
+            workers: first
+                .workers
+                .map(|_| median_u64(runs.iter().filter_map(|m| m.workers))),
+            lock_contended: first
+                .lock_contended
+                .map(|_| median_u64(runs.iter().filter_map(|m| m.lock_contended))),
+        })
+    }
+}
+
+/// The median; the mean of the two middle values for an even count.
+fn median_f64(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let mid = sorted.len() / 2;
+    if sorted.len() % 2 == 1 {
+        sorted[mid]
+    } else {
+        (sorted[mid - 1] + sorted[mid]) / 2.0
+    }
+}
+
+/// The median (the lower middle value for an even count, so it is a measured value); 0 when
+/// empty.
+fn median_u64(values: impl Iterator<Item = u64>) -> u64 {
+    let mut sorted: Vec<u64> = values.collect();
+    sorted.sort_unstable();
+    match sorted.len() {
+        0 => 0,
+        n => sorted[(n - 1) / 2],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(items_per_sec: f64, p50: u64) -> Measurement {
+        Measurement {
+            items_per_sec,
+            queue: Percentiles {
+                p50,
+                p90: p50 * 2,
+                p95: p50 * 3,
+                p99: p50 * 4,
+            },
+            workers: Some(p50),
+            ..Measurement::default()
+        }
+    }
+
+    #[test]
+    fn summary_takes_medians_and_the_spread() {
+        let summary =
+            Summary::of(&[run(300.0, 30), run(100.0, 10), run(200.0, 50)]).expect("three runs");
+        assert_eq!(summary.runs, 3);
+        assert_eq!(summary.items_per_sec, 200.0);
+        assert_eq!(summary.items_per_sec_min, 100.0);
+        assert_eq!(summary.items_per_sec_max, 300.0);
+        assert_eq!(summary.queue.p50, 30);
+        assert_eq!(summary.queue.p99, 120);
+        assert_eq!(summary.workers, Some(30));
+        assert_eq!(summary.pools, None);
+        assert_eq!(summary.queue_to_start, None);
+    }
+
+    #[test]
+    fn even_counts_average_the_middle_items_per_sec() {
+        let summary = Summary::of(&[run(100.0, 10), run(200.0, 20)]).expect("two runs");
+        assert_eq!(summary.items_per_sec, 150.0);
+        assert_eq!(summary.queue.p50, 10);
+        assert!(Summary::of(&[]).is_none());
+    }
+
+    #[test]
+    fn percentiles_come_from_the_histogram() {
+        let mut histogram = crate::bench::harness::new_histogram();
+        for value in 1..=1000 {
+            histogram.record(value).expect("in range");
+        }
+        let p = Percentiles::of(&histogram);
+        assert!((499..=501).contains(&p.p50), "{p:?}");
+        assert!((989..=991).contains(&p.p99), "{p:?}");
+        assert!(p.p50 <= p.p90 && p.p90 <= p.p95 && p.p95 <= p.p99);
+    }
+}

@@ -1,0 +1,109 @@
+//! The runtimes a user would pick instead of podq, each behind [`Executor`], each built with one
+//! worker thread per usable CPU.
+//!
+//! [`Executor`]: super::executor::Executor
+
+mod channel;
+mod mpsc;
+mod rayon;
+mod tokio;
+
+pub(crate) use self::channel::ChannelPeer;
+pub(crate) use self::mpsc::MpscPeer;
+pub(crate) use self::rayon::RayonPeer;
+pub(crate) use self::tokio::TokioPeer;
+
+use crate::error::CliError;
+
+/// A boxed one-shot job, for the channel-fed pools.
+pub(crate) type Job = Box<dyn FnOnce() + Send + 'static>;
+
+/// A peer runtime.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Peer {
+    /// A tokio multi-thread runtime, spawned into through a `Handle` from the producer threads.
+    Tokio,
+    /// A rayon `ThreadPool`, `spawn` from the producer threads.
+    Rayon,
+    /// One crossbeam-channel queue feeding N workers: the one global queue most services use.
+    Channel,
+    /// A std `mpsc` channel whose receiver N workers share behind a `Mutex`.
+    Mpsc,
+}
+
+impl Peer {
+    /// Every peer, in the order they are measured.
+    pub(crate) const ALL: [Peer; 4] = [Peer::Tokio, Peer::Rayon, Peer::Channel, Peer::Mpsc];
+
+    /// The name on the command line and in the report.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Peer::Tokio => "tokio",
+            Peer::Rayon => "rayon",
+            Peer::Channel => "channel",
+            Peer::Mpsc => "mpsc",
+        }
+    }
+
+    /// The peer called `name`, exactly.
+    ///
+    /// # Errors
+    ///
+    /// [`CliError::Usage`] naming `name` and the valid peers.
+    pub(crate) fn parse(name: &str) -> Result<Peer, CliError> {
+        Peer::ALL
+            .into_iter()
+            .find(|peer| peer.name() == name)
+            .ok_or_else(|| {
+                CliError::Usage(format!(
+                    "unknown peer '{name}': expected one of tokio, rayon, channel, mpsc, or none"
+                ))
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::bench::executor::Executor;
+
+    #[test]
+    fn names_round_trip_and_unknown_names_are_refused() {
+        for peer in Peer::ALL {
+            assert_eq!(Peer::parse(peer.name()).ok(), Some(peer));
+        }
+        assert!(Peer::parse("Tokio").is_err(), "names are case-sensitive");
+        assert!(
+            matches!(Peer::parse("async-std"), Err(CliError::Usage(m)) if m.contains("'async-std'"))
+        );
+    }
+
+    /// Spawns `count` jobs and checks that each ran exactly once once the peer is dropped.
+    fn runs_every_job<E: Executor>(peer: E) {
+        let count = 1_000;
+        let ran = Arc::new(AtomicUsize::new(0));
+        for _ in 0..count {
+            let ran = Arc::clone(&ran);
+            assert!(peer.spawn(move || {
+                ran.fetch_add(1, Ordering::Relaxed);
+            }));
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while ran.load(Ordering::Relaxed) < count && std::time::Instant::now() < deadline {
+            std::thread::yield_now();
+        }
+        drop(peer);
+        assert_eq!(ran.load(Ordering::Relaxed), count);
+    }
+
+    #[test]
+    fn every_peer_runs_every_job() {
+        runs_every_job(TokioPeer::new(2).expect("tokio"));
+        runs_every_job(RayonPeer::new(2).expect("rayon"));
+        runs_every_job(ChannelPeer::new(2).expect("channel"));
+        runs_every_job(MpscPeer::new(2).expect("mpsc"));
+    }
+}

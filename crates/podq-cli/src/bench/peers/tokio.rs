@@ -1,0 +1,54 @@
+//! tokio's multi-thread runtime, spawned into from outside it through a `Handle` (so every task
+//! goes through its global injector queue, as a service's I/O threads would).
+
+use ::tokio::runtime::{Builder, Handle, Runtime};
+
+use crate::bench::executor::{ClosedJob, Executor};
+use crate::error::CliError;
+
+/// A tokio runtime with N worker threads.
+#[derive(Debug)]
+pub(crate) struct TokioPeer {
+    /// Kept alive for its workers; dropped (shut down) with the peer.
+    _runtime: Runtime,
+    handle: Handle,
+}
+
+impl TokioPeer {
+    /// Starts a runtime with `workers` worker threads.
+    ///
+    /// # Errors
+    ///
+    /// [`CliError::Failed`] when the runtime cannot start its threads.
+    pub(crate) fn new(workers: usize) -> Result<TokioPeer, CliError> {
+        let runtime = Builder::new_multi_thread()
+            .worker_threads(workers)
+            .thread_name("tokio-peer")
+            .build()
+            .map_err(|err| CliError::Failed(format!("cannot start the tokio runtime: {err}")))?;
+        let handle = runtime.handle().clone();
+        Ok(TokioPeer {
+            _runtime: runtime,
+            handle,
+        })
+    }
+}
+
+impl Executor for TokioPeer {
+    type Item = ClosedJob;
+
+    fn item(&self, job: ClosedJob) -> ClosedJob {
+        job
+    }
+
+    fn queue_item(&self, item: &ClosedJob) -> bool {
+        let job = item.clone();
+        self.spawn(move || job.run())
+    }
+
+    fn spawn<F: FnOnce() + Send + 'static>(&self, job: F) -> bool {
+        // The JoinHandle is dropped: the task runs detached, like a queued work item.
+        drop(self.handle.spawn(async move { job() }));
+        true
+    }
+}

@@ -1,0 +1,323 @@
+//! The report: the kernel's line format, an aligned table, and the JSON.
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use super::args::{Settings, Workload};
+use super::machine::Machine;
+use super::measurement::Summary;
+use super::system::System;
+
+/// One configuration's results over all runs.
+#[derive(Clone, Debug)]
+pub(crate) struct Row {
+    /// The workload.
+    pub(crate) workload: Workload,
+    /// The system under test.
+    pub(crate) system: System,
+    /// Medians and spread over the runs.
+    pub(crate) summary: Summary,
+}
+
+impl Row {
+    /// The name in the kernel lines, the table and the plot.
+    pub(crate) fn label(&self, settings: &Settings) -> String {
+        self.system.label(settings.sweeping)
+    }
+}
+
+/// The text report: machine, then per workload the kernel lines and the table.
+pub(crate) fn text(machine: &Machine, settings: &Settings, rows: &[Row]) -> String {
+    let mut out = format!("{}\n", machine.summary());
+    for workload in &settings.workloads {
+        let rows: Vec<&Row> = rows
+            .iter()
+            .filter(|row| row.workload == *workload)
+            .collect();
+        out.push_str(&format!("\n{}\n", heading(*workload, settings)));
+        for row in &rows {
+            out.push_str(&kernel_line(row, settings));
+            out.push('\n');
+        }
+        out.push('\n');
+        out.push_str(&table(*workload, &rows, settings));
+    }
+    out
+}
+
+/// `queue: 2 producer threads (CPUs 0-1) x 50000 items, median of 5 runs`.
+fn heading(workload: Workload, settings: &Settings) -> String {
+    let cpus: podq::CpuSet = settings.producer_cpus.iter().copied().collect();
+    let runs = match settings.runs {
+        1 => "1 run".to_owned(),
+        n => format!("median of {n} runs"),
+    };
+    let work = match settings.work_ns {
+        0 => String::new(),
+        ns => format!(", {ns} ns of work per item"),
+    };
+    format!(
+        "{}: {} producer threads (CPUs {cpus}) x {} items, peers with {} workers{work}, {runs}",
+        workload.name(),
+        settings.threads(),
+        settings.items,
+        settings.peer_workers,
+    )
+}
+
+/// The kernel's format: `cache_shard      3629098 items/sec	p50=6080	p90=8896	p95=9728 ns`
+/// (flood lines show p50/p99 and the queue-to-start p50/p99 instead).
+fn kernel_line(row: &Row, settings: &Settings) -> String {
+    let s = &row.summary;
+    let head = format!(
+        "{:<12}{:>12.0} items/sec",
+        row.label(settings),
+        s.items_per_sec
+    );
+    match s.queue_to_start {
+        None => format!(
+            "{head}\tp50={}\tp90={}\tp95={} ns",
+            s.queue.p50, s.queue.p90, s.queue.p95
+        ),
+        Some(start) => format!(
+            "{head}\tp50={}\tp99={}\tstart_p50={}\tstart_p99={} ns",
+            s.queue.p50, s.queue.p99, start.p50, start.p99
+        ),
+    }
+}
+
+/// The aligned table of one workload's rows.
+fn table(workload: Workload, rows: &[&Row], settings: &Settings) -> String {
+    let mut header = vec!["system", "scope", "items/sec", "min-max"];
+    match workload {
+        Workload::Queue => header.extend(["p50 ns", "p90 ns", "p95 ns"]),
+        Workload::Flood => header.extend(["p50 ns", "p99 ns", "start p50", "start p99"]),
+    }
+    header.extend(["pools", "workers"]);
+    let dash = || "-".to_owned();
+    let mut cells: Vec<Vec<String>> = vec![header.iter().map(|h| (*h).to_owned()).collect()];
+    for row in rows {
+        let s = &row.summary;
+        let mut line = vec![
+            row.system.name().to_owned(),
+            row.system
+                .scope()
+                .map_or_else(dash, |_| row.label(settings)),
+            format!("{:.0}", s.items_per_sec),
+            format!("{:.0}-{:.0}", s.items_per_sec_min, s.items_per_sec_max),
+        ];
+        match (workload, s.queue_to_start) {
+            (Workload::Flood, Some(start)) => line.extend([
+                s.queue.p50.to_string(),
+                s.queue.p99.to_string(),
+                start.p50.to_string(),
+                start.p99.to_string(),
+            ]),
+            _ => line.extend([
+                s.queue.p50.to_string(),
+                s.queue.p90.to_string(),
+                s.queue.p95.to_string(),
+            ]),
+        }
+        line.push(s.pools.map_or_else(dash, |p| p.to_string()));
+        line.push(s.workers.map_or_else(dash, |w| w.to_string()));
+        cells.push(line);
+    }
+    align(&cells)
+}
+
+/// Lays `cells` out in columns: the first two left-aligned (names), the rest right-aligned.
+fn align(cells: &[Vec<String>]) -> String {
+    let columns = cells.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| {
+            cells
+                .iter()
+                .filter_map(|line| line.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for line in cells {
+        let fields: Vec<String> = line
+            .iter()
+            .enumerate()
+            .map(|(c, cell)| {
+                if c < 2 {
+                    format!("{cell:<w$}", w = widths[c])
+                } else {
+                    format!("{cell:>w$}", w = widths[c])
+                }
+            })
+            .collect();
+        out.push_str(fields.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// The JSON settings block.
+#[derive(Serialize)]
+struct JsonSettings<'a> {
+    workloads: Vec<&'static str>,
+    threads: usize,
+    producer_cpus: &'a [usize],
+    items_per_thread: u64,
+    runs: usize,
+    work_ns: u64,
+    peer_workers: usize,
+}
+
+/// `{"machine": {...}, "settings": {...}, "results": [...]}`.
+pub(crate) fn json(machine: &Machine, settings: &Settings, rows: &[Row]) -> Value {
+    let results: Vec<Value> = rows.iter().map(|row| json_row(row, settings)).collect();
+    json!({
+        "machine": machine,
+        "settings": JsonSettings {
+            workloads: settings.workloads.iter().map(|w| w.name()).collect(),
+            threads: settings.threads(),
+            producer_cpus: &settings.producer_cpus,
+            items_per_thread: settings.items,
+            runs: settings.runs,
+            work_ns: settings.work_ns,
+            peer_workers: settings.peer_workers,
+        },
+        "results": results,
+    })
+}
+
+/// One result: podq rows carry scope (and shard size for `cache_shard`) and pools; peers have
+/// neither; flood rows add p99 and the queue-to-start percentiles.
+fn json_row(row: &Row, settings: &Settings) -> Value {
+    let s = &row.summary;
+    let mut value = json!({
+        "workload": row.workload.name(),
+        "system": row.system.name(),
+        "threads": settings.threads(),
+        "items_per_thread": settings.items,
+        "runs": s.runs,
+        "items_per_sec": s.items_per_sec.round() as u64,
+        "items_per_sec_min": s.items_per_sec_min.round() as u64,
+        "items_per_sec_max": s.items_per_sec_max.round() as u64,
+        "p50_ns": s.queue.p50,
+        "p90_ns": s.queue.p90,
+        "p95_ns": s.queue.p95,
+    });
+    let Value::Object(map) = &mut value else {
+        unreachable!("json! of an object literal")
+    };
+    if let Some(scope) = row.system.scope() {
+        map.insert("scope".into(), scope.name().into());
+    }
+    if let Some(size) = row.system.shard_size() {
+        map.insert("shard_size".into(), size.into());
+    }
+    if let Some(start) = s.queue_to_start {
+        map.insert("p99_ns".into(), s.queue.p99.into());
+        map.insert("queue_to_start_p50_ns".into(), start.p50.into());
+        map.insert("queue_to_start_p99_ns".into(), start.p99.into());
+    }
+    if let Some(pools) = s.pools {
+        map.insert("pools".into(), pools.into());
+    }
+    if let Some(workers) = s.workers {
+        map.insert("workers".into(), workers.into());
+    }
+    if let Some(contended) = s.lock_contended {
+        map.insert("lock_contended".into(), contended.into());
+    }
+    value
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::measurement::Percentiles;
+    use crate::bench::peers::Peer;
+
+    #[test]
+    fn kernel_line_matches_the_kernel_format() {
+        let settings_rows = Row {
+            workload: Workload::Queue,
+            system: System::Podq {
+                scope: podq::AffinityScope::CacheShard,
+                shard_size: 8,
+            },
+            summary: Summary {
+                runs: 1,
+                items_per_sec: 3_629_098.0,
+                queue: Percentiles {
+                    p50: 6080,
+                    p90: 8896,
+                    p95: 9728,
+                    p99: 9999,
+                },
+                ..Summary::default()
+            },
+        };
+        let settings = test_settings();
+        assert_eq!(
+            kernel_line(&settings_rows, &settings),
+            "cache_shard      3629098 items/sec\tp50=6080\tp90=8896\tp95=9728 ns"
+        );
+    }
+
+    #[test]
+    fn table_columns_line_up() {
+        let settings = test_settings();
+        let rows = [
+            Row {
+                workload: Workload::Queue,
+                system: System::Podq {
+                    scope: podq::AffinityScope::Cpu,
+                    shard_size: 8,
+                },
+                summary: Summary {
+                    runs: 1,
+                    items_per_sec: 1234.0,
+                    pools: Some(2),
+                    workers: Some(3),
+                    ..Summary::default()
+                },
+            },
+            Row {
+                workload: Workload::Queue,
+                system: System::Peer(Peer::Tokio),
+                summary: Summary {
+                    runs: 1,
+                    items_per_sec: 98_765_432.0,
+                    ..Summary::default()
+                },
+            },
+        ];
+        let refs: Vec<&Row> = rows.iter().collect();
+        let out = table(Workload::Queue, &refs, &settings);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert!(lines[0].starts_with("system  scope"));
+        let end_of = |line: &str, field: &str| line.find(field).map(|i| i + field.len());
+        assert_eq!(
+            end_of(lines[1], "1234"),
+            end_of(lines[2], "98765432"),
+            "{out}"
+        );
+        assert!(lines[2].starts_with("tokio   -"), "{out}");
+    }
+
+    fn test_settings() -> Settings {
+        Settings {
+            workloads: vec![Workload::Queue],
+            systems: Vec::new(),
+            sweeping: false,
+            producer_cpus: vec![0, 1],
+            peer_workers: 2,
+            items: 10,
+            runs: 1,
+            work_ns: 0,
+            plot: None,
+            json: false,
+        }
+    }
+}

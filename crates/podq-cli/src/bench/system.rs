@@ -1,0 +1,70 @@
+//! What one measurement runs on: podq at one scope and shard size, or one peer.
+
+use podq::AffinityScope;
+
+use super::peers::Peer;
+
+/// The scopes in the order the kernel's test_workqueue runs them.
+pub(crate) const KERNEL_ORDER: [AffinityScope; 6] = [
+    AffinityScope::Cpu,
+    AffinityScope::Smt,
+    AffinityScope::CacheShard,
+    AffinityScope::Cache,
+    AffinityScope::Numa,
+    AffinityScope::System,
+];
+
+/// One system under test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum System {
+    /// A podq workqueue with this scope; `shard_size` only matters for `cache_shard`.
+    Podq {
+        /// How CPUs are grouped into pods.
+        scope: AffinityScope,
+        /// Cores per cache shard.
+        shard_size: usize,
+    },
+    /// One of the runtimes a user would pick instead.
+    Peer(Peer),
+}
+
+impl System {
+    /// The `system` field of the JSON output: `podq` or the peer's name.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            System::Podq { .. } => "podq",
+            System::Peer(peer) => peer.name(),
+        }
+    }
+
+    /// The podq scope, `None` for peers.
+    pub(crate) fn scope(self) -> Option<AffinityScope> {
+        match self {
+            System::Podq { scope, .. } => Some(scope),
+            System::Peer(_) => None,
+        }
+    }
+
+    /// The shard size, for `cache_shard` only.
+    pub(crate) fn shard_size(self) -> Option<usize> {
+        match self {
+            System::Podq {
+                scope: AffinityScope::CacheShard,
+                shard_size,
+            } => Some(shard_size),
+            _ => None,
+        }
+    }
+
+    /// The name in the kernel lines and the table: the scope (with `/S` when several shard sizes
+    /// are measured) or the peer.
+    pub(crate) fn label(self, show_shard_size: bool) -> String {
+        match (self, self.shard_size()) {
+            (System::Podq { scope, .. }, Some(size)) if show_shard_size => {
+                format!("{scope}/{size}")
+            }
+            (System::Podq { scope, .. }, _) => scope.name().to_owned(),
+            (System::Peer(peer), _) => peer.name().to_owned(),
+        }
+    }
+}

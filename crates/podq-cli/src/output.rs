@@ -1,0 +1,34 @@
+//! Writing to stdout without ever panicking: a reader that closes the pipe early
+//! (`podq topo | head -1`) ends the output quietly and successfully.
+
+use std::io::{self, Write};
+
+use crate::error::CliError;
+
+/// Writes `text` to stdout and flushes it.
+///
+/// A closed stdout (`BrokenPipe`) counts as success: the reader has all it wanted.
+///
+/// # Errors
+///
+/// [`CliError::Failed`] for any other write error (a full disk, a revoked terminal).
+pub(crate) fn print(text: &str) -> Result<(), CliError> {
+    let mut out = io::stdout().lock();
+    finish(out.write_all(text.as_bytes()).and_then(|()| out.flush()))
+}
+
+/// Turns the outcome of a write to stdout into the CLI's result: `BrokenPipe` is success,
+/// anything else a failure naming stdout.
+///
+/// # Errors
+///
+/// [`CliError::Failed`] for every error other than `BrokenPipe`.
+pub(crate) fn finish(result: io::Result<()>) -> Result<(), CliError> {
+    match result {
+        Ok(()) => Ok(()),
+        Err(err) if err.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        Err(err) => Err(CliError::Failed(format!(
+            "cannot write to standard output: {err}"
+        ))),
+    }
+}

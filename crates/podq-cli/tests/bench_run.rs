@@ -1,0 +1,235 @@
+//! Tiny real runs of `podq bench`: the text report, the JSON's documented shape with every
+//! default scope and every peer, the flood workload, a shard-size sweep and the SVG plot.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+const SCOPES: [&str; 6] = ["cpu", "smt", "cache_shard", "cache", "numa", "system"];
+const PEERS: [&str; 4] = ["tokio", "rayon", "channel", "mpsc"];
+
+/// Runs `podq bench ARGS`, checks it succeeded, and returns stdout.
+fn bench(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_podq"))
+        .arg("bench")
+        .args(args)
+        .output()
+        .expect("the podq binary runs");
+    assert!(
+        out.status.success(),
+        "podq bench {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("UTF-8 output")
+}
+
+fn bench_json(args: &[&str]) -> Value {
+    let mut all = args.to_vec();
+    all.push("--json");
+    let text = bench(&all);
+    serde_json::from_str(&text).unwrap_or_else(|err| panic!("not JSON ({err}): {text}"))
+}
+
+fn results(json: &Value) -> &[Value] {
+    json["results"].as_array().expect("results is an array")
+}
+
+fn u64_of(row: &Value, key: &str) -> u64 {
+    row[key]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{key} is not a whole number in {row}"))
+}
+
+/// The checks every row passes: positive items/sec, ordered percentiles, the run's settings.
+fn check_row(row: &Value, workload: &str, items: u64) {
+    assert_eq!(row["workload"], workload, "{row}");
+    assert_eq!(u64_of(row, "items_per_thread"), items, "{row}");
+    assert_eq!(u64_of(row, "runs"), 1, "{row}");
+    let ips = u64_of(row, "items_per_sec");
+    assert!(ips > 0, "{row}");
+    assert!(
+        u64_of(row, "items_per_sec_min") <= ips && ips <= u64_of(row, "items_per_sec_max"),
+        "{row}"
+    );
+    let (p50, p90, p95) = (
+        u64_of(row, "p50_ns"),
+        u64_of(row, "p90_ns"),
+        u64_of(row, "p95_ns"),
+    );
+    assert!(p50 <= p90 && p90 <= p95, "{row}");
+    match row["system"].as_str() {
+        Some("podq") => {
+            let scope = row["scope"].as_str().expect("podq rows name their scope");
+            assert!(SCOPES.contains(&scope), "{row}");
+            assert!(u64_of(row, "pools") >= 1, "{row}");
+            assert!(
+                u64_of(row, "workers") >= 1,
+                "the items ran on at least one worker: {row}"
+            );
+            assert_eq!(
+                row.get("shard_size").is_some(),
+                scope == "cache_shard",
+                "{row}"
+            );
+        }
+        Some(peer) => {
+            assert!(PEERS.contains(&peer), "{row}");
+            assert!(
+                row.get("scope").is_none() && row.get("pools").is_none(),
+                "peers have no scope: {row}"
+            );
+        }
+        None => panic!("no system in {row}"),
+    }
+}
+
+#[test]
+fn queue_json_has_every_default_scope_and_every_peer() {
+    let json = bench_json(&["--items", "200", "--runs", "1"]);
+    let machine = &json["machine"];
+    let cpus = u64_of(machine, "cpus");
+    assert!(cpus >= 1 && u64_of(machine, "cores") >= 1, "{machine}");
+    assert!(machine["usable_cpus"].is_string(), "{machine}");
+    assert_eq!(
+        u64_of(&json["settings"], "threads"),
+        cpus,
+        "one producer per usable CPU"
+    );
+    let rows = results(&json);
+    for row in rows {
+        check_row(row, "queue", 200);
+        assert!(
+            row.get("p99_ns").is_none(),
+            "queue rows report p50/p90/p95: {row}"
+        );
+    }
+    let podq_scopes: Vec<&str> = rows
+        .iter()
+        .filter(|r| r["system"] == "podq")
+        .filter_map(|r| r["scope"].as_str())
+        .collect();
+    assert_eq!(podq_scopes, SCOPES, "every scope, in the kernel's order");
+    let peers: Vec<&str> = rows
+        .iter()
+        .filter(|r| r["system"] != "podq")
+        .filter_map(|r| r["system"].as_str())
+        .collect();
+    assert_eq!(peers, PEERS);
+    let shard = rows
+        .iter()
+        .find(|r| r["scope"] == "cache_shard")
+        .expect("a cache_shard row");
+    assert_eq!(u64_of(shard, "shard_size"), 8, "the default shard size");
+}
+
+#[test]
+fn text_report_prints_kernel_lines_then_the_table() {
+    let text = bench(&[
+        "--items",
+        "100",
+        "--threads",
+        "1",
+        "--scopes",
+        "cache_shard,system",
+        "--peers",
+        "channel",
+    ]);
+    assert!(text.starts_with("machine: "), "{text}");
+    for name in ["cache_shard", "system", "channel"] {
+        let line = text
+            .lines()
+            .find(|line| line.starts_with(name) && line.contains(" items/sec\tp50="))
+            .unwrap_or_else(|| panic!("no kernel line for {name} in:\n{text}"));
+        assert!(
+            line.contains("\tp90=") && line.contains("\tp95=") && line.ends_with(" ns"),
+            "{line}"
+        );
+    }
+    let header = text
+        .lines()
+        .find(|l| l.starts_with("system  scope"))
+        .expect("a table header");
+    for column in [
+        "items/sec",
+        "min-max",
+        "p50 ns",
+        "p95 ns",
+        "pools",
+        "workers",
+    ] {
+        assert!(header.contains(column), "{header}");
+    }
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("podq") && l.contains("cache_shard")),
+        "{text}"
+    );
+}
+
+#[test]
+fn flood_json_adds_p99_and_queue_to_start() {
+    let json = bench_json(&["--workload", "flood", "--items", "300", "--work-ns", "200"]);
+    let rows = results(&json);
+    assert_eq!(rows.len(), SCOPES.len() + PEERS.len());
+    for row in rows {
+        check_row(row, "flood", 300);
+        let p99 = u64_of(row, "p99_ns");
+        assert!(u64_of(row, "p95_ns") <= p99, "{row}");
+        let start50 = u64_of(row, "queue_to_start_p50_ns");
+        assert!(start50 <= u64_of(row, "queue_to_start_p99_ns"), "{row}");
+    }
+}
+
+#[test]
+fn sweep_measures_cache_shard_at_each_size_and_plots_svg() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let plot = dir.path().join("bench.svg");
+    let plot_arg = plot.to_str().expect("UTF-8 temp path");
+    let json = bench_json(&[
+        "--items",
+        "100",
+        "--scopes",
+        "cpu,cache_shard",
+        "--peers",
+        "rayon",
+        "--sweep",
+        "shard-size=1,2",
+        "--plot",
+        plot_arg,
+    ]);
+    let rows = results(&json);
+    let labels: Vec<(String, Option<u64>)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["scope"]
+                    .as_str()
+                    .unwrap_or(r["system"].as_str().unwrap_or("?"))
+                    .to_owned(),
+                r["shard_size"].as_u64(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            ("cpu".to_owned(), None),
+            ("cache_shard".to_owned(), Some(1)),
+            ("cache_shard".to_owned(), Some(2)),
+            ("rayon".to_owned(), None)
+        ]
+    );
+    assert!(
+        u64_of(&rows[1], "pools") >= u64_of(&rows[2], "pools"),
+        "smaller shards, no fewer pools"
+    );
+    let svg = std::fs::read_to_string(&plot).expect("the plot was written");
+    assert!(
+        svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"),
+        "not SVG: {svg:.200}"
+    );
+    assert!(
+        svg.contains("cache_shard/1") && svg.contains("rayon"),
+        "labels drawn"
+    );
+}

@@ -1,0 +1,269 @@
+//! Every way the command line can be wrong: one line on stderr naming the bad input and the
+//! valid choices, exit code 2 for bad usage and 1 for unusable data, never a panic.
+
+mod cli_support;
+
+use std::fs;
+use std::io::Read as _;
+use std::process::Stdio;
+
+use cli_support::{assert_one_line, assert_one_line_error, podq, podq_command, podq_ok};
+
+#[test]
+fn help_and_version_print_normally_and_succeed() {
+    let help = podq_ok(&["--help"]);
+    assert!(help.contains("Usage: podq"), "{help}");
+    assert!(help.contains("topo") && help.contains("bench"), "{help}");
+
+    let version = podq_ok(&["--version"]);
+    assert_eq!(
+        version.trim(),
+        format!("podq {}", env!("CARGO_PKG_VERSION"))
+    );
+
+    for args in [&["topo", "--help"][..], &["help", "topo"], &["topo", "-h"]] {
+        let help = podq_ok(args);
+        assert!(help.contains("Usage: podq topo"), "{args:?}: {help}");
+    }
+}
+
+#[test]
+fn topo_help_says_what_each_flag_takes_and_its_default() {
+    let help = podq_ok(&["topo", "--help"]);
+    for flag in [
+        "--sysfs <DIR>",
+        "--machine <PRESET-OR-DESCRIPTION>",
+        "--shard-size <CORES>",
+    ] {
+        assert!(help.contains(flag), "{flag} missing from:\n{help}");
+    }
+    assert!(
+        help.contains("--scope <SCOPE>") && help.contains("--json"),
+        "{help}"
+    );
+    assert!(help.contains("[default: 8]"), "{help}");
+    // The presets named in the help are exactly the library's.
+    for preset in podq::topology::PRESETS {
+        assert!(
+            help.contains(preset),
+            "preset {preset} missing from:\n{help}"
+        );
+    }
+    for scope in podq::AffinityScope::ALL {
+        assert!(
+            help.contains(scope.name()),
+            "scope {scope} missing from:\n{help}"
+        );
+    }
+}
+
+#[test]
+fn no_command_or_an_unknown_one_names_the_commands() {
+    assert_one_line_error(&[], 2, &["no command", "topo", "bench"]);
+    assert_one_line_error(&["tpo"], 2, &["'tpo'", "topo", "bench"]);
+    assert_one_line_error(&["help", "frob"], 2, &["'frob'", "topo"]);
+}
+
+#[test]
+fn unknown_flags_name_the_flag_and_the_valid_options() {
+    let line = assert_one_line_error(&["topo", "--jsn"], 2, &["'--jsn'", "--json", "--sysfs"]);
+    assert!(
+        line.contains("--shard-size") && line.contains("--machine"),
+        "{line}"
+    );
+    assert_one_line_error(&["topo", "extra"], 2, &["'extra'", "--json"]);
+    assert_one_line_error(&["--frobnicate"], 2, &["'--frobnicate'", "--help"]);
+    assert_one_line_error(&["topo", "--json", "--json"], 2, &["--json"]);
+    assert_one_line_error(&["topo", "--scope"], 2, &["--scope"]);
+}
+
+#[test]
+fn unknown_scope_names_the_scope_and_the_valid_ones() {
+    for bad in ["cach", "Cache", "cache_shar", "cache-shard", "all", ""] {
+        let line = assert_one_line_error(
+            &["topo", "--machine", "grace", "--scope", bad],
+            2,
+            &[
+                &format!("'{bad}'"),
+                "cpu, smt, cache, cache_shard, numa, system",
+            ],
+        );
+        assert!(line.contains("unknown scope"), "{line}");
+    }
+}
+
+#[test]
+fn unknown_preset_and_malformed_descriptions_are_usage_errors() {
+    assert_one_line_error(
+        &["topo", "--machine", "graze"],
+        2,
+        &["'graze'", "grace", "epyc-9d64", "skylake-18c"],
+    );
+    for bad in [
+        "cores=0",
+        "sockets=2,cores=3",
+        "cores=x",
+        "smt=2,,",
+        "=",
+        "cores=8,bogus=1",
+    ] {
+        assert_one_line_error(&["topo", "--machine", bad], 2, &[bad]);
+    }
+}
+
+#[test]
+fn bad_shard_sizes_name_the_value_and_what_is_expected() {
+    for bad in ["0", "x", "-3", "1.5", "", "99999999999999999999999"] {
+        assert_one_line_error(
+            &["topo", "--machine", "grace", "--shard-size", bad],
+            2,
+            &[&format!("'{bad}'"), "--shard-size", "at least 1"],
+        );
+    }
+}
+
+#[test]
+fn sysfs_and_machine_cannot_be_combined() {
+    assert_one_line_error(
+        &["topo", "--sysfs", "/", "--machine", "grace"],
+        2,
+        &["--sysfs", "--machine"],
+    );
+}
+
+#[test]
+fn missing_sysfs_folder_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-such-folder");
+    let missing = missing.to_str().unwrap();
+    assert_one_line_error(
+        &["topo", "--sysfs", missing],
+        2,
+        &[missing, "does not exist"],
+    );
+
+    let file = dir.path().join("a-file");
+    fs::write(&file, "not a folder").unwrap();
+    let file = file.to_str().unwrap();
+    assert_one_line_error(&["topo", "--sysfs", file], 2, &[file, "not a folder"]);
+}
+
+#[test]
+fn a_folder_without_a_cpu_tree_is_unusable_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_str().unwrap();
+    assert_one_line_error(
+        &["topo", "--sysfs", path],
+        1,
+        &[path, "sys/devices/system/cpu"],
+    );
+}
+
+#[test]
+fn a_tree_without_usable_cpus_is_unusable_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let cpu = dir.path().join("sys/devices/system/cpu");
+    // CPU 0 is online but has no topology folder; CPU 1 is offline.
+    fs::create_dir_all(cpu.join("cpu0")).unwrap();
+    fs::create_dir_all(cpu.join("cpu1/topology")).unwrap();
+    fs::write(cpu.join("cpu1/online"), "0\n").unwrap();
+    fs::write(cpu.join("online"), "0\n").unwrap();
+    let path = dir.path().to_str().unwrap();
+    assert_one_line_error(&["topo", "--sysfs", path], 1, &[path]);
+}
+
+#[test]
+fn garbage_files_are_unusable_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let cpu = dir.path().join("sys/devices/system/cpu");
+    fs::create_dir_all(cpu.join("cpu0/topology")).unwrap();
+    fs::write(cpu.join("online"), "zero to three\n").unwrap();
+    let path = dir.path().to_str().unwrap();
+    assert_one_line_error(&["topo", "--sysfs", path], 1, &["online"]);
+}
+
+#[test]
+fn a_panic_prints_one_line_and_exits_101() {
+    if !cfg!(debug_assertions) {
+        eprintln!("skipped: PODQ_DEBUG_PANIC exists in debug builds only");
+        return;
+    }
+    let output = podq_command()
+        .args(["topo", "--machine", "grace"])
+        .env("PODQ_DEBUG_PANIC", "1")
+        .output()
+        .unwrap();
+    let run = cli_support::Run {
+        code: output.status.code(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    };
+    assert_eq!(run.code, Some(101), "{run:?}");
+    assert_one_line(&run, &["PODQ_DEBUG_PANIC"]);
+    assert!(
+        run.stderr
+            .starts_with("podq: internal error: deliberate panic"),
+        "{run:?}"
+    );
+    assert!(run.stderr.contains("second line of the message"), "{run:?}");
+    assert!(run.stdout.is_empty(), "{run:?}");
+}
+
+#[test]
+fn a_closed_stdout_is_not_an_error() {
+    // 2048 CPUs: the JSON report is far larger than a pipe's buffer, so writing it must hit the
+    // closed pipe rather than fit in the buffer unread.
+    let mut child = podq_command()
+        .args([
+            "topo",
+            "--machine",
+            "sockets=2,nodes=8,caches=64,cores=1024,smt=2",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "stderr: {stderr:?}");
+    assert!(stderr.is_empty(), "{stderr:?}");
+}
+
+#[test]
+fn reading_only_the_first_line_is_not_an_error() {
+    // As `podq topo | head -1`: read one line, then close the pipe.
+    let mut child = podq_command()
+        .args([
+            "topo",
+            "--machine",
+            "sockets=2,nodes=8,caches=64,cores=1024,smt=2",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 64];
+    let n = stdout.read(&mut first).unwrap();
+    assert!(String::from_utf8_lossy(&first[..n]).starts_with("source"));
+    drop(stdout);
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "stderr: {stderr:?}");
+    assert!(stderr.is_empty(), "{stderr:?}");
+    let _ = podq(&["--version"]);
+}

@@ -1,0 +1,98 @@
+//! The harness of the pool models: podq's pool protocol files compiled against loom, a worker
+//! loop like `pool/worker.rs`, and a counter that model threads can wait on.
+
+use podq_loom::sync::atomic::{AtomicUsize, Ordering};
+use podq_loom::sync::{thread, Arc, Condvar, Mutex};
+
+#[allow(dead_code)]
+#[path = "../../../podq/src/pool/queue.rs"]
+mod queue;
+
+#[allow(dead_code)]
+#[path = "../../../podq/src/pool/idle.rs"]
+mod idle;
+
+pub(crate) use idle::{Core, Next, Push, WorkerSlot};
+
+/// A task in the models: a closure, as the pool's tasks are.
+pub(crate) type Item = Box<dyn FnOnce() + Send>;
+
+/// The preemption bound of every model: 3 finds the bugs of small protocols (loom's own
+/// recommendation for models of this size) and keeps each model to seconds.
+pub(crate) const PREEMPTION_BOUND: usize = 3;
+
+/// Runs `model` under loom with [`PREEMPTION_BOUND`].
+pub(crate) fn check(model: impl Fn() + Sync + Send + 'static) {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(PREEMPTION_BOUND);
+    builder.check(model);
+}
+
+/// A pool core with `max_workers` and an idle timeout (which loom fires at any point).
+pub(crate) fn core(max_workers: usize) -> Arc<Core<Item>> {
+    Arc::new(Core::new(max_workers, std::time::Duration::from_secs(300)))
+}
+
+/// Pushes `item`, starting a worker when the core asks for one (P2').
+pub(crate) fn push(core: &Arc<Core<Item>>, item: Item) {
+    if core.push(item) == Push::Spawn {
+        start(core);
+    }
+}
+
+/// Starts one detached worker thread running the pool's worker loop.
+pub(crate) fn start(core: &Arc<Core<Item>>) {
+    let core = Arc::clone(core);
+    drop(thread::spawn(move || {
+        let mut slot = WorkerSlot::new();
+        while let Next::Run { item, spawn } = core.next(&mut slot) {
+            if spawn {
+                start(&core);
+            }
+            item();
+        }
+    }));
+}
+
+/// Counts tasks that ran; a thread can wait until the count reaches a number. Waiting for a
+/// task that never runs leaves every thread blocked, which loom reports as a deadlock: that is
+/// how a lost wake-up shows.
+pub(crate) struct Ran {
+    count: Mutex<usize>,
+    changed: Condvar,
+    total: AtomicUsize,
+}
+
+impl Ran {
+    /// A counter at 0.
+    pub(crate) fn new() -> Arc<Self> {
+        Arc::new(Self {
+            count: Mutex::new(0),
+            changed: Condvar::new(),
+            total: AtomicUsize::new(0),
+        })
+    }
+
+    /// A task that counts itself.
+    pub(crate) fn task(this: &Arc<Self>) -> Item {
+        let ran = Arc::clone(this);
+        Box::new(move || {
+            ran.total.fetch_add(1, Ordering::SeqCst);
+            *ran.count.lock() += 1;
+            ran.changed.notify_all();
+        })
+    }
+
+    /// Blocks until `n` tasks have run.
+    pub(crate) fn wait_for(&self, n: usize) {
+        let mut count = self.count.lock();
+        while *count < n {
+            count = self.changed.wait(count);
+        }
+    }
+
+    /// How many tasks have run.
+    pub(crate) fn total(&self) -> usize {
+        self.total.load(Ordering::SeqCst)
+    }
+}

@@ -1,0 +1,74 @@
+//! loom models of the pool's park/wake protocol (`crates/podq/src/pool/README.md`, P1-P8):
+//! no lost wake-up, whatever the interleaving of pushers and parking workers.
+
+mod common;
+
+// The protocol files name `crate::sync`: here it is loom's.
+use podq_loom::sync;
+
+use common::{check, core, push, Ran};
+use sync::thread;
+
+/// One worker finishing its task and parking while the next task is pushed: the second task
+/// always runs (a lost wake-up would leave the waiter below blocked forever, which loom
+/// reports).
+#[test]
+fn push_vs_park_never_loses_a_wake_up() {
+    check(|| {
+        let core = core(1);
+        let ran = Ran::new();
+        push(&core, Ran::task(&ran));
+        push(&core, Ran::task(&ran));
+        ran.wait_for(2);
+        core.shutdown();
+        core.wait_for_exit();
+        assert_eq!(ran.total(), 2);
+    });
+}
+
+/// Two threads push at once to a pool of one worker: both tasks run, on that one worker.
+#[test]
+fn two_pushers_one_worker() {
+    check(|| {
+        let core = core(1);
+        let ran = Ran::new();
+        let pushers: Vec<_> = (0..2)
+            .map(|_| {
+                let (core, ran) = (core.clone(), ran.clone());
+                thread::spawn(move || push(&core, Ran::task(&ran)))
+            })
+            .collect();
+        for pusher in pushers {
+            pusher.join().expect("pusher");
+        }
+        ran.wait_for(2);
+        core.shutdown();
+        core.wait_for_exit();
+        let snap = core.snapshot();
+        assert_eq!(snap.workers_created, 1);
+        assert_eq!(snap.workers, 0);
+    });
+}
+
+/// A worker retiring after its idle timeout (loom fires it at any point) while a task is
+/// pushed: the task runs, by the worker that stays or by one the push starts, and a worker
+/// always remains while the pool is in use.
+#[test]
+fn retirement_vs_push_never_loses_a_task() {
+    check(|| {
+        let core = core(2);
+        let ran = Ran::new();
+        // Two tasks with a busy worker make the pool start a second worker (P4).
+        push(&core, Ran::task(&ran));
+        push(&core, Ran::task(&ran));
+        ran.wait_for(2);
+        push(&core, Ran::task(&ran));
+        ran.wait_for(3);
+        let snap = core.snapshot();
+        assert!(snap.workers >= 1, "{snap:?}");
+        assert_eq!(snap.workers as u64, snap.workers_created - snap.workers_retired);
+        core.shutdown();
+        core.wait_for_exit();
+        assert_eq!(ran.total(), 3);
+    });
+}

@@ -1,0 +1,387 @@
+//! The pool's concurrent core: one lock over the queue and the workers' idle state, the
+//! park/wake protocol, on-demand worker creation, idle retirement and shutdown.
+//!
+//! The protocol is written out as numbered steps in `pool/README.md`; the step numbers appear
+//! below as `(Pn)`. This file uses only `crate::sync` and `std` types that do not synchronize,
+//! so that `crates/podq-loom` compiles it against loom and checks it there.
+//!
+//! The core never starts a thread itself: [`Core::push`] and [`Core::next`] say when the caller
+//! must start one ([`Push::Spawn`], `Next::Run { spawn: true, .. }`), so that the loom models
+//! can start loom threads and the pool can start named, pinned OS threads.
+
+use std::time::{Duration, Instant};
+
+use super::queue::{LockCounts, Queue};
+use crate::sync::atomic::{AtomicBool, Ordering};
+use crate::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+/// Where one idle worker sleeps, and the flag that says it was woken on purpose.
+#[derive(Debug)]
+pub(crate) struct Parker {
+    /// Used with the pool lock only; notified after the lock is released.
+    condvar: Condvar,
+    /// L: set by the thread that takes this parker off the idle stack (a pusher or shutdown),
+    /// cleared by the worker before it parks. Read and written only under the pool lock, so
+    /// `Relaxed` is enough: the lock orders every access. It is atomic only to be `Sync`.
+    notified: AtomicBool,
+}
+
+impl Parker {
+    fn new() -> Self {
+        Self {
+            condvar: Condvar::new(),
+            notified: AtomicBool::new(false),
+        }
+    }
+
+    fn is_notified(&self) -> bool {
+        self.notified.load(Ordering::Relaxed)
+    }
+
+    fn set_notified(&self, notified: bool) {
+        self.notified.store(notified, Ordering::Relaxed);
+    }
+}
+
+/// What one worker thread keeps between calls to [`Core::next`].
+#[derive(Debug)]
+pub(crate) struct WorkerSlot {
+    /// The worker's own parker; on the idle stack while it sleeps.
+    parker: Arc<Parker>,
+    /// Whether this worker is counted in [`Synced::coming`] (started or woken, and not yet
+    /// arrived at the queue).
+    coming: bool,
+}
+
+impl WorkerSlot {
+    /// The slot of a worker that a [`Push::Spawn`] or a `Next::Run { spawn: true, .. }` asked
+    /// for: it is counted as coming until its first [`Core::next`].
+    pub(crate) fn new() -> Self {
+        Self {
+            parker: Arc::new(Parker::new()),
+            coming: true,
+        }
+    }
+}
+
+/// Everything under the pool lock.
+#[derive(Debug)]
+pub(crate) struct Synced<T> {
+    /// L: the waiting tasks.
+    queue: Queue<T>,
+    /// L: the parkers of idle workers that nobody has woken yet, most recently parked last.
+    /// Pushes wake the last one (LIFO, like the kernel's `idle_list`), so the workers at the
+    /// bottom stay idle long enough to retire.
+    idle: Vec<Arc<Parker>>,
+    /// L: live workers: running, parked, or started and not yet running.
+    workers: usize,
+    /// L: workers started or woken that have not yet come back to the queue. While one is
+    /// coming, no further worker is started: like the kernel's single manager, creation is a
+    /// chain, one worker at a time.
+    coming: usize,
+    /// L: set once, when the pool's last user lets go; workers then exit when the queue is
+    /// empty.
+    shutdown: bool,
+    /// L: workers ever started.
+    workers_created: u64,
+    /// L: workers that retired after `idle_timeout`.
+    workers_retired: u64,
+    /// L: lock acquisitions and contended acquisitions.
+    lock: LockCounts,
+}
+
+impl<T> Synced<T> {
+    /// "need_more_worker": work waits, nobody is idle or on the way, and the pool may grow.
+    fn need_more_workers(&self, max_workers: usize) -> bool {
+        !self.queue.is_empty()
+            && self.idle.is_empty()
+            && self.coming == 0
+            && self.workers < max_workers
+    }
+
+    /// Counts one more worker, which the caller must start.
+    fn add_worker(&mut self) {
+        self.workers += 1;
+        self.coming += 1;
+        self.workers_created += 1;
+    }
+
+    /// A coming worker reached the queue.
+    fn arrive(&mut self, slot: &mut WorkerSlot) {
+        if slot.coming {
+            slot.coming = false;
+            self.coming -= 1;
+        }
+    }
+}
+
+/// What [`Core::push`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Push {
+    /// An idle worker was woken to take the item.
+    Woken,
+    /// Every worker is busy: the caller must start one worker (and call
+    /// [`Core::spawn_failed`] if it cannot).
+    Spawn,
+    /// The item waits for a busy or coming worker (or the pool is at `max_workers`).
+    Queued,
+}
+
+/// What a worker does next, from [`Core::next`].
+#[derive(Debug)]
+pub(crate) enum Next<T> {
+    /// Run `item`; first start one more worker if `spawn` (and call [`Core::spawn_failed`] if
+    /// that fails).
+    Run {
+        /// The task to run.
+        item: T,
+        /// Whether more work waits with every worker busy.
+        spawn: bool,
+    },
+    /// Leave the loop and end the thread: retired after `idle_timeout` with another worker
+    /// left, or shut down with an empty queue.
+    Exit,
+}
+
+/// A snapshot of a pool's state, for stats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Snapshot {
+    /// Live workers.
+    pub(crate) workers: usize,
+    /// Workers parked and not yet woken.
+    pub(crate) idle_workers: usize,
+    /// Workers ever started.
+    pub(crate) workers_created: u64,
+    /// Workers that retired when idle.
+    pub(crate) workers_retired: u64,
+    /// Tasks waiting.
+    pub(crate) queue_depth: usize,
+    /// Lock acquisitions, and how many found the lock held.
+    pub(crate) lock: LockCounts,
+}
+
+/// One pool's queue and workers behind one lock.
+#[derive(Debug)]
+pub(crate) struct Core<T> {
+    /// The pool lock: the one lock of the pool.
+    synced: Mutex<Synced<T>>,
+    /// Used with the pool lock: notified when `workers` drops to 0.
+    exited: Condvar,
+    /// I: the most workers this pool runs at once (at least 1).
+    max_workers: usize,
+    /// I: how long a worker stays idle before it retires.
+    idle_timeout: Duration,
+}
+
+impl<T> Core<T> {
+    /// An empty pool with no worker; `max_workers` is raised to 1 if 0.
+    pub(crate) fn new(max_workers: usize, idle_timeout: Duration) -> Self {
+        Self {
+            synced: Mutex::new(Synced {
+                queue: Queue::new(),
+                idle: Vec::new(),
+                workers: 0,
+                coming: 0,
+                shutdown: false,
+                workers_created: 0,
+                workers_retired: 0,
+                lock: LockCounts::default(),
+            }),
+            exited: Condvar::new(),
+            max_workers: max_workers.max(1),
+            idle_timeout,
+        }
+    }
+
+    /// Takes the pool lock, counting the acquisition and whether it was contended.
+    fn lock(&self) -> MutexGuard<'_, Synced<T>> {
+        let (mut synced, contended) = match self.synced.try_lock() {
+            Some(synced) => (synced, false),
+            None => (self.synced.lock(), true),
+        };
+        synced.lock.record(contended);
+        synced
+    }
+
+    /// Queues `item` at the tail and wakes or asks for a worker (P1-P3).
+    pub(crate) fn push(&self, item: T) -> Push {
+        let mut synced = self.lock();
+        // (P1) The item is in the queue before anyone is woken, under the lock that every
+        // worker holds when it decides to park: a worker either sees it, or is on the idle
+        // stack already and is woken below.
+        synced.queue.push_back(item);
+        // (P2) Wake the most recently parked idle worker, if any.
+        if let Some(parker) = synced.idle.pop() {
+            parker.set_notified(true);
+            synced.coming += 1;
+            drop(synced);
+            // (P3) Notify outside the lock; `notified` was set under it, so the worker cannot
+            // miss it even if it has not started waiting yet.
+            parker.condvar.notify_one();
+            return Push::Woken;
+        }
+        // (P2') Nobody idle: start a worker unless one is on its way. This ignores `shutdown`
+        // on purpose: an item queued to a pool whose workers have all exited still runs.
+        if synced.need_more_workers(self.max_workers) {
+            synced.add_worker();
+            Push::Spawn
+        } else {
+            Push::Queued
+        }
+    }
+
+    /// The worker's step: takes the next item, or parks until there is one, or says to exit
+    /// (P4-P8).
+    pub(crate) fn next(&self, slot: &mut WorkerSlot) -> Next<T> {
+        let mut synced = self.lock();
+        loop {
+            synced.arrive(slot);
+            // (P4) Take the oldest item; if more wait and every worker is busy, ask for one
+            // more worker (the kernel's need_more_worker chain), so that items that block do
+            // not starve the ones behind them.
+            if let Some(item) = synced.queue.pop_front() {
+                let spawn = synced.need_more_workers(self.max_workers);
+                if spawn {
+                    synced.add_worker();
+                }
+                return Next::Run { item, spawn };
+            }
+            // (P5) Empty and shut down: leave.
+            if synced.shutdown {
+                self.leave(synced);
+                return Next::Exit;
+            }
+            // (P6-P8) Park until woken, or retire.
+            synced = match self.park(synced, slot) {
+                Some(synced) => synced,
+                None => return Next::Exit,
+            };
+        }
+    }
+
+    /// Parks the worker of `slot` on the idle stack until a pusher or shutdown wakes it
+    /// (`Some`, with the lock held again), or retires it after `idle_timeout` (`None`).
+    fn park<'a>(
+        &'a self,
+        mut synced: MutexGuard<'a, Synced<T>>,
+        slot: &mut WorkerSlot,
+    ) -> Option<MutexGuard<'a, Synced<T>>> {
+        // (P6) Go on the idle stack while still holding the lock that P1 takes: a push that
+        // comes after this finds the parker and sets `notified`; one that came before left its
+        // item in the queue, which P4 saw.
+        slot.parker.set_notified(false);
+        synced.idle.push(Arc::clone(&slot.parker));
+        let deadline = Instant::now().checked_add(self.idle_timeout);
+        let mut may_retire = deadline.is_some();
+        loop {
+            // (P7) Sleep; the condvar releases the lock and takes it again. `notified` is the
+            // condition, so a spurious wake-up or a notify that came early changes nothing.
+            if slot.parker.is_notified() {
+                slot.coming = true;
+                return Some(synced);
+            }
+            if !may_retire {
+                synced = slot.parker.condvar.wait(synced);
+                continue;
+            }
+            let left = deadline.map_or(Duration::ZERO, |d| {
+                d.saturating_duration_since(Instant::now())
+            });
+            let (again, timed_out) = slot.parker.condvar.wait_timeout(synced, left);
+            synced = again;
+            if !timed_out || slot.parker.is_notified() {
+                continue;
+            }
+            // (P8) Idle for `idle_timeout` and not woken: retire if another worker remains;
+            // the last worker stays, parked without a timeout, while the pool is in use.
+            if synced.workers > 1 {
+                synced.idle.retain(|p| !Arc::ptr_eq(p, &slot.parker));
+                synced.workers -= 1;
+                synced.workers_retired += 1;
+                return None;
+            }
+            may_retire = false;
+        }
+    }
+
+    /// Counts one worker out; the last one out after shutdown wakes [`Core::wait_for_exit`].
+    fn leave(&self, mut synced: MutexGuard<'_, Synced<T>>) {
+        synced.workers -= 1;
+        let last = synced.workers == 0;
+        drop(synced);
+        if last {
+            self.exited.notify_all();
+        }
+    }
+
+    /// Undoes the worker that the last [`Push::Spawn`] or `Next::Run { spawn: true, .. }`
+    /// asked for, when its thread could not be started.
+    ///
+    /// Returns `true` when the pool is then left with waiting items and no worker at all: the
+    /// caller must run them itself ([`Core::pop`]) so that nothing queued is lost.
+    pub(crate) fn spawn_failed(&self) -> bool {
+        let mut synced = self.lock();
+        synced.workers_created -= 1;
+        synced.coming -= 1;
+        let orphaned = synced.workers == 1 && !synced.queue.is_empty();
+        self.leave(synced);
+        orphaned
+    }
+
+    /// Takes the oldest item without being a worker (see [`Core::spawn_failed`]).
+    pub(crate) fn pop(&self) -> Option<T> {
+        self.lock().queue.pop_front()
+    }
+
+    /// Takes out the oldest waiting item for which `matches` is true (for cancel).
+    pub(crate) fn remove_if(&self, matches: impl FnMut(&T) -> bool) -> Option<T> {
+        self.lock().queue.remove_if(matches)
+    }
+
+    /// Starts shutdown (S1-S2): from now on workers exit once the queue is empty.
+    pub(crate) fn shutdown(&self) {
+        let mut synced = self.lock();
+        // (S1) Under the lock: a worker deciding to park (P6) either sees `shutdown` first
+        // (P5) or is on the idle stack and is woken here.
+        synced.shutdown = true;
+        let idle = std::mem::take(&mut synced.idle);
+        for parker in &idle {
+            parker.set_notified(true);
+        }
+        synced.coming += idle.len();
+        drop(synced);
+        // (S2) Wake every idle worker outside the lock.
+        for parker in &idle {
+            parker.condvar.notify_one();
+        }
+    }
+
+    /// Blocks until every worker has exited (S3). Call after [`Core::shutdown`], never from a
+    /// worker of this pool.
+    pub(crate) fn wait_for_exit(&self) {
+        let mut synced = self.synced.lock();
+        while synced.workers > 0 {
+            synced = self.exited.wait(synced);
+        }
+    }
+
+    /// Holds the pool lock until the guard drops, without counting it (tests use it to make
+    /// pushers find the lock held).
+    #[cfg(test)]
+    pub(crate) fn hold_lock(&self) -> MutexGuard<'_, Synced<T>> {
+        self.synced.lock()
+    }
+
+    /// The state now, without counting the lock acquisition this takes.
+    pub(crate) fn snapshot(&self) -> Snapshot {
+        let synced = self.synced.lock();
+        Snapshot {
+            workers: synced.workers,
+            idle_workers: synced.idle.len(),
+            workers_created: synced.workers_created,
+            workers_retired: synced.workers_retired,
+            queue_depth: synced.queue.len(),
+            lock: synced.lock,
+        }
+    }
+}

@@ -1,0 +1,196 @@
+//! Worker pools: one queue, one lock and a set of worker threads per (attributes, pod).
+//!
+//! The pool is the unit of contention, exactly as in the kernel: every workqueue with equal
+//! [`PoolAttrs`] queues the work of one pod onto the same [`Pool`], behind the same lock, so the
+//! scope and the shard size decide how many threads fight over each lock.
+//!
+//! * [`pools_for`] hands out the pools of every pod for a set of attributes from a process-wide
+//!   registry (`registry.rs`).
+//! * [`Pool::push`] queues a task and wakes an idle worker or starts one; the queue, the idle
+//!   workers and the park/wake protocol live in `idle.rs` (protocol: `pool/README.md`), the
+//!   data under the lock in `queue.rs`.
+//! * Workers (`worker.rs`) are started on demand, up to [`PoolAttrs::max_workers`], pinned to
+//!   the pod, named `podq/{pool}`, and retire after [`PoolAttrs::idle_timeout`] idle.
+//! * When the last user of a pool lets go, its workers run everything still queued and exit.
+
+mod idle;
+mod queue;
+mod registry;
+mod worker;
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::sync::atomic::{AtomicU64, Ordering};
+use crate::sync::Arc;
+use crate::{AffinityScope, CpuSet, Pod, PoolStats};
+
+use idle::Core;
+
+pub(crate) use registry::{pools_for, PoolSet};
+
+/// Workers per pool at most, by default: the kernel's default `max_active` for a workqueue
+/// (`WQ_DFL_ACTIVE`, 256), so that a workqueue at its `max_active` never waits for a worker.
+pub(crate) const DEFAULT_MAX_WORKERS: usize = 256;
+
+/// How long a worker stays idle before it retires, by default: 300 s, the kernel's
+/// `IDLE_WORKER_TIMEOUT`.
+pub(crate) const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The workqueue layer's task, which the registry's pools run.
+pub(crate) use crate::workqueue::task::Task;
+
+/// What a pool runs: one queued execution that never unwinds (the workqueue layer's task).
+pub(crate) trait Job: Send + 'static {
+    /// Runs it, with all its accounting; must not unwind (the worker guards against it anyway).
+    fn run(self);
+}
+
+/// What makes two workqueues share their pools: equal attributes give the same pools.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub(crate) struct PoolAttrs {
+    /// How CPUs are grouped into pods.
+    pub(crate) scope: AffinityScope,
+    /// Cores per `cache_shard` pod.
+    pub(crate) shard_size: usize,
+    /// Whether workers stay on their pod's CPUs.
+    pub(crate) strict: bool,
+    /// The workqueue's CPUs: a pool serves its pod's CPUs within these.
+    pub(crate) cpus: CpuSet,
+    /// Workers per pool at most (at least 1).
+    pub(crate) max_workers: usize,
+    /// How long a worker stays idle before it retires.
+    pub(crate) idle_timeout: Duration,
+}
+
+/// What a pool's workers share with its handle.
+pub(crate) struct Shared<T> {
+    /// The queue, the idle workers and the pool lock.
+    core: Core<T>,
+    /// I: short name, `cs8-p2`; worker threads are `podq/cs8-p2`.
+    name: String,
+    /// I: the pod this pool serves; its CPUs are within the workqueue's CPUs.
+    pod: Pod,
+    /// I: whether workers stay on the pod's CPUs.
+    strict: bool,
+    /// I: the workqueue's CPUs, where non-strict workers may move.
+    cpus: CpuSet,
+    /// A: tasks run to the end by this pool's workers. Relaxed: a statistic.
+    executed: AtomicU64,
+    /// A: workers that could not be pinned as asked and ran unpinned. Relaxed: a statistic.
+    pin_failures: AtomicU64,
+    /// A: tasks whose `run` unwound into the worker (a bug in the task; the worker goes on).
+    /// Relaxed: a statistic.
+    worker_panics: AtomicU64,
+    /// A: worker threads the OS refused to start. Relaxed: a statistic.
+    spawn_failures: AtomicU64,
+}
+
+/// One pod's queue and workers, shared by every workqueue with equal attributes.
+///
+/// Dropping the last handle shuts the pool down: its workers run everything still queued, then
+/// exit; the drop waits for that unless it runs on one of this pool's own workers.
+pub(crate) struct Pool<T: Job = Task> {
+    /// What the workers hold too.
+    shared: Arc<Shared<T>>,
+    /// I: the registry entry to forget on drop, for pools from [`pools_for`].
+    key: Option<registry::PoolKey>,
+}
+
+impl<T: Job> Pool<T> {
+    /// A pool with no worker yet, serving `pod` (its CPUs already within `attrs.cpus`).
+    pub(crate) fn new(name: String, pod: Pod, attrs: &PoolAttrs) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                core: Core::new(attrs.max_workers, attrs.idle_timeout),
+                name,
+                pod,
+                strict: attrs.strict,
+                cpus: attrs.cpus.clone(),
+                executed: AtomicU64::new(0),
+                pin_failures: AtomicU64::new(0),
+                worker_panics: AtomicU64::new(0),
+                spawn_failures: AtomicU64::new(0),
+            }),
+            key: None,
+        }
+    }
+
+    /// Queues `task` at the tail; wakes an idle worker, or starts one when every worker is busy
+    /// and the pool is below `max_workers`.
+    pub(crate) fn push(&self, task: T) {
+        if self.shared.core.push(task) == idle::Push::Spawn {
+            worker::start(&self.shared);
+        }
+    }
+
+    /// Takes out the oldest waiting task for which `matches` is true (for cancel).
+    pub(crate) fn remove_if(&self, matches: impl FnMut(&T) -> bool) -> Option<T> {
+        self.shared.core.remove_if(matches)
+    }
+
+    /// The pod this pool serves (its CPUs within the workqueue's CPUs).
+    pub(crate) fn pod(&self) -> &Pod {
+        &self.shared.pod
+    }
+
+    /// Workers, queue depth, lock contention and counts, now.
+    pub(crate) fn stats(&self) -> PoolStats {
+        let shared = &self.shared;
+        let snap = shared.core.snapshot();
+        PoolStats {
+            name: shared.name.clone(),
+            pod: shared.pod.id,
+            cpus: shared.pod.cpus.clone(),
+            workers: snap.workers,
+            idle_workers: snap.idle_workers,
+            workers_created: snap.workers_created,
+            workers_retired: snap.workers_retired,
+            queue_depth: snap.queue_depth,
+            lock_acquisitions: snap.lock.acquisitions,
+            lock_contended: snap.lock.contended,
+            executed: shared.executed.load(Ordering::Relaxed),
+            pin_failures: shared.pin_failures.load(Ordering::Relaxed),
+            worker_panics: shared.worker_panics.load(Ordering::Relaxed),
+            spawn_failures: shared.spawn_failures.load(Ordering::Relaxed),
+        }
+    }
+}
+
+impl<T: Job> Drop for Pool<T> {
+    fn drop(&mut self) {
+        if let Some(key) = self.key.take() {
+            registry::forget(&key);
+        }
+        self.shared.core.shutdown();
+        // A worker of this pool may drop the pool's last handle (a task dropping the last
+        // workqueue): it must not wait for itself. It goes on running the queue, then exits.
+        if !worker::is_worker_of(&self.shared) {
+            self.shared.core.wait_for_exit();
+        }
+    }
+}
+
+impl<T: Job> fmt::Debug for Pool<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pool")
+            .field("name", &self.shared.name)
+            .field("pod", &self.shared.pod)
+            .field("strict", &self.shared.strict)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The short name of the pool of `pod` under `attrs`: `cs8-p2` (cache_shard of 8 cores, pod
+/// 2), `cpu-p5`, `smt-p1`, `cache-p0`, `numa-p1`, `sys-p0`. Worker threads add `podq/`; Linux
+/// keeps 15 bytes of a thread name, which this fits for pod ids up to 3 digits.
+pub(crate) fn pool_name(scope: AffinityScope, shard_size: usize, pod: usize) -> String {
+    match scope {
+        AffinityScope::CacheShard => format!("cs{shard_size}-p{pod}"),
+        AffinityScope::System => format!("sys-p{pod}"),
+        other => format!("{}-p{pod}", other.name()),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,104 @@
+//! Worker threads: start, placement on the pod's CPUs, the run loop, and exit.
+//!
+//! A worker is a detached thread named `podq/{pool}`. Nothing ever joins it: it holds its own
+//! handle on the pool's shared state and ends by itself when the core tells it to (retired
+//! after `idle_timeout`, or shut down with an empty queue). [`super::Pool`]'s drop waits for
+//! the workers to be gone through the core's worker count, never by joining, and not at all on
+//! a worker of the same pool.
+
+use std::cell::Cell;
+use std::panic::{self, AssertUnwindSafe};
+use std::thread;
+
+use super::idle::{Next, WorkerSlot};
+use super::{Job, Shared};
+use crate::sync::atomic::Ordering;
+use crate::sync::Arc;
+use crate::CpuSet;
+
+thread_local! {
+    /// The address of the pool state this thread works for; 0 on threads that are not podq
+    /// workers. Only compared, never dereferenced.
+    static WORKER_OF: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Whether the calling thread is a worker of the pool whose state is `shared`.
+pub(super) fn is_worker_of<T>(shared: &Arc<Shared<T>>) -> bool {
+    let addr = Arc::as_ptr(shared) as usize;
+    WORKER_OF.with(|w| w.get() == addr)
+}
+
+/// Starts one worker for the pool, as the core asked. If the OS refuses the thread, the core
+/// takes the worker back; should that leave queued tasks and no worker at all, the calling
+/// thread runs them, so that nothing queued is lost.
+pub(super) fn start<T: Job>(shared: &Arc<Shared<T>>) {
+    let for_worker = Arc::clone(shared);
+    let spawned = thread::Builder::new()
+        .name(format!("podq/{}", shared.name))
+        .spawn(move || run(&for_worker));
+    if spawned.is_err() {
+        shared.spawn_failures.fetch_add(1, Ordering::Relaxed);
+        if shared.core.spawn_failed() {
+            while let Some(task) = shared.core.pop() {
+                run_task(shared, task);
+            }
+        }
+    }
+}
+
+/// The worker thread's body.
+fn run<T: Job>(shared: &Arc<Shared<T>>) {
+    WORKER_OF.with(|w| w.set(Arc::as_ptr(shared) as usize));
+    place(shared);
+    let mut slot = WorkerSlot::new();
+    // Leaves on `Next::Exit` (retired when idle, or shut down with nothing queued): either way nothing waits that another worker, or one that the next push starts,
+    // will not run.
+    while let Next::Run { item, spawn } = shared.core.next(&mut slot) {
+        if spawn {
+            start(shared);
+        }
+        run_task(shared, item);
+    }
+    WORKER_OF.with(|w| w.set(0));
+}
+
+/// Runs one task, containing a panic that escapes it (a task is not supposed to unwind; the
+/// worker goes on either way).
+fn run_task<T: Job>(shared: &Shared<T>, task: T) {
+    match panic::catch_unwind(AssertUnwindSafe(|| task.run())) {
+        Ok(()) => {
+            shared.executed.fetch_add(1, Ordering::Relaxed);
+        }
+        Err(payload) => {
+            shared.worker_panics.fetch_add(1, Ordering::Relaxed);
+            // Dropping a payload can itself panic (a payload whose Drop panics); contain that
+            // too rather than lose the worker.
+            let _ = panic::catch_unwind(AssertUnwindSafe(move || drop(payload)));
+        }
+    }
+}
+
+/// Puts the calling worker on its pod: strict workers stay on the pod's CPUs; non-strict ones
+/// move there first (so they start near the queue's data) and are then allowed the whole
+/// workqueue's CPUs, where the OS may move them. A pin that fails (a CPU of a synthetic
+/// topology that this machine lacks, a cpuset that changed) leaves the worker where it is,
+/// counted once per worker in `pin_failures`.
+fn place<T>(shared: &Shared<T>) {
+    let home = if shared.pod.cpus.is_empty() {
+        &shared.cpus
+    } else {
+        &shared.pod.cpus
+    };
+    let mut failed = pin(home).is_err();
+    if !shared.strict && *home != shared.cpus {
+        failed |= pin(&shared.cpus).is_err();
+    }
+    if failed {
+        shared.pin_failures.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+fn pin(cpus: &CpuSet) -> std::io::Result<()> {
+    let ids: Vec<usize> = cpus.iter().collect();
+    crate::sys::pin_current_thread(&ids)
+}

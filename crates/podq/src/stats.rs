@@ -1,0 +1,89 @@
+//! Counters a user reads to see what a scope does: per pool (workers, queue depth, lock
+//! contention) and per workqueue.
+
+use serde::Serialize;
+
+use crate::CpuSet;
+
+// ---------------------------------------------------------------------------------------------
+// PoolStats (owner: pool layer)
+// ---------------------------------------------------------------------------------------------
+
+/// One pool's workers, queue and lock, at the moment `Workqueue::stats` was called.
+///
+/// A pool serves one pod and is shared by every workqueue with equal attributes, so its counts
+/// include the work of all of them. Counts (`u64`) run from the pool's creation; the others
+/// are the state now.
+///
+/// The lock counts show what the scope does to contention: `lock_contended` out of
+/// `lock_acquisitions` is how often a pusher or a worker found the pool's lock held by another
+/// thread.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct PoolStats {
+    /// The pool's short name (`cs8-p2`: scope, shard size, pod); its worker threads are named
+    /// `podq/` and this.
+    pub name: String,
+    /// The pod this pool serves (its id under the workqueue's scope).
+    pub pod: usize,
+    /// The pod's CPUs, within the workqueue's CPUs.
+    pub cpus: CpuSet,
+    /// Live worker threads, busy or idle.
+    pub workers: usize,
+    /// Workers parked with nothing to do.
+    pub idle_workers: usize,
+    /// Worker threads ever started.
+    pub workers_created: u64,
+    /// Workers that retired after being idle for the idle timeout.
+    pub workers_retired: u64,
+    /// Work items waiting in the queue.
+    pub queue_depth: usize,
+    /// Times the pool's lock was taken by a pusher or a worker.
+    pub lock_acquisitions: u64,
+    /// Times the lock was found held by another thread (a failed `try_lock` before blocking).
+    pub lock_contended: u64,
+    /// Work items run to the end by this pool's workers.
+    pub executed: u64,
+    /// Workers that could not be placed on their CPUs and ran where the OS put them (for
+    /// instance on a synthetic topology whose CPUs this machine lacks).
+    pub pin_failures: u64,
+    /// Runs that unwound into a worker past the workqueue's own panic handling; 0 unless
+    /// something is badly wrong. The worker goes on.
+    pub worker_panics: u64,
+    /// Worker threads the OS refused to start.
+    pub spawn_failures: u64,
+}
+
+// ---------------------------------------------------------------------------------------------
+// WorkqueueStats (owner: workqueue layer)
+// ---------------------------------------------------------------------------------------------
+
+/// One workqueue's counters and the state of its pools, at the moment
+/// [`Workqueue::stats`](crate::Workqueue::stats) was called.
+///
+/// Counts run from the workqueue's creation. They are summed over per-pod counters, each read
+/// on its own, so while work runs the sums may be a moment apart (`completed` never exceeds
+/// what was queued).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct WorkqueueStats {
+    /// The workqueue's name.
+    pub name: String,
+    /// Its scope.
+    pub scope: crate::AffinityScope,
+    /// Executions whose closure started.
+    pub started: u64,
+    /// Executions whose closure returned or panicked.
+    pub completed: u64,
+    /// Executions queued and not finished: waiting in a pool, for a `max_active` slot, or
+    /// running (delayed items still waiting for their delay are not counted).
+    pub in_flight: u64,
+    /// Executions whose closure panicked (also counted in `completed`).
+    pub panicked: u64,
+    /// Pending executions discarded by `cancel_sync` before they ran.
+    pub cancelled: u64,
+    /// Executions waiting for a `max_active` slot now.
+    pub waiting_for_slot: u64,
+    /// The pools serving the workqueue (pods with at least one of its CPUs), by pod id.
+    pub pools: Vec<PoolStats>,
+}

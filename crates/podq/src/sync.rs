@@ -1,0 +1,142 @@
+//! The synchronization facade of podq's concurrent core.
+//!
+//! Protocol files (the pool's queue and park/wake protocol, the workqueue's pending/flush
+//! state) use only this module (and `core`/`std` types that do not synchronize), so that
+//! `crates/podq-loom` can compile the same files a second time against a `sync` module with the
+//! same API built on [loom], and explore their interleavings.
+//!
+//! In production the locks are `parking_lot`'s (no poisoning, small, fast uncontended paths),
+//! wrapped to the by-value guard API that loom (and `std`) offer:
+//!
+//! * [`Mutex`]: `new`, `lock() -> MutexGuard`, `try_lock() -> Option<MutexGuard>`.
+//! * [`Condvar`]: `new`, `wait(guard) -> guard`, `wait_timeout(guard, dur) -> (guard, timed
+//!   out)`, `notify_one`, `notify_all`.
+//! * [`Arc`], [`atomic`]`::{AtomicBool, AtomicUsize, AtomicU64, Ordering}`,
+//!   [`thread`]`::{spawn, yield_now}`.
+//!
+//! Nothing here poisons: a panic while a lock is held leaves the data as it was, and podq's
+//! protocols never leave state half-updated across a call that can panic.
+//!
+//! [loom]: https://docs.rs/loom
+
+use std::time::Duration;
+
+pub(crate) use std::sync::Arc;
+
+/// Atomics, as `std::sync::atomic` has them.
+// The facade offers the whole API of the contract, whether or not every item has a user yet.
+#[allow(unused_imports)]
+pub(crate) mod atomic {
+    pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+}
+
+/// Threads, as `std::thread` has them.
+#[allow(unused_imports)]
+pub(crate) mod thread {
+    pub(crate) use std::thread::{spawn, yield_now};
+}
+
+/// A guard of a locked [`Mutex`]; the lock is released when it is dropped.
+pub(crate) type MutexGuard<'a, T> = parking_lot::MutexGuard<'a, T>;
+
+/// A mutual exclusion lock that does not poison.
+#[derive(Debug, Default)]
+pub(crate) struct Mutex<T>(parking_lot::Mutex<T>);
+
+impl<T> Mutex<T> {
+    /// A new, unlocked mutex holding `value`.
+    pub(crate) fn new(value: T) -> Self {
+        Self(parking_lot::Mutex::new(value))
+    }
+
+    /// Locks, blocking the calling thread until the lock is free.
+    pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
+        self.0.lock()
+    }
+
+    /// Locks if the lock is free now; `None` when another thread holds it.
+    pub(crate) fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+        self.0.try_lock()
+    }
+}
+
+/// A condition variable, used with one [`Mutex`] at a time.
+#[derive(Debug, Default)]
+pub(crate) struct Condvar(parking_lot::Condvar);
+
+impl Condvar {
+    /// A new condition variable with no waiter.
+    pub(crate) fn new() -> Self {
+        Self(parking_lot::Condvar::new())
+    }
+
+    /// Releases `guard`'s lock, sleeps until notified, and locks again.
+    ///
+    /// Callers re-check their condition in a loop: the facade allows spurious wake-ups.
+    pub(crate) fn wait<'a, T>(&self, mut guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
+        self.0.wait(&mut guard);
+        guard
+    }
+
+    /// Like [`Condvar::wait`], but gives up after `timeout`; the `bool` is `true` when the wait
+    /// timed out rather than being notified.
+    pub(crate) fn wait_timeout<'a, T>(
+        &self,
+        mut guard: MutexGuard<'a, T>,
+        timeout: Duration,
+    ) -> (MutexGuard<'a, T>, bool) {
+        let result = self.0.wait_for(&mut guard, timeout);
+        (guard, result.timed_out())
+    }
+
+    /// Wakes one waiter, if any.
+    pub(crate) fn notify_one(&self) {
+        self.0.notify_one();
+    }
+
+    /// Wakes every waiter.
+    pub(crate) fn notify_all(&self) {
+        self.0.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn try_lock_fails_while_held_and_succeeds_after() {
+        let m = Mutex::new(1);
+        let g = m.lock();
+        assert!(m.try_lock().is_none());
+        drop(g);
+        assert_eq!(*m.try_lock().expect("free"), 1);
+    }
+
+    #[test]
+    fn wait_timeout_reports_a_timeout_and_keeps_the_lock() {
+        let m = Mutex::new(5);
+        let cv = Condvar::new();
+        let (g, timed_out) = cv.wait_timeout(m.lock(), Duration::from_millis(1));
+        assert!(timed_out);
+        assert_eq!(*g, 5);
+        assert!(m.try_lock().is_none());
+    }
+
+    #[test]
+    fn notify_wakes_a_waiter() {
+        let pair = Arc::new((Mutex::new(false), Condvar::new()));
+        let other = Arc::clone(&pair);
+        let waiter = thread::spawn(move || {
+            let (m, cv) = &*other;
+            let mut g = m.lock();
+            while !*g {
+                g = cv.wait(g);
+            }
+        });
+        *pair.0.lock() = true;
+        pair.1.notify_all();
+        waiter.join().expect("waiter");
+    }
+}

@@ -1,0 +1,86 @@
+//! [`DelayedWork`]: a [`Work`] item that is queued after a delay.
+
+use std::fmt;
+
+use super::state::PENDING;
+use super::work::{self, Work};
+
+/// A reusable work item queued after a delay, with [`Workqueue::queue_delayed`] or
+/// [`Workqueue::mod_delayed`].
+///
+/// While it waits for its delay it is pending (queueing it again returns `false`). When the
+/// delay ends it is queued to the pod of the CPU that armed it. It never runs early.
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// use podq::{DelayedWork, Workqueue};
+///
+/// let wq = Workqueue::builder("timers").build()?;
+/// let armed = Instant::now();
+/// let d = DelayedWork::new(move || assert!(armed.elapsed() >= Duration::from_millis(5)));
+/// wq.queue_delayed(&d, Duration::from_millis(5));
+/// assert!(d.is_pending());
+/// d.flush(); // runs it now instead of waiting for the delay
+/// assert!(!d.is_pending());
+/// # Ok::<(), podq::Error>(())
+/// ```
+///
+/// [`Workqueue::queue_delayed`]: super::Workqueue::queue_delayed
+/// [`Workqueue::mod_delayed`]: super::Workqueue::mod_delayed
+#[derive(Clone)]
+pub struct DelayedWork {
+    /// The item; its claim is held by the timer while the delay runs.
+    pub(crate) work: Work,
+}
+
+impl DelayedWork {
+    /// A new delayed item running `f` each time it is queued.
+    pub fn new(f: impl FnMut() + Send + 'static) -> DelayedWork {
+        DelayedWork { work: Work::new(f) }
+    }
+
+    /// Whether it waits for its delay, or is queued and has not started.
+    pub fn is_pending(&self) -> bool {
+        self.work.is_pending()
+    }
+
+    /// Whether a worker is running it now.
+    pub fn is_running(&self) -> bool {
+        self.work.is_running()
+    }
+
+    /// Runs it now if it waits for its delay (queued at once, to the pod of the CPU that armed
+    /// it), then waits until its last queueing has finished. Returns `false` when there was
+    /// nothing to wait for.
+    pub fn flush(&self) -> bool {
+        let item = &self.work.inner;
+        if item.state.load() & PENDING != 0 {
+            if let Some(key) = item.state.with_extra(|home| home.timer.take()) {
+                if let Some(fire) = super::timer::disarm(key) {
+                    fire.fire();
+                }
+            }
+        }
+        work::flush_item(item)
+    }
+
+    /// Cancels it, disarming its timer: on return it is neither pending nor running, even if
+    /// it re-queues itself. Returns whether it was pending.
+    pub fn cancel_sync(&self) -> bool {
+        self.work.cancel_sync()
+    }
+
+    /// The item itself, to queue it without delay or to compare it.
+    pub fn work(&self) -> &Work {
+        &self.work
+    }
+}
+
+impl fmt::Debug for DelayedWork {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DelayedWork")
+            .field("pending", &self.is_pending())
+            .field("running", &self.is_running())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,535 @@
+//! Workqueues: what users queue work on, with the Linux workqueue's guarantees.
+//!
+//! A [`Workqueue`] sends each item to the pool of the issuing CPU's pod under its scope. The
+//! pending/cancel/flush protocol, `max_active` and flush colours are written down as numbered
+//! steps in `README.md` beside this file; each step is referred to where it is implemented.
+//!
+//! Files: `builder.rs` (attributes, validation), `work.rs` ([`Work`], cancel and flush of one
+//! item), `delayed.rs` ([`DelayedWork`]), `task.rs` (one queued execution and its accounting),
+//! `state.rs` (an item's state word), `active.rs` (`max_active`), `flush.rs` (flush colours,
+//! drain), `timer.rs` (the delayed-work timer thread).
+
+mod active;
+mod builder;
+mod delayed;
+mod flush;
+pub(crate) mod state;
+pub(crate) mod task;
+mod timer;
+mod work;
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crossbeam_utils::CachePadded;
+
+use crate::error::{Error, Result};
+use crate::pool::PoolSet;
+use crate::policy::Placement;
+use crate::stats::WorkqueueStats;
+use crate::{AffinityScope, CpuSet};
+
+use active::ActiveLimit;
+use flush::{Flush, PodCounters};
+use state::{Claim, RUNNING};
+use task::{Acct, Job, Task};
+use work::WorkInner;
+
+pub use builder::WorkqueueBuilder;
+pub use delayed::DelayedWork;
+pub use work::Work;
+
+/// A workqueue: a name, a scope, strictness, `max_active` and ordering, over per-pod pools.
+///
+/// Work queued from a thread goes to the pool of the pod of the CPU that thread runs on (a CPU
+/// outside the workqueue's CPUs is replaced round-robin by one of them). Pools are shared by
+/// every workqueue with equal attributes, as in the kernel.
+///
+/// Guarantees, as the Linux workqueue gives them:
+///
+/// * a [`Work`] is pending at most once and never runs on two workers at once;
+/// * everything stored before a successful queue call is visible to the work when it runs;
+/// * [`Workqueue::flush`] waits for everything queued before it, not for later work;
+///   [`Workqueue::drain`] flushes until nothing is left;
+/// * [`Work::cancel_sync`] leaves the item neither pending nor running;
+/// * delayed work never runs early;
+/// * at most `max_active` items run at once, the rest wait in FIFO order;
+///   [`Workqueue::ordered`] runs one at a time, in queueing order;
+/// * a panicking item is caught and counted; its worker goes on;
+/// * dropping the workqueue runs everything already queued, then lets its pools go.
+///
+/// ```
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use std::sync::Arc;
+/// use podq::Workqueue;
+///
+/// let wq = Workqueue::builder("doc").max_active(4).build()?;
+/// let done = Arc::new(AtomicUsize::new(0));
+/// for _ in 0..10 {
+///     let done = Arc::clone(&done);
+///     wq.queue(move || {
+///         done.fetch_add(1, Ordering::Relaxed);
+///     });
+/// }
+/// wq.flush();
+/// assert_eq!(done.load(Ordering::Relaxed), 10);
+/// assert_eq!(wq.stats().completed, 10);
+/// # Ok::<(), podq::Error>(())
+/// ```
+pub struct Workqueue {
+    /// What tasks, timers and items share.
+    shared: Arc<WqShared>,
+    /// The workqueue's part of each pod (index = pod id).
+    pods: Box<[Arc<CachePadded<PodShared>>]>,
+}
+
+/// The part of a workqueue that its tasks, timers and items reach.
+pub(crate) struct WqShared {
+    /// I: unique among the workqueues of the process (never 0).
+    pub(crate) id: u64,
+    /// I: the name given to the builder.
+    pub(crate) name: String,
+    /// I: the scope of its pods.
+    scope: AffinityScope,
+    /// I: the workqueue's CPUs.
+    cpus: CpuSet,
+    /// I: the pools of every pod (a pod outside the workqueue's CPUs has a pool never used).
+    pub(crate) pools: Arc<PoolSet>,
+    /// I: CPU and node to pod.
+    placement: Placement,
+    /// A: rotation for CPUs outside the workqueue's CPUs and for nodes. Relaxed: any value
+    /// spreads the work; only written when a replacement is needed.
+    rotation: AtomicUsize,
+    /// Flush colours and drain.
+    pub(crate) flush: Flush,
+    /// I: the `max_active` asked for (`None`: no limit).
+    max_active: Option<usize>,
+    /// The slot counter and FIFO, when `max_active` can be reached.
+    pub(crate) active: Option<ActiveLimit<Task>>,
+}
+
+/// A workqueue's part for one pod: the counters its items of that pod write.
+pub(crate) struct PodShared {
+    /// The workqueue.
+    pub(crate) wq: Arc<WqShared>,
+    /// I: the pod id (index into the pools).
+    pub(crate) index: usize,
+    /// In-flight counts per colour and statistics.
+    pub(crate) counters: PodCounters,
+}
+
+/// Source of workqueue ids; starts at 1 so that 0 means "none".
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+impl Workqueue {
+    /// A builder for a workqueue named `name` (the name shows in statistics).
+    pub fn builder(name: impl Into<String>) -> WorkqueueBuilder {
+        WorkqueueBuilder::new(name.into())
+    }
+
+    /// An ordered workqueue: one item at a time, in queueing order (`max_active` 1, one pool
+    /// of all CPUs: the `system` scope).
+    ///
+    /// # Errors
+    ///
+    /// As [`WorkqueueBuilder::build`].
+    pub fn ordered(name: impl Into<String>) -> Result<Workqueue> {
+        Workqueue::builder(name)
+            .scope(AffinityScope::System)
+            .max_active(1)
+            .build()
+    }
+
+    /// Builds the workqueue from checked attributes (see `builder.rs`).
+    pub(crate) fn from_parts(
+        name: String,
+        scope: AffinityScope,
+        cpus: CpuSet,
+        pools: Arc<PoolSet>,
+        placement: Placement,
+        max_active: Option<usize>,
+        max_workers: usize,
+    ) -> Workqueue {
+        let used = pools.pools.iter().filter(|p| !p.pod().cpus.is_empty()).count();
+        // A limit of at least every worker the pools may ever have cannot be reached by
+        // running items, so it needs no counter: items then never touch a workqueue-wide word.
+        let reachable = max_active.filter(|&m| m < used.saturating_mul(max_workers));
+        let shared = Arc::new(WqShared {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            name,
+            scope,
+            cpus,
+            placement,
+            rotation: AtomicUsize::new(0),
+            flush: Flush::default(),
+            max_active,
+            active: reachable.map(ActiveLimit::new),
+            pools: Arc::clone(&pools),
+        });
+        let pods = (0..pools.pools.len())
+            .map(|index| {
+                Arc::new(CachePadded::new(PodShared {
+                    wq: Arc::clone(&shared),
+                    index,
+                    counters: PodCounters::default(),
+                }))
+            })
+            .collect();
+        Workqueue { shared, pods }
+    }
+
+    /// The name given to the builder.
+    pub fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    /// The scope of its pods.
+    pub fn scope(&self) -> AffinityScope {
+        self.shared.scope
+    }
+
+    /// The workqueue's CPUs.
+    pub fn cpus(&self) -> &CpuSet {
+        &self.shared.cpus
+    }
+
+    /// The `max_active` limit, or `None` when none was set.
+    pub fn max_active(&self) -> Option<usize> {
+        self.shared.max_active
+    }
+
+    /// How many pools serve this workqueue (pods with at least one of its CPUs).
+    pub fn pools(&self) -> usize {
+        self.shared
+            .pools
+            .pools
+            .iter()
+            .filter(|p| !p.pod().cpus.is_empty())
+            .count()
+    }
+
+    /// Queues a one-shot closure to the pool of the calling thread's pod.
+    ///
+    /// Returns `false` only while [`Workqueue::drain`] runs and the caller is not one of this
+    /// workqueue's own items: the closure is then dropped without running.
+    pub fn queue(&self, f: impl FnOnce() + Send + 'static) -> bool {
+        if self.refused() {
+            return false;
+        }
+        self.submit(Job::Once(Box::new(f)), self.pod_here());
+        true
+    }
+
+    /// Queues a one-shot closure to the pool of `cpu`'s pod.
+    ///
+    /// Returns `Ok(false)` when refused during a drain, as [`Workqueue::queue`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UnknownCpu`] when `cpu` is not one of the workqueue's CPUs.
+    pub fn queue_on(&self, cpu: usize, f: impl FnOnce() + Send + 'static) -> Result<bool> {
+        let pod = self.pod_of_cpu(cpu)?;
+        if self.refused() {
+            return Ok(false);
+        }
+        self.submit(Job::Once(Box::new(f)), pod);
+        Ok(true)
+    }
+
+    /// Queues a one-shot closure to a pool of `node`: the pods of the node's CPUs take turns.
+    ///
+    /// Returns `Ok(false)` when refused during a drain, as [`Workqueue::queue`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UnknownNode`] when `node` has none of the workqueue's CPUs.
+    pub fn queue_node(&self, node: usize, f: impl FnOnce() + Send + 'static) -> Result<bool> {
+        let rotation = self.shared.rotation.fetch_add(1, Ordering::Relaxed);
+        let pod = self
+            .shared
+            .placement
+            .pod_for_node(node, rotation)
+            .ok_or_else(|| Error::UnknownNode {
+                node,
+                nodes: list(self.shared.placement.nodes()),
+            })?;
+        if self.refused() {
+            return Ok(false);
+        }
+        self.submit(Job::Once(Box::new(f)), pod);
+        Ok(true)
+    }
+
+    /// Queues `work` to the pool of the calling thread's pod. Returns `false` when it was
+    /// already pending (it will run once for both requests), while a cancel of it is in
+    /// progress, or when refused during a drain.
+    pub fn queue_work(&self, work: &Work) -> bool {
+        self.queue_work_to(work, self.pod_here())
+    }
+
+    /// Queues `work` to the pool of `cpu`'s pod; `Ok(false)` as [`Workqueue::queue_work`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UnknownCpu`] when `cpu` is not one of the workqueue's CPUs.
+    pub fn queue_work_on(&self, cpu: usize, work: &Work) -> Result<bool> {
+        let pod = self.pod_of_cpu(cpu)?;
+        Ok(self.queue_work_to(work, pod))
+    }
+
+    /// Queues `work` after `delay` (at once for a zero delay), to the pod of the calling
+    /// thread's CPU when the delay ends. Returns `false` when it was already pending (its
+    /// delay is left as it was: see [`Workqueue::mod_delayed`]), being cancelled, or refused
+    /// during a drain.
+    ///
+    /// The work never runs before `delay` has passed.
+    pub fn queue_delayed(&self, work: &DelayedWork, delay: Duration) -> bool {
+        if self.refused() {
+            return false;
+        }
+        let item = &work.work.inner;
+        match item.state.try_claim() {
+            Claim::Refused => false,
+            Claim::Claimed { .. } => {
+                self.arm(item, delay);
+                true
+            }
+        }
+    }
+
+    /// Sets `work` to run after `delay` from now, whether it was pending or not. Returns `true`
+    /// when it was pending (its old delay is replaced), `false` when it was idle (it is queued
+    /// as by [`Workqueue::queue_delayed`]) or is being cancelled (nothing is queued).
+    pub fn mod_delayed(&self, work: &DelayedWork, delay: Duration) -> bool {
+        let item = &work.work.inner;
+        loop {
+            if work::canceling(item) || self.refused() {
+                return false;
+            }
+            if let Some(grabbed) = item.grab() {
+                // The claim is ours again: re-arm it.
+                grabbed.unqueue();
+                self.arm(item, delay);
+                return true;
+            }
+            match item.state.try_claim() {
+                Claim::Claimed { .. } => {
+                    self.arm(item, delay);
+                    return false;
+                }
+                // Pending somewhere the grab did not see yet (between two places): retry.
+                Claim::Refused => std::thread::yield_now(),
+            }
+        }
+    }
+
+    /// Waits until every item queued before the call has finished. Items queued after it
+    /// (including re-queues by the items themselves) do not hold it up.
+    ///
+    /// Delayed items whose delay has not ended are not waited for (they are not queued yet).
+    /// Called from one of this workqueue's own items, it would wait for that item: don't.
+    pub fn flush(&self) {
+        self.shared
+            .flush
+            .flush(|| self.pods.iter().map(|p| &p.counters));
+    }
+
+    /// Flushes until the workqueue is empty. While it runs, only this workqueue's own running
+    /// items may queue more work on it; other queue calls return `false` and queue nothing.
+    pub fn drain(&self) {
+        self.shared.flush.start_drain();
+        loop {
+            self.flush();
+            if self.pods.iter().all(|p| p.counters.in_flight() == 0) {
+                break;
+            }
+        }
+        self.shared.flush.end_drain();
+    }
+
+    /// Counters of this workqueue and the state of its pools, now.
+    pub fn stats(&self) -> WorkqueueStats {
+        let mut stats = WorkqueueStats {
+            name: self.shared.name.clone(),
+            scope: self.shared.scope,
+            started: 0,
+            completed: 0,
+            in_flight: 0,
+            panicked: 0,
+            cancelled: 0,
+            waiting_for_slot: self.shared.active.as_ref().map_or(0, |a| a.waiting() as u64),
+            pools: Vec::new(),
+        };
+        for pod in self.pods.iter() {
+            let c = &pod.counters;
+            stats.started += c.started.load(Ordering::Relaxed);
+            stats.completed += c.completed.load(Ordering::Relaxed);
+            stats.panicked += c.panicked.load(Ordering::Relaxed);
+            stats.cancelled += c.cancelled.load(Ordering::Relaxed);
+            stats.in_flight += c.in_flight() as u64;
+        }
+        stats.pools = self
+            .shared
+            .pools
+            .pools
+            .iter()
+            .filter(|p| !p.pod().cpus.is_empty())
+            .map(|p| p.stats())
+            .collect();
+        stats
+    }
+
+    /// Queues `work` to `pod`, claiming it first.
+    fn queue_work_to(&self, work: &Work, pod: usize) -> bool {
+        if self.refused() {
+            return false;
+        }
+        let item = &work.inner;
+        match item.state.try_claim() {
+            Claim::Refused => false,
+            Claim::Claimed { .. } => {
+                item.record_home(&self.shared, pod);
+                self.submit(Job::Work(Arc::clone(item)), pod);
+                true
+            }
+        }
+    }
+
+    /// Arms the timer for a claimed delayed item (or queues it now for a zero delay).
+    fn arm(&self, item: &Arc<WorkInner>, delay: Duration) {
+        let pod = Arc::clone(&self.pods[self.pod_here()]);
+        if delay.is_zero() {
+            enqueue_claimed(Arc::clone(item), pod);
+            return;
+        }
+        item.record_home(&self.shared, pod.index);
+        let deadline = std::time::Instant::now() + delay;
+        let fire = timer::Fire {
+            work: Arc::clone(item),
+            pod,
+        };
+        // Under the item's lock, so that the key it keeps is never older than the entry.
+        item.state
+            .with_extra(|home| home.timer = Some(timer::arm(deadline, fire)));
+    }
+
+    /// Counts a new execution in `pod` and sends it on (step 2).
+    #[inline]
+    fn submit(&self, job: Job, pod: usize) {
+        submit(&self.shared, Arc::clone(&self.pods[pod]), job);
+    }
+
+    /// The pod of the calling thread's CPU (or its round-robin replacement).
+    #[inline]
+    fn pod_here(&self) -> usize {
+        let place = &self.shared.placement;
+        match crate::sys::current_cpu().and_then(|cpu| place.pod_of(cpu)) {
+            Some(pod) => pod,
+            None => place.replacement(self.shared.rotation.fetch_add(1, Ordering::Relaxed)),
+        }
+    }
+
+    /// The pod of `cpu`, which must be one of the workqueue's CPUs.
+    fn pod_of_cpu(&self, cpu: usize) -> Result<usize> {
+        self.shared
+            .placement
+            .pod_of(cpu)
+            .ok_or_else(|| Error::UnknownCpu {
+                cpu,
+                usable: self.shared.cpus.to_string(),
+            })
+    }
+
+    /// Whether a queue call must be refused: a drain runs and the caller is not one of this
+    /// workqueue's items.
+    #[inline]
+    fn refused(&self) -> bool {
+        self.shared.flush.draining() && task::running_wq() != self.shared.id
+    }
+}
+
+impl Drop for Workqueue {
+    /// Runs everything already queued (delayed items whose delay has not ended are queued
+    /// now), then lets the pools go; they stop their workers once no workqueue uses them.
+    ///
+    /// Dropped from one of its own items, it does not wait (it would wait for itself): the
+    /// queued items still run, as the pools stay alive until they are done.
+    fn drop(&mut self) {
+        for fire in timer::take_for(self.shared.id) {
+            fire.fire();
+        }
+        let own_item = task::running_wq() == self.shared.id;
+        if !own_item {
+            self.drain();
+        }
+    }
+}
+
+impl fmt::Debug for Workqueue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Workqueue")
+            .field("name", &self.shared.name)
+            .field("scope", &self.shared.scope)
+            .field("cpus", &self.shared.cpus)
+            .field("max_active", &self.shared.max_active)
+            .field("pools", &self.pools())
+            .finish()
+    }
+}
+
+/// Counts a new execution in its pod's colour and sends it through `max_active` to its pool
+/// (steps 2 and 10).
+///
+/// `wq` is `pod.wq`, passed borrowed so that the hot path writes no workqueue-wide reference
+/// count.
+#[inline]
+fn submit(wq: &WqShared, pod: Arc<CachePadded<PodShared>>, job: Job) {
+    let colour = wq.flush.enter(&pod.counters);
+    let task = Task {
+        job,
+        acct: Acct {
+            pod,
+            colour,
+            holds_slot: false,
+        },
+    };
+    match &wq.active {
+        None => dispatch(wq, task),
+        Some(active) => active.admit(task, |next| activate(wq, next)),
+    }
+}
+
+/// Queues an item whose claim the caller owns (a fired timer, a zero delay) to `pod`.
+pub(crate) fn enqueue_claimed(item: Arc<WorkInner>, pod: Arc<CachePadded<PodShared>>) {
+    let wq = Arc::clone(&pod.wq);
+    item.record_home(&wq, pod.index);
+    submit(&wq, pod, Job::Work(item));
+}
+
+/// An execution got a `max_active` slot: it holds it until it finishes.
+pub(crate) fn activate(wq: &WqShared, mut task: Task) {
+    task.acct.holds_slot = true;
+    dispatch(wq, task);
+}
+
+/// Pushes an execution to its pool, or hands it to the worker running its item (step 3).
+pub(crate) fn dispatch(wq: &WqShared, task: Task) {
+    let task = match &task.job {
+        Job::Work(item) if item.state.load() & RUNNING != 0 => {
+            let item = Arc::clone(item);
+            match item.state.defer(task) {
+                None => return,
+                Some(task) => task,
+            }
+        }
+        _ => task,
+    };
+    wq.pools.pools[task.acct.pod.index].push(task);
+}
+
+/// `0, 1, 3` for error messages.
+fn list(items: impl Iterator<Item = usize>) -> String {
+    items.map(|n| n.to_string()).collect::<Vec<_>>().join(", ")
+}

@@ -1,0 +1,287 @@
+//! The state of one reusable work item: pending, running, canceling, and the waiters of flush
+//! and cancel (steps 1-9 of `README.md` in this folder).
+//!
+//! This file uses only `crate::sync` and `std`, so that `podq-loom` compiles it against loom
+//! and explores its interleavings (`crates/podq-loom/tests/work_state.rs`).
+//!
+//! One 64-bit word holds four flags and a generation: the number of times the item was
+//! claimed. `D` is what a queuer hands to the worker that is running the item (a queued
+//! execution, for the worker to push when it finishes); `X` is slow-path data kept under the
+//! same lock (where the item was last queued, its timer).
+
+use crate::sync::atomic::{AtomicU64, Ordering};
+use crate::sync::{Condvar, Mutex};
+
+/// Claimed by a queuer: queued, waiting in a FIFO or timer, or handed to its runner.
+pub(crate) const PENDING: u64 = 1;
+/// A worker is running the item's closure.
+pub(crate) const RUNNING: u64 = 1 << 1;
+/// A `cancel_sync` is in progress: claims fail, a pending execution is discarded.
+pub(crate) const CANCELING: u64 = 1 << 2;
+/// Someone sleeps on [`ItemState::wait_until`]: whoever clears PENDING, RUNNING or CANCELING
+/// must wake them.
+const WAITERS: u64 = 1 << 3;
+/// One claim, in the generation bits above the flags.
+const GEN_ONE: u64 = 1 << 4;
+
+/// What [`ItemState::try_claim`] found.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub(crate) enum Claim {
+    /// The caller now owns the pending execution. `running`: a worker was running the item at
+    /// the moment of the claim, so the execution must go through [`ItemState::defer`].
+    Claimed {
+        /// Whether the item was running when it was claimed.
+        running: bool,
+    },
+    /// The item was already pending (or being cancelled): nothing was claimed.
+    Refused,
+}
+
+/// What [`ItemState::start`] decided for a popped execution.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub(crate) enum Start {
+    /// Run the closure now; call [`ItemState::finish`] afterwards.
+    Run,
+    /// A cancel is in progress: the execution is discarded without running.
+    Discarded,
+}
+
+/// The data under an item's lock.
+#[derive(Debug, Default)]
+pub(crate) struct Slot<D, X> {
+    /// L: an execution claimed while the item was running, for its runner to push.
+    deferred: Option<D>,
+    /// L: the caller's slow-path data.
+    pub(crate) extra: X,
+}
+
+/// The pending/running/canceling state of one work item.
+#[derive(Debug)]
+pub(crate) struct ItemState<D, X> {
+    /// A: flags and generation (see the constants above).
+    word: AtomicU64,
+    /// The deferred execution and the caller's slow-path data; also the waiters' lock.
+    slot: Mutex<Slot<D, X>>,
+    /// Waiters of [`ItemState::wait_until`]; notified under `slot`.
+    changed: Condvar,
+}
+
+impl<D, X: Default> Default for ItemState<D, X> {
+    fn default() -> Self {
+        ItemState {
+            word: AtomicU64::new(0),
+            slot: Mutex::new(Slot {
+                deferred: None,
+                extra: X::default(),
+            }),
+            changed: Condvar::new(),
+        }
+    }
+}
+
+impl<D, X> ItemState<D, X> {
+    /// The state word now (flags and generation).
+    #[inline]
+    pub(crate) fn load(&self) -> u64 {
+        // Acquire: pairs with the Release of every transition, so a caller that sees an item
+        // idle also sees everything its last run wrote.
+        self.word.load(Ordering::Acquire)
+    }
+
+    /// Step 1: claims the pending execution, unless the item is pending or being cancelled.
+    #[inline]
+    pub(crate) fn try_claim(&self) -> Claim {
+        let mut s = self.word.load(Ordering::Relaxed);
+        loop {
+            if s & (PENDING | CANCELING) != 0 {
+                return Claim::Refused;
+            }
+            // Release: publishes the queuer's stores before the claim to the worker that
+            // starts this execution (Acquire in `start`); Acquire: pairs with `finish` so a
+            // re-queue sees the previous run's stores.
+            match self.word.compare_exchange_weak(
+                s,
+                (s | PENDING).wrapping_add(GEN_ONE),
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => {
+                    return Claim::Claimed {
+                        running: s & RUNNING != 0,
+                    }
+                }
+                Err(now) => s = now,
+            }
+        }
+    }
+
+    /// Step 3: the owner of a claim made while the item was running hands its execution to
+    /// the runner. Returns it back when the run has ended meanwhile, for the caller to push.
+    pub(crate) fn defer(&self, execution: D) -> Option<D> {
+        let mut slot = self.slot.lock();
+        // RUNNING is only cleared under `slot` once PENDING is set (step 6), so this check
+        // and the runner's `finish` cannot miss each other.
+        if self.word.load(Ordering::Acquire) & RUNNING != 0 {
+            slot.deferred = Some(execution);
+            None
+        } else {
+            Some(execution)
+        }
+    }
+
+    /// Step 4: a worker popped the pending execution: it runs, or is discarded when a cancel
+    /// is in progress (the claim ends either way).
+    pub(crate) fn start(&self) -> Start {
+        let mut s = self.word.load(Ordering::Relaxed);
+        loop {
+            debug_assert!(s & PENDING != 0 && s & RUNNING == 0, "start of state {s:#x}");
+            let (next, start) = if s & CANCELING != 0 {
+                (s & !(PENDING | WAITERS), Start::Discarded)
+            } else {
+                ((s & !PENDING) | RUNNING, Start::Run)
+            };
+            // Acquire: pairs with the Release of `try_claim`: the closure sees every store the
+            // queuer made before queueing. Release: pairs with waiters' Acquire loads.
+            match self
+                .word
+                .compare_exchange_weak(s, next, Ordering::AcqRel, Ordering::Relaxed)
+            {
+                Ok(prev) => {
+                    if start == Start::Discarded {
+                        self.wake(prev);
+                    }
+                    return start;
+                }
+                Err(now) => s = now,
+            }
+        }
+    }
+
+    /// Step 6: the runner's closure returned. Clears RUNNING and returns the execution a
+    /// queuer deferred meanwhile, which the caller must push.
+    pub(crate) fn finish(&self) -> Option<D> {
+        let mut s = self.word.load(Ordering::Relaxed);
+        while s & PENDING == 0 {
+            // Fast path: nobody claimed the item while it ran. Release: publishes the run's
+            // stores to the next claimer and to flush/cancel waiters.
+            match self.word.compare_exchange_weak(
+                s,
+                s & !(RUNNING | WAITERS),
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ) {
+                Ok(prev) => {
+                    self.wake(prev);
+                    return None;
+                }
+                Err(now) => s = now,
+            }
+        }
+        // A claim was made while running: its owner defers (or has deferred) under `slot`.
+        let mut slot = self.slot.lock();
+        let prev = self
+            .word
+            .fetch_and(!(RUNNING | WAITERS), Ordering::AcqRel);
+        if prev & WAITERS != 0 {
+            self.changed.notify_all();
+        }
+        slot.deferred.take()
+    }
+
+    /// Step 7: a grabber took the pending execution out of a queue, FIFO or timer, and
+    /// discards it: the claim ends.
+    pub(crate) fn release_claim(&self) {
+        let prev = self
+            .word
+            .fetch_and(!(PENDING | WAITERS), Ordering::AcqRel);
+        debug_assert!(prev & PENDING != 0, "release of an unclaimed item");
+        self.wake(prev);
+    }
+
+    /// Takes the deferred execution back (cancel, `mod_delayed`): its claim moves to the caller.
+    pub(crate) fn take_deferred(&self) -> Option<D> {
+        self.slot.lock().deferred.take()
+    }
+
+    /// Runs `f` on the slow-path data under the item's lock.
+    pub(crate) fn with_extra<R>(&self, f: impl FnOnce(&mut X) -> R) -> R {
+        f(&mut self.slot.lock().extra)
+    }
+
+    /// Step 8: starts a cancel: sets CANCELING (waiting for a concurrent cancel to end first)
+    /// and returns the state just before.
+    pub(crate) fn begin_cancel(&self) -> u64 {
+        loop {
+            let prev = self.word.fetch_or(CANCELING, Ordering::AcqRel);
+            if prev & CANCELING == 0 {
+                return prev;
+            }
+            self.wait_until(|s| s & CANCELING == 0);
+        }
+    }
+
+    /// Step 9: ends a cancel (the item is neither pending nor running).
+    pub(crate) fn end_cancel(&self) {
+        let prev = self
+            .word
+            .fetch_and(!(CANCELING | WAITERS), Ordering::AcqRel);
+        self.wake(prev);
+    }
+
+    /// Sleeps until `done(state)` holds. Every transition that clears PENDING, RUNNING or
+    /// CANCELING wakes the sleepers.
+    pub(crate) fn wait_until(&self, done: impl Fn(u64) -> bool) {
+        if done(self.load()) {
+            return;
+        }
+        let mut slot = self.slot.lock();
+        loop {
+            // Set WAITERS and test in one step under `slot`: a transition ordered before the
+            // fetch_or is seen in `s`; one ordered after it sees WAITERS and notifies under
+            // `slot`, which it can only take once we sleep.
+            let s = self.word.fetch_or(WAITERS, Ordering::AcqRel) | WAITERS;
+            if done(s) {
+                return;
+            }
+            slot = self.changed.wait(slot);
+        }
+    }
+
+    /// Wakes the sleepers of [`ItemState::wait_until`] if `prev` (the word before a transition
+    /// that cleared WAITERS) had any.
+    fn wake(&self, prev: u64) {
+        if prev & WAITERS != 0 {
+            let _slot = self.slot.lock();
+            self.changed.notify_all();
+        }
+    }
+}
+
+/// The generation of a state word: how many times the item was claimed.
+#[inline]
+pub(crate) fn generation(s: u64) -> u64 {
+    s / GEN_ONE
+}
+
+/// Whether the execution claimed as generation `target` has finished (run, or discarded by a
+/// cancel), judged from a later state word `s` of the same item.
+///
+/// Executions of one item run one after another, so generation `target` is done when a
+/// later one started, or when nothing is pending or running. While a cancel runs, the
+/// running execution may be older than the newest claim, so nothing is judged done then.
+pub(crate) fn flushed(s: u64, target: u64) -> bool {
+    let g = generation(s);
+    if g >= target.saturating_add(2) {
+        return true;
+    }
+    let pending = s & PENDING != 0;
+    let running = s & RUNNING != 0;
+    if running && s & CANCELING != 0 {
+        return false;
+    }
+    if g == target.saturating_add(1) {
+        !(pending && running)
+    } else {
+        !pending && !running
+    }
+}

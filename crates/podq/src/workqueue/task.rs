@@ -1,0 +1,192 @@
+//! [`Task`]: one queued execution (a one-shot closure or a [`Work`](super::Work) item) with
+//! what its workqueue needs to account for it. Pools queue and run tasks; everything about
+//! pending state, flush colours, `max_active` and statistics happens here.
+
+use std::cell::Cell;
+use std::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use crossbeam_utils::CachePadded;
+
+use super::state::Start;
+use super::work::WorkInner;
+use super::PodShared;
+
+/// What a task runs.
+pub(crate) enum Job {
+    /// A closure queued with `Workqueue::queue`: runs once, cannot be flushed or cancelled alone.
+    Once(Box<dyn FnOnce() + Send + 'static>),
+    /// One pending execution of a reusable item; the task owns the item's claim.
+    Work(Arc<WorkInner>),
+}
+
+/// One queued execution.
+pub(crate) struct Task {
+    /// What to run.
+    pub(crate) job: Job,
+    /// Where it is counted.
+    pub(crate) acct: Acct,
+}
+
+/// Where an execution is counted: its workqueue's pod, flush colour and `max_active` slot.
+pub(crate) struct Acct {
+    /// The workqueue's part for the pod it was queued to. Holding the pod's part (not the
+    /// workqueue's) keeps the reference count that every queue call writes per pod.
+    pub(crate) pod: Arc<CachePadded<PodShared>>,
+    /// The flush colour it is counted under.
+    pub(crate) colour: usize,
+    /// Whether it holds a `max_active` slot (it was activated by a reachable limit).
+    pub(crate) holds_slot: bool,
+}
+
+thread_local! {
+    /// The id of the workqueue whose item this thread is running (0: none), so that a drain
+    /// lets the workqueue's own items queue more work.
+    static RUNNING_WQ: Cell<u64> = const { Cell::new(0) };
+    /// The address of the `WorkInner` this thread is running (0: none), so that an item's own
+    /// `flush` or `cancel_sync` does not wait for itself.
+    static RUNNING_ITEM: Cell<usize> = const { Cell::new(0) };
+}
+
+/// The id of the workqueue whose item the calling thread runs (0: none).
+pub(crate) fn running_wq() -> u64 {
+    RUNNING_WQ.with(Cell::get)
+}
+
+/// Whether the calling thread is running `item`'s closure.
+pub(crate) fn is_running_item(item: &WorkInner) -> bool {
+    RUNNING_ITEM.with(Cell::get) == item_addr(item)
+}
+
+/// Restores the thread-local markers when a run ends, even by a panic.
+struct Marker {
+    /// The workqueue id before this run (a task may run inside another's closure in tests).
+    wq: u64,
+    /// The item address before this run.
+    item: usize,
+}
+
+impl Marker {
+    fn enter(wq: u64, item: usize) -> Marker {
+        Marker {
+            wq: RUNNING_WQ.with(|c| c.replace(wq)),
+            item: RUNNING_ITEM.with(|c| c.replace(item)),
+        }
+    }
+}
+
+impl Drop for Marker {
+    fn drop(&mut self) {
+        RUNNING_WQ.with(|c| c.set(self.wq));
+        RUNNING_ITEM.with(|c| c.set(self.item));
+    }
+}
+
+impl Task {
+    /// Runs the execution, catches a panic, and does all accounting (pending state, flush
+    /// colour, `max_active`, statistics). Never unwinds.
+    pub(crate) fn run(self) {
+        let Task { job, acct } = self;
+        let counters = &acct.pod.counters;
+        let wq_id = acct.pod.wq.id;
+        match job {
+            Job::Once(f) => {
+                counters.started.fetch_add(1, Ordering::Relaxed);
+                let panicked = {
+                    let _marker = Marker::enter(wq_id, 0);
+                    catch_unwind(AssertUnwindSafe(f)).is_err()
+                };
+                acct.count_completion(panicked);
+            }
+            Job::Work(item) => {
+                if item.state.start() == Start::Discarded {
+                    counters.cancelled.fetch_add(1, Ordering::Relaxed);
+                    acct.retire();
+                    return;
+                }
+                counters.started.fetch_add(1, Ordering::Relaxed);
+                let panicked = {
+                    let _marker = Marker::enter(wq_id, item_addr(&item));
+                    // Only the runner takes this lock: RUNNING excludes every other runner.
+                    let mut func = item.func.lock();
+                    catch_unwind(AssertUnwindSafe(|| (*func)())).is_err()
+                };
+                acct.count_completion(panicked);
+                if let Some(next) = item.state.finish() {
+                    // Claimed while this run went on: it goes to the pool its queue call chose.
+                    let wq = Arc::clone(&next.acct.pod.wq);
+                    super::dispatch(&wq, next);
+                }
+            }
+        }
+        acct.retire();
+    }
+
+    /// Whether this task is an execution of `work` (for cancel).
+    pub(crate) fn is_work(&self, work: &Arc<WorkInner>) -> bool {
+        matches!(&self.job, Job::Work(w) if Arc::ptr_eq(w, work))
+    }
+
+    /// Ends the accounting of an execution taken out of a queue without running: frees its
+    /// `max_active` slot and uncounts its colour. Returns the item whose claim is now the
+    /// caller's (`None` for a one-shot closure, which is dropped).
+    pub(crate) fn unqueue(self) -> Option<Arc<WorkInner>> {
+        let Task { job, acct } = self;
+        acct.retire();
+        match job {
+            Job::Once(_) => None,
+            Job::Work(item) => Some(item),
+        }
+    }
+}
+
+/// The address of an item, as the thread-local marker keeps it.
+fn item_addr(item: &WorkInner) -> usize {
+    std::ptr::from_ref(item) as usize
+}
+
+impl Acct {
+    /// Counts the end of a run.
+    fn count_completion(&self, panicked: bool) {
+        let counters = &self.pod.counters;
+        if panicked {
+            counters.panicked.fetch_add(1, Ordering::Relaxed);
+        }
+        counters.completed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Frees the `max_active` slot (activating waiting executions), then uncounts the colour,
+    /// last, so that a flush that returns sees everything about this execution done.
+    pub(crate) fn retire(self) {
+        let wq = &self.pod.wq;
+        if self.holds_slot {
+            if let Some(active) = &wq.active {
+                active.release(|next| super::activate(wq, next));
+            }
+        }
+        wq.flush.leave(&self.pod.counters, self.colour);
+    }
+}
+
+impl crate::pool::Job for Task {
+    fn run(self) {
+        Task::run(self);
+    }
+}
+
+impl fmt::Debug for Task {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = match &self.job {
+            Job::Once(_) => "once",
+            Job::Work(_) => "work",
+        };
+        f.debug_struct("Task")
+            .field("job", &kind)
+            .field("workqueue", &self.acct.pod.wq.name)
+            .field("pod", &self.acct.pod.index)
+            .field("colour", &self.acct.colour)
+            .finish()
+    }
+}

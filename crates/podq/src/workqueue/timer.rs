@@ -1,0 +1,133 @@
+//! The timer of delayed work: one thread (`podq/timer`), started on first use, with a deadline
+//! heap shared by every workqueue.
+//!
+//! An armed entry owns its item's claim (the item is pending while it waits). When its deadline
+//! has passed (checked against `Instant::now()`, so never early), the thread queues the item
+//! on its workqueue, to the pod of the CPU that armed it.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use parking_lot::{Condvar, Mutex};
+
+use crossbeam_utils::CachePadded;
+
+use super::work::WorkInner;
+use super::PodShared;
+
+/// Identifies one armed entry: its deadline, then a sequence number for equal deadlines.
+pub(crate) type TimerKey = (Instant, u64);
+
+/// An armed delayed execution.
+pub(crate) struct Fire {
+    /// The item; this entry owns its claim.
+    pub(crate) work: Arc<WorkInner>,
+    /// The workqueue's part for the pod of the CPU the delayed item was issued on.
+    pub(crate) pod: Arc<CachePadded<PodShared>>,
+}
+
+impl Fire {
+    /// Queues the execution now, on its workqueue, to the pod of the CPU that armed it.
+    pub(crate) fn fire(self) {
+        let Fire { work, pod } = self;
+        super::enqueue_claimed(work, pod);
+    }
+}
+
+/// The entries, by deadline.
+#[derive(Default)]
+struct Heap {
+    /// L: armed entries, earliest first.
+    entries: BTreeMap<TimerKey, Fire>,
+    /// L: the next sequence number.
+    next: u64,
+}
+
+/// The timer thread's shared state.
+#[derive(Default)]
+struct Timer {
+    /// The entries.
+    heap: Mutex<Heap>,
+    /// Signalled when an entry becomes the earliest.
+    wake: Condvar,
+}
+
+/// The process-wide timer, started on first use.
+fn timer() -> &'static Timer {
+    TIMER.get_or_init(|| {
+        let timer: &'static Timer = Box::leak(Box::default());
+        std::thread::Builder::new()
+            .name("podq/timer".into())
+            .spawn(move || run(timer))
+            .unwrap_or_else(|e| panic!("podq cannot start its timer thread 'podq/timer': {e}"));
+        timer
+    })
+}
+
+/// The timer thread: fires every entry whose deadline has passed, sleeps until the next one.
+fn run(timer: &'static Timer) {
+    let mut heap = timer.heap.lock();
+    loop {
+        let now = Instant::now();
+        let first = heap.entries.first_key_value().map(|(key, _)| *key);
+        match first {
+            // Never early: the deadline is compared with the clock, not with a wake-up.
+            Some(key) if key.0 <= now => {
+                if let Some(fire) = heap.entries.remove(&key) {
+                    drop(heap);
+                    fire.fire();
+                    heap = timer.heap.lock();
+                }
+            }
+            Some(key) => {
+                timer.wake.wait_for(&mut heap, key.0 - now);
+            }
+            None => timer.wake.wait(&mut heap),
+        }
+    }
+}
+
+/// Arms `fire` for `deadline`. Returns its key, for [`disarm`].
+pub(crate) fn arm(deadline: Instant, fire: Fire) -> TimerKey {
+    let timer = timer();
+    let mut heap = timer.heap.lock();
+    let key = (deadline, heap.next);
+    heap.next += 1;
+    let earliest = heap.entries.first_key_value().is_none_or(|(k, _)| key < *k);
+    heap.entries.insert(key, fire);
+    if earliest {
+        timer.wake.notify_one();
+    }
+    key
+}
+
+/// Takes the entry `key` out before it fires; `None` when it has fired (or was taken).
+pub(crate) fn disarm(key: TimerKey) -> Option<Fire> {
+    timer().heap.lock().entries.remove(&key)
+}
+
+/// Takes out every entry of the workqueue `wq_id` (for its teardown).
+pub(crate) fn take_for(wq_id: u64) -> Vec<Fire> {
+    let Some(timer) = started() else {
+        return Vec::new();
+    };
+    let mut heap = timer.heap.lock();
+    let keys: Vec<TimerKey> = heap
+        .entries
+        .iter()
+        .filter(|(_, f)| f.pod.wq.id == wq_id)
+        .map(|(k, _)| *k)
+        .collect();
+    keys.iter()
+        .filter_map(|k| heap.entries.remove(k))
+        .collect()
+}
+
+/// The timer, if it was started (teardown does not start it).
+fn started() -> Option<&'static Timer> {
+    TIMER.get().copied()
+}
+
+/// The process-wide timer: leaked on purpose, its thread lives as long as the process.
+static TIMER: OnceLock<&'static Timer> = OnceLock::new();

@@ -1,0 +1,225 @@
+//! [`Work`]: a reusable work item, pending at most once at a time and never running on two
+//! workers at once.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
+
+use parking_lot::Mutex;
+
+use super::state::{self, ItemState, CANCELING, PENDING, RUNNING};
+use super::task::{self, Task};
+use crossbeam_utils::CachePadded;
+
+use super::timer::{self, Fire, TimerKey};
+use super::{PodShared, WqShared};
+
+/// A reusable work item: a closure that can be queued again and again.
+///
+/// Clones share the same item. While an item is pending, queueing it again returns `false`
+/// (it runs once for both requests). It may be queued while it runs; the new execution then
+/// starts when the running one ends, so the closure never runs on two workers at once.
+///
+/// ```
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use std::sync::Arc;
+/// use podq::{Work, Workqueue};
+///
+/// let wq = Workqueue::builder("example").build()?;
+/// let runs = Arc::new(AtomicUsize::new(0));
+/// let counter = Arc::clone(&runs);
+/// let work = Work::new(move || {
+///     counter.fetch_add(1, Ordering::Relaxed);
+/// });
+/// wq.queue_work(&work);
+/// work.flush();
+/// assert_eq!(runs.load(Ordering::Relaxed), 1);
+/// # Ok::<(), podq::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Work {
+    /// The shared item.
+    pub(crate) inner: Arc<WorkInner>,
+}
+
+/// The shared part of a [`Work`].
+pub(crate) struct WorkInner {
+    /// Pending/running/canceling, the deferred execution, and where it was queued.
+    pub(crate) state: ItemState<Task, Home>,
+    /// A: id of the workqueue this item was last queued on (0: never); written only by the
+    /// owner of a claim. Relaxed: a hint checked again under `state`'s lock.
+    home_id: AtomicU64,
+    /// A: pod it was last queued to; a hint for cancel, which falls back to every pool.
+    home_pod: AtomicUsize,
+    /// The closure; locked only by the one worker running the item.
+    pub(crate) func: Mutex<Box<dyn FnMut() + Send + 'static>>,
+}
+
+/// Where a pending item can be found, kept under the item's lock.
+#[derive(Default)]
+pub(crate) struct Home {
+    /// The workqueue it was last queued on.
+    wq: Weak<WqShared>,
+    /// The timer entry of a pending delayed execution.
+    pub(crate) timer: Option<TimerKey>,
+}
+
+/// A pending execution taken back out of wherever it waited; its claim is the holder's.
+pub(crate) enum Grabbed {
+    /// From a pool's queue, a `max_active` FIFO or the item's runner.
+    Task(Task),
+    /// From the timer: not counted by any workqueue yet.
+    Timer(Fire),
+}
+
+impl Work {
+    /// A new item running `f` each time it is queued.
+    pub fn new(f: impl FnMut() + Send + 'static) -> Work {
+        Work {
+            inner: Arc::new(WorkInner {
+                state: ItemState::default(),
+                home_id: AtomicU64::new(0),
+                home_pod: AtomicUsize::new(0),
+                func: Mutex::new(Box::new(f)),
+            }),
+        }
+    }
+
+    /// Whether the item is queued (or waiting for its delay, or for a `max_active` slot) and
+    /// has not started yet.
+    pub fn is_pending(&self) -> bool {
+        self.inner.state.load() & PENDING != 0
+    }
+
+    /// Whether a worker is running the item now.
+    pub fn is_running(&self) -> bool {
+        self.inner.state.load() & RUNNING != 0
+    }
+
+    /// Waits until the last queueing of this item has finished running. Returns `false` when
+    /// there was nothing to wait for (the item was neither pending nor running).
+    ///
+    /// Called from the item's own closure, it returns `false` at once: the item cannot wait
+    /// for itself.
+    pub fn flush(&self) -> bool {
+        flush_item(&self.inner)
+    }
+
+    /// Cancels the item: on return it is neither pending nor running, even if it re-queues
+    /// itself. Returns whether it was pending (that execution will not run).
+    ///
+    /// While the cancel is in progress, queueing the item fails. Called from the item's own
+    /// closure, it cancels a pending re-queue but does not wait for the running call (itself).
+    pub fn cancel_sync(&self) -> bool {
+        cancel_item(&self.inner)
+    }
+
+    /// Whether `self` and `other` are the same item.
+    pub fn ptr_eq(&self, other: &Work) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}
+
+impl fmt::Debug for Work {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Work")
+            .field("pending", &self.is_pending())
+            .field("running", &self.is_running())
+            .finish_non_exhaustive()
+    }
+}
+
+impl WorkInner {
+    /// Records where the owner of a claim queues the item, for cancel to find it.
+    pub(crate) fn record_home(&self, wq: &Arc<WqShared>, pod: usize) {
+        self.home_pod.store(pod, Ordering::Relaxed);
+        if self.home_id.load(Ordering::Relaxed) != wq.id {
+            self.state.with_extra(|home| home.wq = Arc::downgrade(wq));
+            self.home_id.store(wq.id, Ordering::Relaxed);
+        }
+    }
+
+    /// Takes the pending execution back from wherever it waits: the runner's hand, the timer,
+    /// the `max_active` FIFO or a pool's queue. `None` when it is not in any of them (nothing
+    /// pending, or it is moving between two of them).
+    pub(crate) fn grab(self: &Arc<Self>) -> Option<Grabbed> {
+        if let Some(task) = self.state.take_deferred() {
+            return Some(Grabbed::Task(task));
+        }
+        if let Some(key) = self.state.with_extra(|home| home.timer.take()) {
+            if let Some(fire) = timer::disarm(key) {
+                return Some(Grabbed::Timer(fire));
+            }
+        }
+        let wq = self.state.with_extra(|home| home.wq.upgrade())?;
+        if let Some(active) = &wq.active {
+            if let Some(task) = active.remove_if(|t| t.is_work(self)) {
+                return Some(Grabbed::Task(task));
+            }
+        }
+        let hint = self.home_pod.load(Ordering::Relaxed);
+        let pools = &wq.pools.pools;
+        let order = std::iter::once(hint).chain((0..pools.len()).filter(|&p| p != hint));
+        for pod in order {
+            if let Some(task) = pools.get(pod).and_then(|p| p.remove_if(|t| t.is_work(self))) {
+                return Some(Grabbed::Task(task));
+            }
+        }
+        None
+    }
+}
+
+impl Grabbed {
+    /// Uncounts the execution from its workqueue; the claim stays with the caller. Returns the
+    /// 
+    /// workqueue's part for the pod it was headed for.
+    pub(crate) fn unqueue(self) -> Arc<CachePadded<PodShared>> {
+        match self {
+            Grabbed::Task(task) => {
+                let pod = Arc::clone(&task.acct.pod);
+                task.unqueue();
+                pod
+            }
+            Grabbed::Timer(fire) => fire.pod,
+        }
+    }
+}
+
+/// Waits until the last queueing of `item` has finished (see [`Work::flush`]).
+pub(crate) fn flush_item(item: &Arc<WorkInner>) -> bool {
+    let s = item.state.load();
+    if s & (PENDING | RUNNING) == 0 || task::is_running_item(item) {
+        return false;
+    }
+    let target = state::generation(s);
+    item.state.wait_until(|now| state::flushed(now, target));
+    true
+}
+
+/// Cancels `item` (see [`Work::cancel_sync`]).
+pub(crate) fn cancel_item(item: &Arc<WorkInner>) -> bool {
+    let before = item.state.begin_cancel();
+    // With CANCELING set no claim succeeds, and a worker that pops the pending execution
+    // discards it: the execution pending at `before` never runs.
+    while item.state.load() & PENDING != 0 {
+        match item.grab() {
+            Some(grabbed) => {
+                let pod = grabbed.unqueue();
+                item.state.release_claim();
+                pod.counters.cancelled.fetch_add(1, Ordering::Relaxed);
+            }
+            // Between two places (a queuer about to push, a worker about to start): short.
+            None => std::thread::yield_now(),
+        }
+    }
+    if !task::is_running_item(item) {
+        item.state.wait_until(|s| s & (PENDING | RUNNING) == 0);
+    }
+    item.state.end_cancel();
+    before & PENDING != 0
+}
+
+/// Whether a cancel of `item` is in progress.
+pub(crate) fn canceling(item: &WorkInner) -> bool {
+    item.state.load() & CANCELING != 0
+}

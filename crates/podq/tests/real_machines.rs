@@ -1,0 +1,177 @@
+//! Topology discovery and pod formation on real machines' sysfs snapshots.
+//!
+//! For every `NAME.tar.bz2` in the topologies folder (`PODQ_TOPOLOGIES`, or
+//! `../shared/topologies` beside the project), unpack it, read it with `Topology::from_sysfs`,
+//! form the pods of all six scopes at shard size 8, and compare with `expected/NAME.json`.
+//! The folder is not part of the project: when it is absent the test says so and passes.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use podq::scope::DEFAULT_SHARD_SIZE;
+use podq::{AffinityScope, Pods, Topology};
+use serde_json::Value;
+
+/// The topologies folder, if there is one.
+fn topologies_dir() -> Option<PathBuf> {
+    let dir = match std::env::var_os("PODQ_TOPOLOGIES") {
+        Some(dir) => PathBuf::from(dir),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/topologies"),
+    };
+    dir.is_dir().then_some(dir)
+}
+
+/// The folder under `dir` that holds `sys/devices/system/cpu` (the tarball's top folder, whose
+/// name may differ from the tarball's).
+fn find_root(dir: &Path) -> Option<PathBuf> {
+    if dir.join("sys/devices/system/cpu").is_dir() {
+        return Some(dir.to_owned());
+    }
+    let mut subdirs: Vec<PathBuf> = std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.is_dir() && !p.is_symlink())
+        .collect();
+    subdirs.sort();
+    subdirs.iter().find_map(|d| {
+        // The sysfs root is near the top; do not wander into sys/ itself.
+        if d.file_name().is_some_and(|n| n == "sys") {
+            None
+        } else {
+            find_root(d)
+        }
+    })
+}
+
+/// Folders and files under `sys/devices/system/` that topology discovery never reads: runtime
+/// power management, frequency, idle states, memory tiers. Snapshots hold thousands of them, and
+/// writing them out would be most of this test's time.
+const NOT_TOPOLOGY: &[&str] = &[
+    "power",
+    "uevent",
+    "cpufreq",
+    "cpuidle",
+    "hotplug",
+    "microcode",
+    "thermal_throttle",
+    "hugepages",
+    "memory_side_cache",
+    "crash_notes",
+    "crash_notes_size",
+];
+
+/// Unpacks the topology part of a `.tar.bz2` sysfs snapshot (entries under
+/// `sys/devices/system/`, less [`NOT_TOPOLOGY`]) into `into`.
+fn unpack_system_folders(file: File, into: &Path) -> std::io::Result<()> {
+    let mut archive = tar::Archive::new(bzip2::read::BzDecoder::new(file));
+    archive.set_preserve_mtime(false);
+    archive.set_preserve_permissions(false);
+    for entry in archive.entries()? {
+        let mut entry = entry?;
+        let path = entry.path()?.into_owned();
+        let text = path.to_string_lossy();
+        let Some((_, inside)) = text.split_once("sys/devices/system/") else {
+            continue;
+        };
+        if inside.split('/').any(|part| NOT_TOPOLOGY.contains(&part)) {
+            continue;
+        }
+        entry.set_preserve_mtime(false);
+        entry.unpack_in(into)?;
+    }
+    Ok(())
+}
+
+/// The pods as sorted lists of CPU ids, in pod order.
+fn pod_lists(pods: &Pods) -> Vec<Vec<usize>> {
+    pods.pods()
+        .iter()
+        .map(|p| p.cpus.iter().collect())
+        .collect()
+}
+
+/// Checks one machine; returns the differences found, in words.
+fn check_machine(tarball: &Path, expected_file: &Path) -> Vec<String> {
+    let name = tarball.file_name().unwrap().to_string_lossy().into_owned();
+    let mut problems = Vec::new();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let file = File::open(tarball).expect("open tarball");
+    if let Err(e) = unpack_system_folders(file, tmp.path()) {
+        return vec![format!("{name}: cannot unpack: {e}")];
+    }
+    let Some(root) = find_root(tmp.path()) else {
+        return vec![format!("{name}: no folder holds sys/devices/system/cpu")];
+    };
+    let topo = match Topology::from_sysfs(&root) {
+        Ok(topo) => topo,
+        Err(e) => return vec![format!("{name}: from_sysfs failed: {e}")],
+    };
+    let expected: Value = match std::fs::read(expected_file) {
+        Ok(bytes) => serde_json::from_slice(&bytes).expect("expected file is JSON"),
+        Err(e) => return vec![format!("{name}: no {}: {e}", expected_file.display())],
+    };
+    let cpus: Vec<usize> = topo.cpu_set().iter().collect();
+    let want_cpus: Vec<usize> = serde_json::from_value(expected["cpus"].clone()).unwrap();
+    if cpus != want_cpus {
+        problems.push(format!(
+            "{name}: usable CPUs {cpus:?}, expected {want_cpus:?}"
+        ));
+    }
+    for scope in AffinityScope::ALL {
+        let pods = Pods::new(&topo, scope, DEFAULT_SHARD_SIZE).expect("pods");
+        let got = pod_lists(&pods);
+        let want: Vec<Vec<usize>> =
+            serde_json::from_value(expected["scopes"][scope.name()].clone())
+                .unwrap_or_else(|e| panic!("{name}: expected pods of {scope}: {e}"));
+        if got != want {
+            problems.push(format!(
+                "{name}: scope {scope}: got {got:?}, expected {want:?}"
+            ));
+        }
+    }
+    problems
+}
+
+#[test]
+fn real_machines_form_the_expected_pods() {
+    let Some(dir) = topologies_dir() else {
+        eprintln!(
+            "skipping: topologies folder not found (set PODQ_TOPOLOGIES or place it at ../shared/topologies)"
+        );
+        return;
+    };
+    let mut tarballs: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("read topologies folder")
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().ends_with(".tar.bz2"))
+        .collect();
+    tarballs.sort();
+    assert!(
+        !tarballs.is_empty(),
+        "{} holds no *.tar.bz2 machine",
+        dir.display()
+    );
+    let mut problems = Vec::new();
+    let mut failed_machines = 0;
+    for tarball in &tarballs {
+        let stem = tarball
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .trim_end_matches(".tar.bz2")
+            .to_owned();
+        let found = check_machine(tarball, &dir.join("expected").join(format!("{stem}.json")));
+        if !found.is_empty() {
+            failed_machines += 1;
+        }
+        problems.extend(found);
+    }
+    assert!(
+        problems.is_empty(),
+        "{failed_machines} of {} machines differ:\n{}",
+        tarballs.len(),
+        problems.join("\n")
+    );
+}
