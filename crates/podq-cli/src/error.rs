@@ -2,8 +2,8 @@
 //!
 //! Every way `podq` can fail ends here: [`CliError::report`] prints `podq: MESSAGE` as one line
 //! and picks the exit code. Library errors are sorted into usage errors and failures in one
-//! place ([`From<podq::Error>`](CliError#impl-From<Error>-for-CliError)), and clap's multi-line
-//! errors are folded into one line by [`clap_exit`].
+//! place (the `From<podq::Error>` impl of [`CliError`]), and clap's multi-line errors are
+//! folded into one line by [`clap_exit`].
 
 use std::io::Write as _;
 use std::process::ExitCode;

@@ -16,10 +16,10 @@ use sync::thread;
 fn push_vs_park_never_loses_a_wake_up() {
     check(|| {
         let core = core(1);
-        let ran = Ran::new();
+        let ran = Ran::new(2);
         push(&core, Ran::task(&ran));
         push(&core, Ran::task(&ran));
-        ran.wait_for(2);
+        ran.wait_for_all();
         core.shutdown();
         core.wait_for_exit();
         assert_eq!(ran.total(), 2);
@@ -31,7 +31,7 @@ fn push_vs_park_never_loses_a_wake_up() {
 fn two_pushers_one_worker() {
     check(|| {
         let core = core(1);
-        let ran = Ran::new();
+        let ran = Ran::new(2);
         let pushers: Vec<_> = (0..2)
             .map(|_| {
                 let (core, ran) = (core.clone(), ran.clone());
@@ -41,7 +41,7 @@ fn two_pushers_one_worker() {
         for pusher in pushers {
             pusher.join().expect("pusher");
         }
-        ran.wait_for(2);
+        ran.wait_for_all();
         core.shutdown();
         core.wait_for_exit();
         let snap = core.snapshot();
@@ -51,19 +51,19 @@ fn two_pushers_one_worker() {
 }
 
 /// A worker retiring after its idle timeout (loom fires it at any point) while a task is
-/// pushed: the task runs, by the worker that stays or by one the push starts, and a worker
-/// always remains while the pool is in use.
+/// pushed: every task runs, by the worker that stays or by one the push starts, and the
+/// worker counts stay consistent.
 #[test]
 fn retirement_vs_push_never_loses_a_task() {
     check(|| {
         let core = core(2);
-        let ran = Ran::new();
-        // Two tasks with a busy worker make the pool start a second worker (P4).
-        push(&core, Ran::task(&ran));
-        push(&core, Ran::task(&ran));
-        ran.wait_for(2);
-        push(&core, Ran::task(&ran));
-        ran.wait_for(3);
+        let ran = Ran::new(3);
+        // With a busy worker and a task waiting, the pool starts a second worker (P4); the
+        // one that finds the queue empty parks and retires (P8) while the third push comes.
+        for _ in 0..3 {
+            push(&core, Ran::task(&ran));
+        }
+        ran.wait_for_all();
         let snap = core.snapshot();
         assert!(snap.workers >= 1, "{snap:?}");
         assert_eq!(snap.workers as u64, snap.workers_created - snap.workers_retired);

@@ -15,7 +15,7 @@ use sync::thread;
 fn shutdown_runs_everything_queued() {
     check(|| {
         let core = core(1);
-        let ran = Ran::new();
+        let ran = Ran::new(3);
         for _ in 0..3 {
             push(&core, Ran::task(&ran));
         }
@@ -31,7 +31,7 @@ fn shutdown_runs_everything_queued() {
 fn shutdown_vs_push() {
     check(|| {
         let core = core(1);
-        let ran = Ran::new();
+        let ran = Ran::new(1);
         let pusher = {
             let (core, ran) = (core.clone(), ran.clone());
             thread::spawn(move || push(&core, Ran::task(&ran)))
@@ -49,7 +49,7 @@ fn shutdown_vs_push() {
 fn shutdown_vs_push_and_park() {
     check(|| {
         let core = core(1);
-        let ran = Ran::new();
+        let ran = Ran::new(2);
         push(&core, Ran::task(&ran));
         let pusher = {
             let (core, ran) = (core.clone(), ran.clone());

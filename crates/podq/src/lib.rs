@@ -1,7 +1,62 @@
-//! podq: topology-aware work queues.
+//! podq: topology-aware work queues with the Linux workqueue's guarantees.
 //!
-//! (Crate docs are written in full once the pieces land: the idea, the glossary, one runnable
-//! example.)
+//! On a many-core machine, one work queue (one lock) per last-level cache, or per machine,
+//! becomes the hottest lock in the process. podq queues each work item to the pool of the
+//! issuing CPU's *pod*: a group of CPUs under a *scope*. The default scope, `cache_shard`,
+//! splits each cache domain into shards of about 8 cores, as the Linux kernel now does, so
+//! that each pool's lock is shared by a few CPUs that also share a cache.
+//!
+//! # Glossary
+//!
+//! * **CPU**: a logical CPU (hardware thread), by its Linux id.
+//! * **core**: the SMT siblings that share one physical core.
+//! * **cache domain**: the CPUs sharing a last-level cache.
+//! * **node**: a NUMA node.
+//! * **scope**: one way of grouping CPUs into pods ([`AffinityScope`]: `cpu`, `smt`, `cache`,
+//!   `cache_shard`, `numa`, `system`).
+//! * **pod**: one group of CPUs under a scope; every usable CPU is in exactly one ([`Pods`]).
+//! * **pool**: the workers and the queue (one lock) serving one pod; workqueues with equal
+//!   attributes share pools ([`PoolStats`]).
+//! * **workqueue**: what users queue work on: a name, a scope, strictness, `max_active`,
+//!   ordering ([`Workqueue`]).
+//! * **work item**: a unit of work; a reusable [`Work`] is pending at most once at a time and
+//!   never runs on two workers at once ([`DelayedWork`] runs after a delay).
+//! * **strict**: a strict pool's workers only run on its pod's CPUs; others start there and the
+//!   OS may move them within the workqueue's CPUs.
+//!
+//! # Example
+//!
+//! ```
+//! use std::sync::atomic::{AtomicU64, Ordering};
+//! use std::sync::Arc;
+//! use podq::{AffinityScope, Work, Workqueue};
+//!
+//! let wq = Workqueue::builder("sum")
+//!     .scope(AffinityScope::CacheShard)
+//!     .max_active(64)
+//!     .build()?;
+//! let total = Arc::new(AtomicU64::new(0));
+//! for n in 1..=100u64 {
+//!     let total = Arc::clone(&total);
+//!     wq.queue(move || {
+//!         total.fetch_add(n, Ordering::Relaxed);
+//!     });
+//! }
+//! wq.flush(); // everything queued before this call has run
+//! assert_eq!(total.load(Ordering::Relaxed), 5050);
+//!
+//! // A reusable item: queueing it while pending returns false; cancel_sync stops it.
+//! let tick = Work::new(|| {});
+//! wq.queue_work(&tick);
+//! tick.cancel_sync();
+//! assert!(!tick.is_pending());
+//! println!("{:?}", wq.stats());
+//! # Ok::<(), podq::Error>(())
+//! ```
+//!
+//! The protocols behind the guarantees (pending, cancel, flush, `max_active`) are written down
+//! as numbered steps in `src/workqueue/README.md`; the pools' park/wake protocol in
+//! `src/pool/README.md`.
 #![deny(unsafe_code)]
 
 pub mod affinity;

@@ -117,7 +117,10 @@ fn item_flush_waits_for_the_last_queueing() {
 
 #[test]
 fn workqueue_flush_waits_for_everything_queued_before_it() {
-    let wq = Workqueue::builder("flush-all").max_active(2).build().unwrap();
+    let wq = Workqueue::builder("flush-all")
+        .max_active(2)
+        .build()
+        .unwrap();
     let done = counter();
     for _ in 0..100 {
         let done = done.clone();
@@ -189,7 +192,11 @@ fn drain_waits_for_chains_and_refuses_outside_work() {
     }
     drop(open);
     drainer.join().unwrap();
-    assert_eq!(done.load(Ordering::SeqCst), 10, "drain returned before the chain ended");
+    assert_eq!(
+        done.load(Ordering::SeqCst),
+        10,
+        "drain returned before the chain ended"
+    );
     assert_eq!(wq.stats().in_flight, 0);
     assert!(wq.queue(|| {}), "queueing works again after the drain");
     wq.flush();
@@ -219,7 +226,11 @@ fn cancel_sync_stops_a_self_requeueing_item() {
     let after = runs.load(Ordering::SeqCst);
     wq.flush();
     thread::sleep(Duration::from_millis(20));
-    assert_eq!(runs.load(Ordering::SeqCst), after, "ran after cancel_sync returned");
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        after,
+        "ran after cancel_sync returned"
+    );
     // The item is usable again after the cancel.
     slot.lock().unwrap().take();
     assert!(wq.queue_work(&work));
@@ -283,7 +294,10 @@ fn mod_delayed_rearms_and_cancel_disarms() {
     let hour = Duration::from_secs(3600);
     assert!(wq.queue_delayed(&d, hour));
     let start = Instant::now();
-    assert!(wq.mod_delayed(&d, Duration::from_millis(10)), "it was pending");
+    assert!(
+        wq.mod_delayed(&d, Duration::from_millis(10)),
+        "it was pending"
+    );
     let ran = rx.recv_timeout(Duration::from_secs(10)).unwrap();
     assert!(ran - start >= Duration::from_millis(10));
     d.work().flush();
@@ -312,7 +326,10 @@ fn delayed_flush_runs_a_waiting_item_now() {
 
 #[test]
 fn max_active_is_never_exceeded() {
-    let wq = Workqueue::builder("max-active").max_active(2).build().unwrap();
+    let wq = Workqueue::builder("max-active")
+        .max_active(2)
+        .build()
+        .unwrap();
     let running = counter();
     let most = counter();
     for _ in 0..60 {
@@ -325,7 +342,11 @@ fn max_active_is_never_exceeded() {
         });
     }
     wq.flush();
-    assert!(most.load(Ordering::SeqCst) <= 2, "{} at once", most.load(Ordering::SeqCst));
+    assert!(
+        most.load(Ordering::SeqCst) <= 2,
+        "{} at once",
+        most.load(Ordering::SeqCst)
+    );
     assert_eq!(wq.stats().completed, 60);
 }
 
@@ -424,7 +445,10 @@ fn queue_on_runs_in_the_pool_of_that_cpu() {
         })
         .unwrap());
     let name = rx.recv_timeout(Duration::from_secs(10)).unwrap();
-    assert!(name.ends_with(&format!("-p{cpu}")), "ran on '{name}', not CPU {cpu}'s pool");
+    assert!(
+        name.ends_with(&format!("-p{cpu}")),
+        "ran on '{name}', not CPU {cpu}'s pool"
+    );
     let node = 0;
     assert!(wq.queue_node(node, || {}).unwrap());
     wq.flush();
@@ -432,7 +456,10 @@ fn queue_on_runs_in_the_pool_of_that_cpu() {
 
 #[test]
 fn stats_count_per_workqueue_and_show_the_pools() {
-    let wq = Workqueue::builder("stats").scope(AffinityScope::Cpu).build().unwrap();
+    let wq = Workqueue::builder("stats")
+        .scope(AffinityScope::Cpu)
+        .build()
+        .unwrap();
     for _ in 0..20 {
         wq.queue(|| {});
     }
@@ -440,7 +467,10 @@ fn stats_count_per_workqueue_and_show_the_pools() {
     let s = wq.stats();
     assert_eq!(s.name, "stats");
     assert_eq!(s.scope, AffinityScope::Cpu);
-    assert_eq!((s.started, s.completed, s.in_flight, s.panicked), (20, 20, 0, 0));
+    assert_eq!(
+        (s.started, s.completed, s.in_flight, s.panicked),
+        (20, 20, 0, 0)
+    );
     assert_eq!(s.pools.len(), wq.pools());
     assert_eq!(s.pools.len(), wq.cpus().len());
 }

@@ -140,7 +140,8 @@ impl Settings {
         systems.extend(peers.into_iter().map(System::Peer));
         if systems.is_empty() {
             return Err(CliError::Usage(
-                "nothing to measure: --scopes and --peers are both empty; give at least one scope or peer"
+                "nothing to measure: --scopes and --peers are both empty; \
+                 give at least one scope or peer"
                     .into(),
             ));
         }

@@ -60,7 +60,8 @@ impl Machine {
         }
     }
 
-    /// One line: `machine: Intel Xeon ..., Linux 6.8, 2 CPUs (0-1), 1 core, 1 cache domain (L3), 1 node`.
+    /// One line, such as
+    /// `machine: Xeon ..., Linux 6.8, 2 usable CPUs (0-1), 1 core, 1 cache domain (L3), 1 node`.
     pub(crate) fn summary(&self) -> String {
         let mut parts = Vec::new();
         if let Some(model) = &self.model {

@@ -65,7 +65,8 @@ fn heading(workload: Workload, settings: &Settings) -> String {
     )
 }
 
-/// The kernel's format: `cache_shard      3629098 items/sec	p50=6080	p90=8896	p95=9728 ns`
+/// The kernel's format, tab-separated:
+/// `cache_shard      3629098 items/sec<TAB>p50=6080<TAB>p90=8896<TAB>p95=9728 ns`
 /// (flood lines show p50/p99 and the queue-to-start p50/p99 instead).
 fn kernel_line(row: &Row, settings: &Settings) -> String {
     let s = &row.summary;

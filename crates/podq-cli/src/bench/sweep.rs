@@ -27,7 +27,8 @@ impl Sweep {
         };
         if param.trim() != "shard-size" {
             return Err(CliError::Usage(format!(
-                "unknown --sweep parameter '{}': expected one of {PARAMETERS} (as in shard-size=2,4,8,16)",
+                "unknown --sweep parameter '{}': expected one of {PARAMETERS} \
+                 (as in shard-size=2,4,8,16)",
                 param.trim()
             )));
         }

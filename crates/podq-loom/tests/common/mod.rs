@@ -54,22 +54,24 @@ pub(crate) fn start(core: &Arc<Core<Item>>) {
     }));
 }
 
-/// Counts tasks that ran; a thread can wait until the count reaches a number. Waiting for a
-/// task that never runs leaves every thread blocked, which loom reports as a deadlock: that is
-/// how a lost wake-up shows.
+/// Counts tasks that ran; a thread can wait until all of them have. Waiting for a task that
+/// never runs leaves every thread blocked, which loom reports as a deadlock: that is how a lost
+/// wake-up shows. Only the last task takes the lock, to keep the models small.
 pub(crate) struct Ran {
-    count: Mutex<usize>,
-    changed: Condvar,
+    expected: usize,
     total: AtomicUsize,
+    lock: Mutex<()>,
+    all_done: Condvar,
 }
 
 impl Ran {
-    /// A counter at 0.
-    pub(crate) fn new() -> Arc<Self> {
+    /// A counter at 0 that expects `expected` tasks.
+    pub(crate) fn new(expected: usize) -> Arc<Self> {
         Arc::new(Self {
-            count: Mutex::new(0),
-            changed: Condvar::new(),
+            expected,
             total: AtomicUsize::new(0),
+            lock: Mutex::new(()),
+            all_done: Condvar::new(),
         })
     }
 
@@ -77,17 +79,18 @@ impl Ran {
     pub(crate) fn task(this: &Arc<Self>) -> Item {
         let ran = Arc::clone(this);
         Box::new(move || {
-            ran.total.fetch_add(1, Ordering::SeqCst);
-            *ran.count.lock() += 1;
-            ran.changed.notify_all();
+            if ran.total.fetch_add(1, Ordering::SeqCst) + 1 == ran.expected {
+                let _lock = ran.lock.lock();
+                ran.all_done.notify_all();
+            }
         })
     }
 
-    /// Blocks until `n` tasks have run.
-    pub(crate) fn wait_for(&self, n: usize) {
-        let mut count = self.count.lock();
-        while *count < n {
-            count = self.changed.wait(count);
+    /// Blocks until every expected task has run.
+    pub(crate) fn wait_for_all(&self) {
+        let mut lock = self.lock.lock();
+        while self.total() < self.expected {
+            lock = self.all_done.wait(lock);
         }
     }
 

@@ -157,8 +157,7 @@ mod tests {
     fn nodes_map_to_their_own_pods() {
         let topo = machine();
         let pods = Pods::new(&topo, AffinityScope::Cpu, 8).unwrap();
-        let place =
-            Placement::new(&pods, &topo.cpu_set(), |c| topo.cpu(c).unwrap().node).unwrap();
+        let place = Placement::new(&pods, &topo.cpu_set(), |c| topo.cpu(c).unwrap().node).unwrap();
         for node in topo.node_ids() {
             for r in 0..8 {
                 let pod = place.pod_for_node(node, r).unwrap();

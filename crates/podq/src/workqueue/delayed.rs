@@ -54,14 +54,17 @@ impl DelayedWork {
     /// nothing to wait for.
     pub fn flush(&self) -> bool {
         let item = &self.work.inner;
+        let mut fired = false;
         if item.state.load() & PENDING != 0 {
             if let Some(key) = item.state.with_extra(|home| home.timer.take()) {
                 if let Some(fire) = super::timer::disarm(key) {
                     fire.fire();
+                    fired = true;
                 }
             }
         }
-        work::flush_item(item)
+        // A fired item may have run already: there was something to wait for all the same.
+        work::flush_item(item) || fired
     }
 
     /// Cancels it, disarming its timer: on return it is neither pending nor running, even if

@@ -128,4 +128,3 @@ impl Flush {
         self.draining.load(Ordering::Relaxed) != 0
     }
 }
-

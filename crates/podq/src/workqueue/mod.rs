@@ -26,8 +26,8 @@ use std::time::Duration;
 use crossbeam_utils::CachePadded;
 
 use crate::error::{Error, Result};
-use crate::pool::PoolSet;
 use crate::policy::Placement;
+use crate::pool::PoolSet;
 use crate::stats::WorkqueueStats;
 use crate::{AffinityScope, CpuSet};
 
@@ -152,7 +152,11 @@ impl Workqueue {
         max_active: Option<usize>,
         max_workers: usize,
     ) -> Workqueue {
-        let used = pools.pools.iter().filter(|p| !p.pod().cpus.is_empty()).count();
+        let used = pools
+            .pools
+            .iter()
+            .filter(|p| !p.pod().cpus.is_empty())
+            .count();
         // A limit of at least every worker the pools may ever have cannot be reached by
         // running items, so it needs no counter: items then never touch a workqueue-wide word.
         let reachable = max_active.filter(|&m| m < used.saturating_mul(max_workers));
@@ -359,7 +363,11 @@ impl Workqueue {
             in_flight: 0,
             panicked: 0,
             cancelled: 0,
-            waiting_for_slot: self.shared.active.as_ref().map_or(0, |a| a.waiting() as u64),
+            waiting_for_slot: self
+                .shared
+                .active
+                .as_ref()
+                .map_or(0, |a| a.waiting() as u64),
             pools: Vec::new(),
         };
         for pod in self.pods.iter() {

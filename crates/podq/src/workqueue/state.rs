@@ -134,7 +134,10 @@ impl<D, X> ItemState<D, X> {
     pub(crate) fn start(&self) -> Start {
         let mut s = self.word.load(Ordering::Relaxed);
         loop {
-            debug_assert!(s & PENDING != 0 && s & RUNNING == 0, "start of state {s:#x}");
+            debug_assert!(
+                s & PENDING != 0 && s & RUNNING == 0,
+                "start of state {s:#x}"
+            );
             let (next, start) = if s & CANCELING != 0 {
                 (s & !(PENDING | WAITERS), Start::Discarded)
             } else {
@@ -179,9 +182,7 @@ impl<D, X> ItemState<D, X> {
         }
         // A claim was made while running: its owner defers (or has deferred) under `slot`.
         let mut slot = self.slot.lock();
-        let prev = self
-            .word
-            .fetch_and(!(RUNNING | WAITERS), Ordering::AcqRel);
+        let prev = self.word.fetch_and(!(RUNNING | WAITERS), Ordering::AcqRel);
         if prev & WAITERS != 0 {
             self.changed.notify_all();
         }
@@ -191,9 +192,7 @@ impl<D, X> ItemState<D, X> {
     /// Step 7: a grabber took the pending execution out of a queue, FIFO or timer, and
     /// discards it: the claim ends.
     pub(crate) fn release_claim(&self) {
-        let prev = self
-            .word
-            .fetch_and(!(PENDING | WAITERS), Ordering::AcqRel);
+        let prev = self.word.fetch_and(!(PENDING | WAITERS), Ordering::AcqRel);
         debug_assert!(prev & PENDING != 0, "release of an unclaimed item");
         self.wake(prev);
     }

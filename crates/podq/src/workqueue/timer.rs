@@ -119,9 +119,7 @@ pub(crate) fn take_for(wq_id: u64) -> Vec<Fire> {
         .filter(|(_, f)| f.pod.wq.id == wq_id)
         .map(|(k, _)| *k)
         .collect();
-    keys.iter()
-        .filter_map(|k| heap.entries.remove(k))
-        .collect()
+    keys.iter().filter_map(|k| heap.entries.remove(k)).collect()
 }
 
 /// The timer, if it was started (teardown does not start it).

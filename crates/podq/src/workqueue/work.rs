@@ -161,7 +161,10 @@ impl WorkInner {
         let pools = &wq.pools.pools;
         let order = std::iter::once(hint).chain((0..pools.len()).filter(|&p| p != hint));
         for pod in order {
-            if let Some(task) = pools.get(pod).and_then(|p| p.remove_if(|t| t.is_work(self))) {
+            if let Some(task) = pools
+                .get(pod)
+                .and_then(|p| p.remove_if(|t| t.is_work(self)))
+            {
                 return Some(Grabbed::Task(task));
             }
         }
@@ -171,7 +174,7 @@ impl WorkInner {
 
 impl Grabbed {
     /// Uncounts the execution from its workqueue; the claim stays with the caller. Returns the
-    /// 
+    ///
     /// workqueue's part for the pod it was headed for.
     pub(crate) fn unqueue(self) -> Arc<CachePadded<PodShared>> {
         match self {
