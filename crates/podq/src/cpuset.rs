@@ -484,6 +484,46 @@ mod tests {
         assert_eq!(d.iter().collect::<Vec<_>>(), vec![4]);
     }
 
+    /// The kernel's mask form of `set`: 32-bit words, highest first.
+    fn mask_of(set: &CpuSet) -> String {
+        let words = set.last().map_or(1, |l| l / 32 + 1);
+        (0..words)
+            .rev()
+            .map(|w| {
+                let bits = set
+                    .iter()
+                    .filter(|c| c / 32 == w)
+                    .fold(0u32, |acc, c| acc | 1 << (c % 32));
+                format!("{bits:08x}")
+            })
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn agrees_with_a_sorted_set_and_round_trips(
+            a in proptest::collection::btree_set(0usize..300, 0..40),
+            b in proptest::collection::btree_set(0usize..300, 0..40),
+        ) {
+            let (x, y): (CpuSet, CpuSet) = (a.iter().copied().collect(), b.iter().copied().collect());
+            proptest::prop_assert_eq!(x.iter().collect::<Vec<_>>(), a.iter().copied().collect::<Vec<_>>());
+            proptest::prop_assert_eq!(x.len(), a.len());
+            proptest::prop_assert_eq!(x.first(), a.first().copied());
+            proptest::prop_assert_eq!(x.last(), a.last().copied());
+            let both: Vec<usize> = a.intersection(&b).copied().collect();
+            proptest::prop_assert_eq!(x.intersection(&y).iter().collect::<Vec<_>>(), both);
+            let either: Vec<usize> = a.union(&b).copied().collect();
+            proptest::prop_assert_eq!(x.union(&y).iter().collect::<Vec<_>>(), either);
+            proptest::prop_assert_eq!(x.is_subset(&y), a.is_subset(&b));
+            proptest::prop_assert_eq!(CpuSet::parse_list(&x.to_string()).unwrap(), x.clone());
+            proptest::prop_assert_eq!(CpuSet::parse_mask(&mask_of(&x)).unwrap(), x.clone());
+            for cpu in 0..310 {
+                proptest::prop_assert_eq!(x.contains(cpu), a.contains(&cpu));
+            }
+        }
+    }
+
     #[test]
     fn serializes_as_an_array() {
         let a = set(&[0, 1, 88]);

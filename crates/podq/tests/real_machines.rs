@@ -16,13 +16,28 @@ use podq::scope::DEFAULT_SHARD_SIZE;
 use podq::{AffinityScope, Pods, Topology};
 use serde_json::Value;
 
-/// The topologies folder, if there is one.
+/// The topologies folder: `PODQ_TOPOLOGIES` (which must exist when set), else
+/// `../shared/topologies` beside the project when present.
 fn topologies_dir() -> Option<PathBuf> {
-    let dir = match std::env::var_os("PODQ_TOPOLOGIES") {
-        Some(dir) => PathBuf::from(dir),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/topologies"),
-    };
-    dir.is_dir().then_some(dir)
+    if let Some(dir) = std::env::var_os("PODQ_TOPOLOGIES") {
+        let dir = PathBuf::from(dir);
+        assert!(
+            dir.is_dir(),
+            "PODQ_TOPOLOGIES={} is not a folder",
+            dir.display()
+        );
+        return Some(dir);
+    }
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/topologies");
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        eprintln!(
+            "skipping: topologies folder {} not found (set PODQ_TOPOLOGIES to check real machines)",
+            dir.display()
+        );
+        None
+    }
 }
 
 /// The folder under `dir` that holds `sys/devices/system/cpu` (the tarball's top folder, whose
@@ -96,10 +111,8 @@ fn unpack_system_folders(file: File, into: &Path) -> std::io::Result<()> {
         }
         let target = into.join(&path);
         match entry.header().entry_type() {
-            EntryType::Directory => {
-                if made.insert(target.clone()) {
-                    std::fs::create_dir_all(&target)?;
-                }
+            EntryType::Directory if made.insert(target.clone()) => {
+                std::fs::create_dir_all(&target)?;
             }
             EntryType::Regular => {
                 let parent = target.parent().expect("joined path has a parent");
@@ -167,9 +180,6 @@ fn check_machine(tarball: &Path, expected_file: &Path) -> Vec<String> {
 #[test]
 fn real_machines_form_the_expected_pods() {
     let Some(dir) = topologies_dir() else {
-        eprintln!(
-            "skipping: topologies folder not found (set PODQ_TOPOLOGIES or place it at ../shared/topologies)"
-        );
         return;
     };
     let mut tarballs: Vec<PathBuf> = std::fs::read_dir(&dir)

@@ -159,7 +159,7 @@ fn machines() -> impl Strategy<Value = String> {
 }
 
 /// The pod of `scope` holding `cpu`.
-fn pod_cpus<'a>(pods: &'a Pods, cpu: usize) -> &'a CpuSet {
+fn pod_cpus(pods: &Pods, cpu: usize) -> &CpuSet {
     &pods.pods()[pods.pod_of(cpu).expect("usable CPU has a pod")].cpus
 }
 

@@ -123,7 +123,7 @@ fn reads_mask_form_with_nuls_and_newlines() {
         tree.file(&format!("{dir}/topology/thread_siblings"), core)
             .file(&format!("{dir}/topology/physical_package_id"), "0\0")
             .file(&format!("{dir}/cache/index0/level"), "2\n")
-            .file(&format!("{dir}/cache/index0/type"), "Unified\n")
+            .file(&format!("{dir}/cache/index0/type"), "Unified\0\n")
             .file(
                 &format!("{dir}/cache/index0/shared_cpu_map"),
                 "0000000f\0\0\n",

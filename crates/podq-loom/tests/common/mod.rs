@@ -1,14 +1,14 @@
 //! The harness of the pool models: podq's pool protocol files compiled against loom, a worker
 //! loop like `pool/worker.rs`, and a counter that model threads can wait on.
+// Each model file uses a different part of the harness.
+#![allow(dead_code)]
 
 use podq_loom::sync::atomic::{AtomicUsize, Ordering};
 use podq_loom::sync::{thread, Arc, Condvar, Mutex};
 
-#[allow(dead_code)]
 #[path = "../../../podq/src/pool/queue.rs"]
 mod queue;
 
-#[allow(dead_code)]
 #[path = "../../../podq/src/pool/idle.rs"]
 mod idle;
 

@@ -4,7 +4,7 @@
 //!
 //! - [`Topology::discover`]: this machine (`/sys` and the CPUs this process may run on);
 //! - [`Topology::from_sysfs`] / [`Topology::from_sysfs_allowed`]: a sysfs tree under any folder
-//!   (a snapshot of another machine, or a test fixture), read by [`sysfs`];
+//!   (a snapshot of another machine, or a test fixture), read by the `sysfs` module;
 //! - [`Topology::from_machine`]: a synthetic machine from a preset name or a short description
 //!   such as `sockets=2,nodes=4,caches=8,cores=64,smt=2`, built by [`synthetic`].
 //!

@@ -268,7 +268,10 @@ fn read_cache(cache_dir: &Path) -> Result<Option<(CpuSet, u8)>> {
         let Some(kind) = read_text(&dir.join("type"))? else {
             continue;
         };
-        if !matches!(kind.trim(), "Unified" | "Data") {
+        if !matches!(
+            kind.trim_matches(|c: char| c == '\0' || c.is_whitespace()),
+            "Unified" | "Data"
+        ) {
             continue;
         }
         let level_file = dir.join("level");
@@ -286,8 +289,8 @@ fn read_cache(cache_dir: &Path) -> Result<Option<(CpuSet, u8)>> {
         }
         // Some kernels leave a cache's sharing unknown (an all-zero map); such a cache tells
         // nothing, so the next level down stands.
-        if let Some(set) = read_set(&dir, "shared_cpu_list", "shared_cpu_map")?
-            .filter(|set| !set.is_empty())
+        if let Some(set) =
+            read_set(&dir, "shared_cpu_list", "shared_cpu_map")?.filter(|set| !set.is_empty())
         {
             best = Some((set, level));
         }
@@ -407,4 +410,24 @@ fn sysfs_error(path: &Path, reason: impl Into<String>) -> Error {
 /// An [`Error::Sysfs`] for an I/O error on `path`.
 fn io_error(path: &Path, err: &io::Error) -> Error {
     sysfs_error(path, format!("cannot be read: {err}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_flat_machine_is_one_cache_domain_of_single_cpu_cores() {
+        let cpus: CpuSet = [0, 2, 5].into_iter().collect();
+        let topo = flat_machine(&cpus, "no /sys here".into()).unwrap();
+        assert_eq!(topo.cpu_set(), cpus);
+        assert_eq!(topo.core_count(), 3);
+        assert_eq!(topo.cache_domains().len(), 1);
+        assert_eq!(topo.cpu(5).unwrap().cache_cpus, cpus);
+        assert_eq!(topo.source(), "this machine");
+        let words = topo.fallbacks()[0].to_string();
+        assert!(words.contains("no /sys here"), "{words}");
+        let err = flat_machine(&CpuSet::new(), "no /sys here".into()).unwrap_err();
+        assert!(matches!(err, Error::NoUsableCpus { .. }));
+    }
 }
