@@ -42,7 +42,8 @@ pub struct PoolStats {
     pub lock_acquisitions: u64,
     /// Times the lock was found held by another thread (a failed `try_lock` before blocking).
     pub lock_contended: u64,
-    /// Work items run to the end by this pool's workers.
+    /// Work items run to the end by this pool's workers (counted just after each run returns,
+    /// so a `flush` may return a moment before this count moves).
     pub executed: u64,
     /// Workers that could not be placed on their CPUs and ran where the OS put them (for
     /// instance on a synthetic topology whose CPUs this machine lacks).

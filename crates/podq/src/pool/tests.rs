@@ -101,9 +101,9 @@ fn items_that_block_get_more_workers_on_a_one_cpu_pod() {
         .collect();
     done.sort_unstable();
     assert_eq!(done, vec![0, 1, 2, 3]);
-    let stats = p.stats();
-    assert!(stats.workers_created >= 4, "{stats:?}");
-    assert_eq!(stats.executed + stats.queue_depth as u64, 4);
+    assert!(p.stats().workers_created >= 4, "{:?}", p.stats());
+    // Counted just after each run returns: the last count may trail the last message.
+    assert!(eventually(|| p.stats().executed == 4), "{:?}", p.stats());
 }
 
 #[test]
