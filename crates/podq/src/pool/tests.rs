@@ -422,3 +422,67 @@ fn pool_names_fit_in_a_linux_thread_name() {
         assert!(name.len() <= 15, "{name}");
     }
 }
+
+// ---- the core's decisions, without threads -----------------------------------------------------
+
+#[test]
+fn the_core_asks_for_one_worker_at_a_time() {
+    let core = idle::Core::<u32>::new(4, DEFAULT_IDLE_TIMEOUT);
+    assert_eq!(core.push(1), idle::Push::Spawn);
+    // The first worker is on its way: no second one for the next items yet.
+    assert_eq!(core.push(2), idle::Push::Queued);
+    assert_eq!(core.push(3), idle::Push::Queued);
+    let mut slot = idle::WorkerSlot::new();
+    // It takes an item while more wait and nobody is idle: it asks for the next worker.
+    assert!(matches!(
+        core.next(&mut slot),
+        idle::Next::Run {
+            item: 1,
+            spawn: true
+        }
+    ));
+    assert!(matches!(
+        core.next(&mut slot),
+        idle::Next::Run {
+            item: 2,
+            spawn: false
+        }
+    ));
+    let snap = core.snapshot();
+    assert_eq!(
+        (snap.workers, snap.workers_created, snap.queue_depth),
+        (2, 2, 1)
+    );
+}
+
+#[test]
+fn a_worker_that_cannot_start_gives_its_items_back_to_the_caller() {
+    let core = idle::Core::<u32>::new(4, DEFAULT_IDLE_TIMEOUT);
+    assert_eq!(core.push(7), idle::Push::Spawn);
+    assert_eq!(core.push(8), idle::Push::Queued);
+    // No worker at all: the caller must run what is queued.
+    assert!(core.spawn_failed());
+    assert_eq!(core.pop(), Some(7));
+    assert_eq!(core.pop(), Some(8));
+    let snap = core.snapshot();
+    assert_eq!((snap.workers, snap.workers_created), (0, 0));
+    // The next push asks for a worker again.
+    assert_eq!(core.push(9), idle::Push::Spawn);
+}
+
+#[test]
+fn a_full_pool_queues_without_asking_for_workers() {
+    let core = idle::Core::<u32>::new(1, DEFAULT_IDLE_TIMEOUT);
+    assert_eq!(core.push(1), idle::Push::Spawn);
+    let mut slot = idle::WorkerSlot::new();
+    assert!(matches!(
+        core.next(&mut slot),
+        idle::Next::Run {
+            item: 1,
+            spawn: false
+        }
+    ));
+    assert_eq!(core.push(2), idle::Push::Queued);
+    assert_eq!(core.remove_if(|&i| i == 2), Some(2));
+    assert_eq!(core.snapshot().queue_depth, 0);
+}
