@@ -1,34 +1,16 @@
 //! `podq bench` refuses bad input with one line naming the value and the valid choices, and
 //! exit code 2, before measuring anything.
 
-use std::process::{Command, Output};
+mod cli_support;
 
-fn bench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_podq"))
-        .arg("bench")
-        .args(args)
-        .output()
-        .expect("the podq binary runs")
-}
+use cli_support::assert_one_line_error;
 
 /// Runs `podq bench ARGS`, checks exit code 2, nothing on stdout and exactly one line on
-/// stderr, and returns that line.
+/// stderr starting with `podq: `, and returns that line.
 fn usage_error(args: &[&str]) -> String {
-    let out = bench(args);
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(2), "podq bench {args:?}: {stderr}");
-    assert!(
-        out.stdout.is_empty(),
-        "podq bench {args:?} printed {:?}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    assert_eq!(
-        stderr.lines().count(),
-        1,
-        "podq bench {args:?}: one line expected, got {stderr:?}"
-    );
-    assert!(stderr.starts_with("podq: "), "{stderr}");
-    stderr
+    let mut all = vec!["bench"];
+    all.extend_from_slice(args);
+    assert_one_line_error(&all, 2, &[])
 }
 
 #[test]

@@ -5,9 +5,11 @@ mod cli_support;
 
 use std::fs;
 use std::io::Read as _;
-use std::process::Stdio;
 
-use cli_support::{assert_one_line, assert_one_line_error, podq, podq_command, podq_ok};
+use cli_support::{
+    assert_one_line, assert_one_line_error, podq, podq_command, podq_ok, podq_piped,
+    wait_with_stderr,
+};
 
 #[test]
 fn help_and_version_print_normally_and_succeed() {
@@ -193,11 +195,7 @@ fn a_panic_prints_one_line_and_exits_101() {
         .env("PODQ_DEBUG_PANIC", "1")
         .output()
         .unwrap();
-    let run = cli_support::Run {
-        code: output.status.code(),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    };
+    let run = cli_support::Run::from(output);
     assert_eq!(run.code, Some(101), "{run:?}");
     assert_one_line(&run, &["PODQ_DEBUG_PANIC"]);
     assert!(
@@ -209,30 +207,16 @@ fn a_panic_prints_one_line_and_exits_101() {
     assert!(run.stdout.is_empty(), "{run:?}");
 }
 
+/// A machine of 2048 CPUs, whose reports are far larger than a pipe's buffer.
+const BIG_MACHINE: &str = "sockets=2,nodes=8,caches=64,cores=1024,smt=2";
+
 #[test]
 fn a_closed_stdout_is_not_an_error() {
-    // 2048 CPUs: the JSON report is far larger than a pipe's buffer, so writing it must hit the
-    // closed pipe rather than fit in the buffer unread.
-    let mut child = podq_command()
-        .args([
-            "topo",
-            "--machine",
-            "sockets=2,nodes=8,caches=64,cores=1024,smt=2",
-            "--json",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    // The JSON report is far larger than a pipe's buffer, so writing it must hit the closed
+    // pipe rather than fit in the buffer unread.
+    let mut child = podq_piped(&["topo", "--machine", BIG_MACHINE, "--json"]);
     drop(child.stdout.take());
-    let mut stderr = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
-    let status = child.wait().unwrap();
+    let (status, stderr) = wait_with_stderr(child);
     assert_eq!(status.code(), Some(0), "stderr: {stderr:?}");
     assert!(stderr.is_empty(), "{stderr:?}");
 }
@@ -240,29 +224,13 @@ fn a_closed_stdout_is_not_an_error() {
 #[test]
 fn reading_only_the_first_line_is_not_an_error() {
     // As `podq topo | head -1`: read one line, then close the pipe.
-    let mut child = podq_command()
-        .args([
-            "topo",
-            "--machine",
-            "sockets=2,nodes=8,caches=64,cores=1024,smt=2",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = podq_piped(&["topo", "--machine", BIG_MACHINE]);
     let mut stdout = child.stdout.take().unwrap();
     let mut first = [0u8; 64];
     let n = stdout.read(&mut first).unwrap();
     assert!(String::from_utf8_lossy(&first[..n]).starts_with("source"));
     drop(stdout);
-    let mut stderr = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
-    let status = child.wait().unwrap();
+    let (status, stderr) = wait_with_stderr(child);
     assert_eq!(status.code(), Some(0), "stderr: {stderr:?}");
     assert!(stderr.is_empty(), "{stderr:?}");
     let _ = podq(&["--version"]);

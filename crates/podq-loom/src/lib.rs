@@ -7,7 +7,7 @@
 //! A model (a file under `tests/`) includes the protocol files with `#[path]` and names this
 //! crate's [`sync`] as its own `crate::sync`:
 //!
-//! ```ignore
+//! ```text
 //! use podq_loom::sync;
 //! #[path = "../../podq/src/pool/queue.rs"]
 //! mod queue;

@@ -6,7 +6,7 @@ mod common;
 // The protocol files name `crate::sync`: here it is loom's.
 use podq_loom::sync;
 
-use common::{check, core, push, Ran};
+use common::{check, core, push, spinning_core, Ran};
 use std::sync::atomic::{AtomicBool, Ordering};
 use sync::thread;
 
@@ -24,6 +24,51 @@ fn push_vs_park_never_loses_a_wake_up() {
         core.shutdown();
         core.wait_for_exit();
         assert_eq!(ran.total(), 2);
+    });
+}
+
+/// A worker that found the queue empty spins before it parks (P6s) while the next task is
+/// pushed from another thread: the push leaves the task to the spinner (P2s), and the task
+/// runs whether the spinner saw it while spinning or only when it looked again under the lock.
+#[test]
+fn push_vs_spin_never_loses_a_task() {
+    check(|| {
+        let core = spinning_core(1, 1);
+        let ran = Ran::new(2);
+        push(&core, Ran::task(&ran));
+        let pusher = {
+            let (core, ran) = (core.clone(), ran.clone());
+            thread::spawn(move || push(&core, Ran::task(&ran)))
+        };
+        pusher.join().expect("pusher");
+        ran.wait_for_all();
+        core.shutdown();
+        core.wait_for_exit();
+        assert_eq!(ran.total(), 2);
+    });
+}
+
+/// Two tasks pushed while one worker spins in a pool of two: the second push must not count
+/// on the spinner for both, so it starts or wakes the second worker; all run, none twice.
+#[test]
+fn two_pushes_one_spinner() {
+    check(|| {
+        let core = spinning_core(2, 1);
+        let ran = Ran::new(3);
+        push(&core, Ran::task(&ran));
+        let pushers: Vec<_> = (0..2)
+            .map(|_| {
+                let (core, ran) = (core.clone(), ran.clone());
+                thread::spawn(move || push(&core, Ran::task(&ran)))
+            })
+            .collect();
+        for pusher in pushers {
+            pusher.join().expect("pusher");
+        }
+        ran.wait_for_all();
+        core.shutdown();
+        core.wait_for_exit();
+        assert_eq!(ran.total(), 3);
     });
 }
 

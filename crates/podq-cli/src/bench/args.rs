@@ -205,34 +205,37 @@ fn parse_workloads(name: &str) -> Result<Vec<Workload>, CliError> {
 
 /// A comma-separated list of scopes, kept in the order given, without duplicates.
 fn parse_scopes(list: &str) -> Result<Vec<AffinityScope>, CliError> {
-    let mut scopes = Vec::new();
-    for name in list.split(',').map(str::trim) {
-        if name.is_empty() && list.trim().is_empty() {
-            continue;
-        }
-        let scope: AffinityScope = name
-            .parse()
-            .map_err(|err: podq::Error| CliError::Usage(err.to_string()))?;
-        if !scopes.contains(&scope) {
-            scopes.push(scope);
-        }
-    }
-    Ok(scopes)
+    parse_list(list, |name| {
+        name.parse()
+            .map_err(|err: podq::Error| CliError::Usage(err.to_string()))
+    })
 }
 
 /// A comma-separated list of peers, or `none`.
 fn parse_peers(list: &str) -> Result<Vec<Peer>, CliError> {
-    if list.trim() == "none" || list.trim().is_empty() {
+    if list.trim() == "none" {
         return Ok(Vec::new());
     }
-    let mut peers = Vec::new();
+    parse_list(list, Peer::parse)
+}
+
+/// A comma-separated list, each name read by `parse`, kept in the order given without
+/// duplicates; empty when `list` is blank.
+fn parse_list<T: PartialEq>(
+    list: &str,
+    parse: impl Fn(&str) -> Result<T, CliError>,
+) -> Result<Vec<T>, CliError> {
+    let mut items = Vec::new();
+    if list.trim().is_empty() {
+        return Ok(items);
+    }
     for name in list.split(',').map(str::trim) {
-        let peer = Peer::parse(name)?;
-        if !peers.contains(&peer) {
-            peers.push(peer);
+        let item = parse(name)?;
+        if !items.contains(&item) {
+            items.push(item);
         }
     }
-    Ok(peers)
+    Ok(items)
 }
 
 /// A whole number (underscores allowed as separators).

@@ -9,7 +9,7 @@ use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
 use super::executor::{burn, Executor};
-use super::harness::{nanos, new_histogram, run_producers, StartGate};
+use super::harness::{merge_histograms, nanos, new_histogram, run_producers, StartGate};
 use super::measurement::{Measurement, Percentiles};
 use crate::error::CliError;
 
@@ -103,21 +103,15 @@ pub(crate) fn run<E: Executor>(
     let wait_all = |results: &[(_, Arc<Tally>)]| results.iter().for_each(|(_, t)| t.wait_all_run());
     let (results, wall) = run_producers(executor, cpus, producer, wait_all)?;
 
-    let mut latency = new_histogram();
+    let latency = merge_histograms(results.iter().map(|(histogram, _)| histogram))?;
     let mut queue_to_start = new_histogram();
-    for (histogram, tally) in &results {
-        latency
-            .add(histogram)
-            .map_err(|err| CliError::Failed(format!("cannot merge latency histograms: {err}")))?;
+    for (_, tally) in &results {
         for slot in tally.queue_to_start_ns.iter() {
             queue_to_start.saturating_record(slot.load(Ordering::Relaxed));
         }
     }
-    let total = items as f64 * cpus.len() as f64;
     Ok(Measurement {
-        items_per_sec: total / wall.as_secs_f64(),
-        queue: Percentiles::of(&latency),
         queue_to_start: Some(Percentiles::of(&queue_to_start)),
-        ..Measurement::default()
+        ..Measurement::of_run(items, cpus.len(), wall, &latency)
     })
 }

@@ -26,6 +26,23 @@ pub(crate) fn new_histogram() -> Histogram<u64> {
         .unwrap_or_else(|_| unreachable!("constant histogram bounds are valid"))
 }
 
+/// The sum of `histograms`: every producer's latencies in one histogram.
+///
+/// # Errors
+///
+/// [`CliError::Failed`] when a histogram cannot be added (its range does not fit).
+pub(crate) fn merge_histograms<'a>(
+    histograms: impl IntoIterator<Item = &'a Histogram<u64>>,
+) -> Result<Histogram<u64>, CliError> {
+    let mut merged = new_histogram();
+    for histogram in histograms {
+        merged
+            .add(histogram)
+            .map_err(|err| CliError::Failed(format!("cannot merge latency histograms: {err}")))?;
+    }
+    Ok(merged)
+}
+
 /// Nanoseconds in `d`, saturating.
 pub(crate) fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)

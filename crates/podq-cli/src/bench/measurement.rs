@@ -1,5 +1,7 @@
 //! What one run of one configuration measured, and the summary over several runs.
 
+use std::time::Duration;
+
 use hdrhistogram::Histogram;
 
 /// Latency percentiles of a histogram, in nanoseconds.
@@ -42,6 +44,24 @@ pub(crate) struct Measurement {
     pub(crate) workers: Option<u64>,
     /// Times a pool lock was found held by another thread (podq only).
     pub(crate) lock_contended: Option<u64>,
+}
+
+impl Measurement {
+    /// A run in which `producers` threads queued `items` items each, all of which had run
+    /// `wall` after the producers' release, with the queue calls' latencies in `latency`.
+    pub(crate) fn of_run(
+        items: u64,
+        producers: usize,
+        wall: Duration,
+        latency: &Histogram<u64>,
+    ) -> Measurement {
+        let total = items as f64 * producers as f64;
+        Measurement {
+            items_per_sec: total / wall.as_secs_f64(),
+            queue: Percentiles::of(latency),
+            ..Measurement::default()
+        }
+    }
 }
 
 /// Several runs of one configuration: medians, and the spread of items/sec.

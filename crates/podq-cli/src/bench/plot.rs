@@ -3,6 +3,9 @@
 
 use std::path::Path;
 
+use plotters::coord::ranged1d::SegmentedCoord;
+use plotters::coord::types::{RangedCoordf64, RangedCoordusize};
+use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::args::Settings;
@@ -15,6 +18,10 @@ const WIDTH_PER_ROW: u32 = 90;
 const MIN_WIDTH: u32 = 640;
 /// Height of each of the two panels, in pixels.
 const PANEL_HEIGHT: u32 = 360;
+
+/// A panel's chart: configurations (segments) along x, a value along y.
+type Panel<'a, DB> =
+    ChartContext<'a, DB, Cartesian2d<SegmentedCoord<RangedCoordusize>, RangedCoordf64>>;
 
 /// Draws `rows` into the SVG file at `path`.
 ///
@@ -57,21 +64,9 @@ pub(crate) fn draw(path: &Path, rows: &[Row], settings: &Settings) -> Result<(),
             .map(|r| r.summary.items_per_sec_max)
             .fold(1.0, f64::max)
             * 1.1;
-        let mut chart = ChartBuilder::on(&upper)
-            .caption("items/sec (bar: median, line: min-max)", ("sans-serif", 20))
-            .margin(10)
-            .x_label_area_size(40)
-            .y_label_area_size(90)
-            .build_cartesian_2d((0..count).into_segmented(), 0.0..top)
-            .map_err(|e| fail(&e))?;
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_labels(count)
-            .x_label_formatter(&label_of)
-            .y_desc("items/sec")
-            .draw()
-            .map_err(|e| fail(&e))?;
+        let caption = "items/sec (bar: median, line: min-max)";
+        let mut chart =
+            panel(&upper, caption, "items/sec", top, count, &label_of).map_err(|e| fail(&e))?;
         chart
             .draw_series(rows.iter().enumerate().map(|(i, row)| {
                 let mut bar = Rectangle::new(
@@ -104,21 +99,9 @@ pub(crate) fn draw(path: &Path, rows: &[Row], settings: &Settings) -> Result<(),
             .unwrap_or(1)
             .max(1) as f64
             * 1.1;
-        let mut chart = ChartBuilder::on(&lower)
-            .caption("queue call p50 (ns)", ("sans-serif", 20))
-            .margin(10)
-            .x_label_area_size(40)
-            .y_label_area_size(90)
-            .build_cartesian_2d((0..count).into_segmented(), 0.0..top)
-            .map_err(|e| fail(&e))?;
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_labels(count)
-            .x_label_formatter(&label_of)
-            .y_desc("ns")
-            .draw()
-            .map_err(|e| fail(&e))?;
+        let caption = "queue call p50 (ns)";
+        let mut chart =
+            panel(&lower, caption, "ns", top, count, &label_of).map_err(|e| fail(&e))?;
         let points: Vec<(SegmentValue<usize>, f64)> = rows
             .iter()
             .enumerate()
@@ -134,4 +117,34 @@ pub(crate) fn draw(path: &Path, rows: &[Row], settings: &Settings) -> Result<(),
         root.present().map_err(|e| fail(&e))?;
     }
     Ok(())
+}
+
+/// The chart of one panel drawn on `area`: `caption` above, one segment per configuration along
+/// x (labelled by `label_of`), 0 to `top` along y (described as `y_desc`), and its mesh.
+///
+/// # Errors
+///
+/// What plotters reports when the chart or its mesh cannot be drawn.
+fn panel<'a, DB: DrawingBackend>(
+    area: &'a DrawingArea<DB, Shift>,
+    caption: &str,
+    y_desc: &str,
+    top: f64,
+    count: usize,
+    label_of: &dyn Fn(&SegmentValue<usize>) -> String,
+) -> Result<Panel<'a, DB>, DrawingAreaErrorKind<DB::ErrorType>> {
+    let mut chart = ChartBuilder::on(area)
+        .caption(caption, ("sans-serif", 20))
+        .margin(10)
+        .x_label_area_size(40)
+        .y_label_area_size(90)
+        .build_cartesian_2d((0..count).into_segmented(), 0.0..top)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(count)
+        .x_label_formatter(label_of)
+        .y_desc(y_desc)
+        .draw()?;
+    Ok(chart)
 }

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::executor::{ClosedJob, Completion, Executor};
-use super::harness::{nanos, new_histogram, run_producers};
-use super::measurement::{Measurement, Percentiles};
+use super::harness::{merge_histograms, nanos, new_histogram, run_producers, StartGate};
+use super::measurement::Measurement;
 use crate::error::CliError;
 
 /// Runs the closed loop on `executor`: `items` per thread, one thread per CPU of `cpus`, each
@@ -28,7 +28,7 @@ pub(crate) fn run<E: Executor>(
     items: u64,
     work: Duration,
 ) -> Result<Measurement, CliError> {
-    let producer = |_index: usize, gate: &super::harness::StartGate| {
+    let producer = |_index: usize, gate: &StartGate| {
         let done = Arc::new(Completion::for_current_thread());
         let item = executor.item(ClosedJob::new(Arc::clone(&done), work));
         let mut latency = new_histogram();
@@ -48,16 +48,6 @@ pub(crate) fn run<E: Executor>(
         Ok(latency)
     };
     let (histograms, wall) = run_producers(executor, cpus, producer, |_| {})?;
-    let mut latency = new_histogram();
-    for histogram in &histograms {
-        latency
-            .add(histogram)
-            .map_err(|err| CliError::Failed(format!("cannot merge latency histograms: {err}")))?;
-    }
-    let total = items as f64 * cpus.len() as f64;
-    Ok(Measurement {
-        items_per_sec: total / wall.as_secs_f64(),
-        queue: Percentiles::of(&latency),
-        ..Measurement::default()
-    })
+    let latency = merge_histograms(&histograms)?;
+    Ok(Measurement::of_run(items, cpus.len(), wall, &latency))
 }

@@ -3,8 +3,9 @@
 
 #![allow(dead_code)] // each test crate uses its own part of these helpers
 
+use std::io::Read as _;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 
 /// What one run of `podq` left behind.
 #[derive(Debug)]
@@ -31,11 +32,43 @@ pub(crate) fn podq(args: &[&str]) -> Run {
         .args(args)
         .output()
         .expect("the podq binary runs");
-    Run {
-        code: output.status.code(),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    Run::from(output)
+}
+
+impl From<Output> for Run {
+    /// The run `output` describes, its output read as (lossy) UTF-8.
+    fn from(output: Output) -> Run {
+        Run {
+            code: output.status.code(),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
     }
+}
+
+/// Starts `podq ARGS...` with stdout and stderr piped, for tests that read or close them
+/// while it runs.
+pub(crate) fn podq_piped(args: &[&str]) -> Child {
+    podq_command()
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the podq binary starts")
+}
+
+/// Reads the rest of `child`'s piped stderr, waits for it to end, and returns how it ended and
+/// that stderr.
+pub(crate) fn wait_with_stderr(mut child: Child) -> (ExitStatus, String) {
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .expect("stderr is piped")
+        .read_to_string(&mut stderr)
+        .expect("stderr is readable");
+    let status = child.wait().expect("podq can be waited for");
+    (status, stderr)
 }
 
 /// Runs `podq ARGS...`, checks that it succeeded quietly, and returns its stdout.

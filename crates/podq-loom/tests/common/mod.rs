@@ -12,7 +12,7 @@ mod queue;
 #[path = "../../../podq/src/pool/idle.rs"]
 mod idle;
 
-pub(crate) use idle::{Core, Next, Push, WorkerSlot};
+pub(crate) use idle::{Core, Grow, Limits, Next, Push, WorkerSlot};
 
 /// A task in the models: a closure, as the pool's tasks are.
 pub(crate) type Item = Box<dyn FnOnce() + Send>;
@@ -28,9 +28,20 @@ pub(crate) fn check(model: impl Fn() + Sync + Send + 'static) {
     builder.check(model);
 }
 
-/// A pool core with `max_workers` and an idle timeout (which loom fires at any point).
+/// A pool core with `max_workers`, all eager, that parks at once, and an idle timeout (which
+/// loom fires at any point).
 pub(crate) fn core(max_workers: usize) -> Arc<Core<Item>> {
-    Arc::new(Core::new(max_workers, std::time::Duration::from_secs(300)))
+    spinning_core(max_workers, 0)
+}
+
+/// A pool core like [`core`] whose idle workers spin `spin_rounds` before they park.
+pub(crate) fn spinning_core(max_workers: usize, spin_rounds: u32) -> Arc<Core<Item>> {
+    Arc::new(Core::new(Limits {
+        max_workers,
+        eager_workers: max_workers,
+        idle_timeout: std::time::Duration::from_secs(300),
+        spin_rounds,
+    }))
 }
 
 /// Pushes `item`, starting a worker when the core asks for one (P2').
@@ -45,8 +56,10 @@ pub(crate) fn start(core: &Arc<Core<Item>>) {
     let core = Arc::clone(core);
     drop(thread::spawn(move || {
         let mut slot = WorkerSlot::new();
-        while let Next::Run { item, spawn } = core.next(&mut slot) {
-            if spawn {
+        while let Next::Run { item, grow } = core.next(&mut slot) {
+            // Every worker is eager in the models, so the core never asks for the watchdog.
+            assert_ne!(grow, Grow::Watch);
+            if grow == Grow::Spawn {
                 start(&core);
             }
             item();

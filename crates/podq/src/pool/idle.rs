@@ -12,8 +12,8 @@
 use std::time::{Duration, Instant};
 
 use super::queue::{LockCounts, Queue};
-use crate::sync::atomic::{AtomicBool, Ordering};
-use crate::sync::{Arc, Condvar, Mutex, MutexGuard};
+use crate::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use crate::sync::{thread, Arc, Condvar, Mutex, MutexGuard};
 
 /// Where one idle worker sleeps, and the flag that says it was woken on purpose.
 #[derive(Debug)]
@@ -79,9 +79,20 @@ pub(crate) struct Synced<T> {
     /// coming, no further worker is started: like the kernel's single manager, creation is a
     /// chain, one worker at a time.
     coming: usize,
+    /// L: workers that found the queue empty and are spinning (P6s) before they park. A push
+    /// that leaves no more items than spinners wakes nobody: a spinner takes it.
+    spinning: usize,
     /// L: set once, when the pool's last user lets go; workers then exit when the queue is
     /// empty.
     shutdown: bool,
+    /// L: tasks taken from the queue by workers: the pool's progress, which the stall check
+    /// (W1-W3) watches.
+    started: u64,
+    /// L: whether the stall watchdog watches this pool (W1); cleared when it finds the queue
+    /// empty.
+    watched: bool,
+    /// L: `started` when the watchdog last looked (W2).
+    watched_started: u64,
     /// L: workers ever started.
     workers_created: u64,
     /// L: workers that retired after `idle_timeout`.
@@ -91,9 +102,10 @@ pub(crate) struct Synced<T> {
 }
 
 impl<T> Synced<T> {
-    /// "need_more_worker": work waits, nobody is idle or on the way, and the pool may grow.
+    /// "need_more_worker": work waits, nobody is idle, spinning or on the way, and the pool may
+    /// grow.
     fn need_more_workers(&self, max_workers: usize) -> bool {
-        !self.queue.is_empty()
+        self.queue.len() > self.spinning
             && self.idle.is_empty()
             && self.coming == 0
             && self.workers < max_workers
@@ -123,20 +135,34 @@ pub(crate) enum Push {
     /// Every worker is busy: the caller must start one worker (and call
     /// [`Core::spawn_failed`] if it cannot).
     Spawn,
-    /// The item waits for a busy or coming worker (or the pool is at `max_workers`).
+    /// The item waits for a busy, spinning or coming worker (or the pool is at `max_workers`).
     Queued,
+    /// The item waits with every worker busy and the pool at its eager size: the caller must
+    /// have the stall watchdog watch the pool (W1), which adds a worker if nothing is taken from
+    /// the queue for a while (the busy workers may be blocked).
+    Watch,
+}
+
+/// More workers wanted: what [`Core::push`] and [`Core::next`] ask of their caller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Grow {
+    /// Nothing to do.
+    No,
+    /// Start one worker now (and call [`Core::spawn_failed`] if that fails).
+    Spawn,
+    /// Have the stall watchdog watch the pool (W1).
+    Watch,
 }
 
 /// What a worker does next, from [`Core::next`].
 #[derive(Debug)]
 pub(crate) enum Next<T> {
-    /// Run `item`; first start one more worker if `spawn` (and call [`Core::spawn_failed`] if
-    /// that fails).
+    /// Run `item`; first act on `grow`.
     Run {
         /// The task to run.
         item: T,
-        /// Whether more work waits with every worker busy.
-        spawn: bool,
+        /// What to do first because more work waits with every worker busy.
+        grow: Grow,
     },
     /// Leave the loop and end the thread: retired after `idle_timeout` with another worker
     /// left, or shut down with an empty queue.
@@ -169,28 +195,81 @@ pub(crate) struct Core<T> {
     exited: Condvar,
     /// I: the most workers this pool runs at once (at least 1).
     max_workers: usize,
+    /// I: how many workers are started as soon as work waits with every worker busy; past
+    /// this, a new worker waits for the stall watchdog (W1-W3).
+    eager_workers: usize,
     /// I: how long a worker stays idle before it retires.
     idle_timeout: Duration,
+    /// I: backoff rounds a worker spins (P6s) before it parks; 0 parks at once.
+    spin_rounds: u32,
+    /// A: the queue's length, stored under the pool lock at every push and pop, read without
+    /// it by spinning workers (P6s). Only a hint that work may be there: the decision is always
+    /// taken again under the lock, so `Relaxed` is enough.
+    queued: AtomicUsize,
 }
 
+/// How a pool grows and waits: fixed when the pool is made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Limits {
+    /// The most workers at once (raised to 1 if 0).
+    pub(crate) max_workers: usize,
+    /// Workers started without waiting (raised to 1 if 0; at most `max_workers`).
+    pub(crate) eager_workers: usize,
+    /// How long a worker stays idle before it retires.
+    pub(crate) idle_timeout: Duration,
+    /// Backoff rounds a worker spins before it parks.
+    pub(crate) spin_rounds: u32,
+}
+
+/// Backoff rounds spent spinning with `spin_loop` before the rest of the rounds yield: round
+/// `r` spins `2^r` times, so 6 rounds are 63 spins, a few microseconds; crossbeam's `Backoff`
+/// uses the same split (`SPIN_LIMIT` 6).
+const SPIN_ONLY_ROUNDS: u32 = 6;
+
 impl<T> Core<T> {
-    /// An empty pool with no worker; `max_workers` is raised to 1 if 0.
-    pub(crate) fn new(max_workers: usize, idle_timeout: Duration) -> Self {
+    /// An empty pool with no worker.
+    pub(crate) fn new(limits: Limits) -> Self {
+        let max_workers = limits.max_workers.max(1);
         Self {
             synced: Mutex::new(Synced {
                 queue: Queue::new(),
                 idle: Vec::new(),
                 workers: 0,
                 coming: 0,
+                spinning: 0,
                 shutdown: false,
+                started: 0,
+                watched: false,
+                watched_started: 0,
                 workers_created: 0,
                 workers_retired: 0,
                 lock: LockCounts::default(),
             }),
             exited: Condvar::new(),
-            max_workers: max_workers.max(1),
-            idle_timeout,
+            max_workers,
+            eager_workers: limits.eager_workers.clamp(1, max_workers),
+            idle_timeout: limits.idle_timeout,
+            spin_rounds: limits.spin_rounds,
+            queued: AtomicUsize::new(0),
         }
+    }
+
+    /// Decides how the pool grows when work waits (P2', P4): start a worker while below the
+    /// eager size, else have the watchdog look (once), else nothing.
+    fn grow(&self, synced: &mut Synced<T>) -> Grow {
+        if !synced.need_more_workers(self.max_workers) {
+            return Grow::No;
+        }
+        if synced.workers < self.eager_workers {
+            synced.add_worker();
+            return Grow::Spawn;
+        }
+        if synced.watched {
+            return Grow::No;
+        }
+        synced.watched = true;
+        synced.watched_started = synced.started;
+        Grow::Watch
     }
 
     /// Takes the pool lock, counting the acquisition and whether it was contended.
@@ -210,6 +289,12 @@ impl<T> Core<T> {
         // worker holds when it decides to park: a worker either sees it, or is on the idle
         // stack already and is woken below.
         synced.queue.push_back(item);
+        self.queued.store(synced.queue.len(), Ordering::Relaxed);
+        // (P2s) No more items than spinning workers: one of them takes it (it checks the queue
+        // under the lock before it parks, P6s).
+        if synced.queue.len() <= synced.spinning {
+            return Push::Queued;
+        }
         // (P2) Wake the most recently parked idle worker, if any.
         if let Some(parker) = synced.idle.pop() {
             parker.set_notified(true);
@@ -220,13 +305,13 @@ impl<T> Core<T> {
             parker.condvar.notify_one();
             return Push::Woken;
         }
-        // (P2') Nobody idle: start a worker unless one is on its way. This ignores `shutdown`
-        // on purpose: an item queued to a pool whose workers have all exited still runs.
-        if synced.need_more_workers(self.max_workers) {
-            synced.add_worker();
-            Push::Spawn
-        } else {
-            Push::Queued
+        // (P2') Nobody idle: start a worker unless one is on its way, or, at the eager size,
+        // have the watchdog look. This ignores `shutdown` on purpose: an item queued to a pool
+        // whose workers have all exited still runs.
+        match self.grow(&mut synced) {
+            Grow::Spawn => Push::Spawn,
+            Grow::Watch => Push::Watch,
+            Grow::No => Push::Queued,
         }
     }
 
@@ -234,22 +319,34 @@ impl<T> Core<T> {
     /// (P4-P8).
     pub(crate) fn next(&self, slot: &mut WorkerSlot) -> Next<T> {
         let mut synced = self.lock();
+        let mut spun = false;
         loop {
             synced.arrive(slot);
             // (P4) Take the oldest item; if more wait and every worker is busy, ask for one
             // more worker (the kernel's need_more_worker chain), so that items that block do
             // not starve the ones behind them.
             if let Some(item) = synced.queue.pop_front() {
-                let spawn = synced.need_more_workers(self.max_workers);
-                if spawn {
-                    synced.add_worker();
-                }
-                return Next::Run { item, spawn };
+                self.queued.store(synced.queue.len(), Ordering::Relaxed);
+                synced.started += 1;
+                let grow = self.grow(&mut synced);
+                return Next::Run { item, grow };
             }
             // (P5) Empty and shut down: leave.
             if synced.shutdown {
                 self.leave(synced);
                 return Next::Exit;
+            }
+            // (P6s) Empty: spin a little before parking, once per empty queue. Counted in
+            // `spinning` under the lock, so a push meanwhile leaves its item to us (P2s); we
+            // take the lock again and look before parking, so it is never stranded.
+            if !spun && self.spin_rounds > 0 {
+                spun = true;
+                synced.spinning += 1;
+                drop(synced);
+                self.spin();
+                synced = self.lock();
+                synced.spinning -= 1;
+                continue;
             }
             // (P6-P8) Park until woken, or retire.
             synced = match self.park(synced, slot) {
@@ -304,6 +401,45 @@ impl<T> Core<T> {
         }
     }
 
+    /// Spins with backoff until the queue looks non-empty or the rounds are spent (P6s).
+    fn spin(&self) {
+        for round in 0..self.spin_rounds {
+            if self.queued.load(Ordering::Relaxed) > 0 {
+                return;
+            }
+            if round < SPIN_ONLY_ROUNDS {
+                for _ in 0..1u32 << round {
+                    std::hint::spin_loop();
+                }
+            } else {
+                thread::yield_now();
+            }
+        }
+    }
+
+    /// The stall watchdog's look at a watched pool (W2-W3): `Grow::Spawn` when items waited
+    /// since the last look and none was taken (every worker may be blocked), so the caller
+    /// must start one worker; `Grow::Watch` to look again later; `Grow::No` when the queue is
+    /// empty and the pool is no longer watched.
+    pub(crate) fn check_stall(&self) -> Grow {
+        let mut synced = self.lock();
+        if synced.queue.is_empty() {
+            // (W3) Nothing waits: stop watching; the next push past the eager size watches
+            // again (W1).
+            synced.watched = false;
+            return Grow::No;
+        }
+        // (W2) Items wait: if none was taken since the last look and nobody idle, spinning or
+        // coming could take one, add a worker.
+        let stalled = synced.started == synced.watched_started;
+        synced.watched_started = synced.started;
+        if stalled && synced.need_more_workers(self.max_workers) {
+            synced.add_worker();
+            return Grow::Spawn;
+        }
+        Grow::Watch
+    }
+
     /// Counts one worker out; the last one out after shutdown wakes [`Core::wait_for_exit`].
     fn leave(&self, mut synced: MutexGuard<'_, Synced<T>>) {
         synced.workers -= 1;
@@ -330,12 +466,18 @@ impl<T> Core<T> {
 
     /// Takes the oldest item without being a worker (see [`Core::spawn_failed`]).
     pub(crate) fn pop(&self) -> Option<T> {
-        self.lock().queue.pop_front()
+        let mut synced = self.lock();
+        let item = synced.queue.pop_front();
+        self.queued.store(synced.queue.len(), Ordering::Relaxed);
+        item
     }
 
     /// Takes out the oldest waiting item for which `matches` is true (for cancel).
     pub(crate) fn remove_if(&self, matches: impl FnMut(&T) -> bool) -> Option<T> {
-        self.lock().queue.remove_if(matches)
+        let mut synced = self.lock();
+        let item = synced.queue.remove_if(matches);
+        self.queued.store(synced.queue.len(), Ordering::Relaxed);
+        item
     }
 
     /// Starts shutdown (S1-S2): from now on workers exit once the queue is empty.

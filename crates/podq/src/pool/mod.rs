@@ -16,6 +16,7 @@
 mod idle;
 mod queue;
 mod registry;
+mod watchdog;
 mod worker;
 
 use std::fmt;
@@ -25,7 +26,7 @@ use crate::sync::atomic::{AtomicU64, Ordering};
 use crate::sync::Arc;
 use crate::{AffinityScope, CpuSet, Pod, PoolStats};
 
-use idle::Core;
+use idle::{Core, Grow, Limits};
 
 pub(crate) use registry::{pools_for, PoolSet};
 
@@ -36,6 +37,11 @@ pub(crate) const DEFAULT_MAX_WORKERS: usize = 256;
 /// How long a worker stays idle before it retires, by default: 300 s, the kernel's
 /// `IDLE_WORKER_TIMEOUT`.
 pub(crate) const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Backoff rounds an idle worker spins before it parks: 10, crossbeam's `Backoff` budget (6
+/// rounds of doubling spins, then 4 yields). Measured with `podq bench` on a 2-CPU machine:
+/// without it every closed-loop queue call paid a futex wake-up (docs/benchmarks.md).
+pub(crate) const SPIN_ROUNDS: u32 = 10;
 
 /// The workqueue layer's task, which the registry's pools run.
 pub(crate) use crate::workqueue::task::Task;
@@ -102,7 +108,14 @@ impl<T: Job> Pool<T> {
     pub(crate) fn new(name: String, pod: Pod, attrs: &PoolAttrs) -> Self {
         Self {
             shared: Arc::new(Shared {
-                core: Core::new(attrs.max_workers, attrs.idle_timeout),
+                core: Core::new(Limits {
+                    max_workers: attrs.max_workers,
+                    // As many busy workers as the pod has CPUs keep it busy; more only help
+                    // items that block, and the stall watchdog adds those.
+                    eager_workers: pod.cpus.len(),
+                    idle_timeout: attrs.idle_timeout,
+                    spin_rounds: SPIN_ROUNDS,
+                }),
                 name,
                 pod,
                 strict: attrs.strict,
@@ -119,9 +132,12 @@ impl<T: Job> Pool<T> {
     /// Queues `task` at the tail; wakes an idle worker, or starts one when every worker is busy
     /// and the pool is below `max_workers`.
     pub(crate) fn push(&self, task: T) {
-        if self.shared.core.push(task) == idle::Push::Spawn {
-            worker::start(&self.shared);
-        }
+        let grow = match self.shared.core.push(task) {
+            idle::Push::Spawn => Grow::Spawn,
+            idle::Push::Watch => Grow::Watch,
+            idle::Push::Woken | idle::Push::Queued => Grow::No,
+        };
+        worker::grow_pool(&self.shared, grow);
     }
 
     /// Takes out the oldest waiting task for which `matches` is true (for cancel).
@@ -153,6 +169,19 @@ impl<T: Job> Pool<T> {
             pin_failures: shared.pin_failures.load(Ordering::Relaxed),
             worker_panics: shared.worker_panics.load(Ordering::Relaxed),
             spawn_failures: shared.spawn_failures.load(Ordering::Relaxed),
+        }
+    }
+}
+
+impl<T: Job> watchdog::Watched for Shared<T> {
+    fn check(self: Arc<Self>) -> bool {
+        match self.core.check_stall() {
+            Grow::No => false,
+            Grow::Spawn => {
+                worker::start(&self);
+                true
+            }
+            Grow::Watch => true,
         }
     }
 }

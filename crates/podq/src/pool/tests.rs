@@ -425,9 +425,19 @@ fn pool_names_fit_in_a_linux_thread_name() {
 
 // ---- the core's decisions, without threads -----------------------------------------------------
 
+/// Limits for cores driven by hand: every worker eager, no spinning.
+fn limits(max_workers: usize) -> idle::Limits {
+    idle::Limits {
+        max_workers,
+        eager_workers: max_workers,
+        idle_timeout: DEFAULT_IDLE_TIMEOUT,
+        spin_rounds: 0,
+    }
+}
+
 #[test]
 fn the_core_asks_for_one_worker_at_a_time() {
-    let core = idle::Core::<u32>::new(4, DEFAULT_IDLE_TIMEOUT);
+    let core = idle::Core::<u32>::new(limits(4));
     assert_eq!(core.push(1), idle::Push::Spawn);
     // The first worker is on its way: no second one for the next items yet.
     assert_eq!(core.push(2), idle::Push::Queued);
@@ -438,14 +448,14 @@ fn the_core_asks_for_one_worker_at_a_time() {
         core.next(&mut slot),
         idle::Next::Run {
             item: 1,
-            spawn: true
+            grow: idle::Grow::Spawn
         }
     ));
     assert!(matches!(
         core.next(&mut slot),
         idle::Next::Run {
             item: 2,
-            spawn: false
+            grow: idle::Grow::No
         }
     ));
     let snap = core.snapshot();
@@ -457,7 +467,7 @@ fn the_core_asks_for_one_worker_at_a_time() {
 
 #[test]
 fn a_worker_that_cannot_start_gives_its_items_back_to_the_caller() {
-    let core = idle::Core::<u32>::new(4, DEFAULT_IDLE_TIMEOUT);
+    let core = idle::Core::<u32>::new(limits(4));
     assert_eq!(core.push(7), idle::Push::Spawn);
     assert_eq!(core.push(8), idle::Push::Queued);
     // No worker at all: the caller must run what is queued.
@@ -472,14 +482,14 @@ fn a_worker_that_cannot_start_gives_its_items_back_to_the_caller() {
 
 #[test]
 fn a_full_pool_queues_without_asking_for_workers() {
-    let core = idle::Core::<u32>::new(1, DEFAULT_IDLE_TIMEOUT);
+    let core = idle::Core::<u32>::new(limits(1));
     assert_eq!(core.push(1), idle::Push::Spawn);
     let mut slot = idle::WorkerSlot::new();
     assert!(matches!(
         core.next(&mut slot),
         idle::Next::Run {
             item: 1,
-            spawn: false
+            grow: idle::Grow::No
         }
     ));
     assert_eq!(core.push(2), idle::Push::Queued);

@@ -10,7 +10,7 @@ use std::cell::Cell;
 use std::panic::{self, AssertUnwindSafe};
 use std::thread;
 
-use super::idle::{Next, WorkerSlot};
+use super::idle::{Grow, Next, WorkerSlot};
 use super::{Job, Shared};
 use crate::sync::atomic::Ordering;
 use crate::sync::Arc;
@@ -46,17 +46,28 @@ pub(super) fn start<T: Job>(shared: &Arc<Shared<T>>) {
     }
 }
 
+/// Acts on what the core asked for when work waits with every worker busy: start a worker now,
+/// or have the stall watchdog watch the pool.
+pub(super) fn grow_pool<T: Job>(shared: &Arc<Shared<T>>, grow: Grow) {
+    match grow {
+        Grow::No => {}
+        Grow::Spawn => start(shared),
+        Grow::Watch => {
+            let weak: std::sync::Weak<Shared<T>> = Arc::downgrade(shared);
+            super::watchdog::watch(weak);
+        }
+    }
+}
+
 /// The worker thread's body.
 fn run<T: Job>(shared: &Arc<Shared<T>>) {
     WORKER_OF.with(|w| w.set(Arc::as_ptr(shared) as usize));
     place(shared);
     let mut slot = WorkerSlot::new();
-    // Leaves on `Next::Exit` (retired when idle, or shut down with nothing queued): either way nothing waits that another worker, or one that the next push starts,
-    // will not run.
-    while let Next::Run { item, spawn } = shared.core.next(&mut slot) {
-        if spawn {
-            start(shared);
-        }
+    // Leaves on `Next::Exit` (retired when idle, or shut down with nothing queued): either way
+    // nothing waits that another worker, or one that the next push starts, will not run.
+    while let Next::Run { item, grow } = shared.core.next(&mut slot) {
+        grow_pool(shared, grow);
         run_task(shared, item);
     }
     WORKER_OF.with(|w| w.set(0));

@@ -5,6 +5,7 @@
 
 mod channel;
 mod mpsc;
+mod pool;
 mod rayon;
 mod tokio;
 
@@ -13,10 +14,34 @@ pub(crate) use self::mpsc::MpscPeer;
 pub(crate) use self::rayon::RayonPeer;
 pub(crate) use self::tokio::TokioPeer;
 
+use crate::bench::executor::{ClosedJob, Executor};
 use crate::error::CliError;
 
-/// A boxed one-shot job, for the channel-fed pools.
-pub(crate) type Job = Box<dyn FnOnce() + Send + 'static>;
+/// What each peer runtime provides: running a one-shot closure on its workers.
+///
+/// Every peer is an [`Executor`] through it alone: a peer has no reusable work item, so the
+/// closed loop spawns the producer's job anew each time it queues it.
+pub(crate) trait Spawner: Sync {
+    /// Runs `job` on one of the runtime's workers; `false` when the runtime refused it.
+    fn spawn_job<F: FnOnce() + Send + 'static>(&self, job: F) -> bool;
+}
+
+impl<S: Spawner> Executor for S {
+    type Item = ClosedJob;
+
+    fn item(&self, job: ClosedJob) -> ClosedJob {
+        job
+    }
+
+    fn queue_item(&self, item: &ClosedJob) -> bool {
+        let job = item.clone();
+        self.spawn(move || job.run())
+    }
+
+    fn spawn<F: FnOnce() + Send + 'static>(&self, job: F) -> bool {
+        self.spawn_job(job)
+    }
+}
 
 /// A peer runtime.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,7 +93,6 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::bench::executor::Executor;
 
     #[test]
     fn names_round_trip_and_unknown_names_are_refused() {

@@ -3,7 +3,7 @@
 
 use ::rayon::{ThreadPool, ThreadPoolBuilder};
 
-use crate::bench::executor::{ClosedJob, Executor};
+use super::Spawner;
 use crate::error::CliError;
 
 /// A rayon pool with N threads.
@@ -28,19 +28,8 @@ impl RayonPeer {
     }
 }
 
-impl Executor for RayonPeer {
-    type Item = ClosedJob;
-
-    fn item(&self, job: ClosedJob) -> ClosedJob {
-        job
-    }
-
-    fn queue_item(&self, item: &ClosedJob) -> bool {
-        let job = item.clone();
-        self.spawn(move || job.run())
-    }
-
-    fn spawn<F: FnOnce() + Send + 'static>(&self, job: F) -> bool {
+impl Spawner for RayonPeer {
+    fn spawn_job<F: FnOnce() + Send + 'static>(&self, job: F) -> bool {
         self.pool.spawn(job);
         true
     }

@@ -3,7 +3,7 @@
 
 use ::tokio::runtime::{Builder, Handle, Runtime};
 
-use crate::bench::executor::{ClosedJob, Executor};
+use super::Spawner;
 use crate::error::CliError;
 
 /// A tokio runtime with N worker threads.
@@ -34,19 +34,8 @@ impl TokioPeer {
     }
 }
 
-impl Executor for TokioPeer {
-    type Item = ClosedJob;
-
-    fn item(&self, job: ClosedJob) -> ClosedJob {
-        job
-    }
-
-    fn queue_item(&self, item: &ClosedJob) -> bool {
-        let job = item.clone();
-        self.spawn(move || job.run())
-    }
-
-    fn spawn<F: FnOnce() + Send + 'static>(&self, job: F) -> bool {
+impl Spawner for TokioPeer {
+    fn spawn_job<F: FnOnce() + Send + 'static>(&self, job: F) -> bool {
         // The JoinHandle is dropped: the task runs detached, like a queued work item.
         drop(self.handle.spawn(async move { job() }));
         true

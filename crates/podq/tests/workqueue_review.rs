@@ -1,0 +1,103 @@
+//! Regression tests from the review of the workqueue layer: bad input that must not panic, and
+//! call patterns that must not deadlock.
+//!
+//! Behaviour only: no test asserts speed. A deadlock is detected by waiting for a result far
+//! longer than the test needs (tens of seconds), never by timing the work itself.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::Duration;
+
+use crossbeam_channel::bounded;
+use podq::{DelayedWork, Work, Workqueue};
+
+/// Far longer than any test here needs: a result not in by then is a deadlock.
+const DEADLOCK: Duration = Duration::from_secs(30);
+
+fn counter() -> Arc<AtomicUsize> {
+    Arc::new(AtomicUsize::new(0))
+}
+
+/// Runs `f` on its own thread and returns its result, failing the test when it does not
+/// return within [`DEADLOCK`].
+fn without_deadlock<R: Send + 'static>(what: &str, f: impl FnOnce() -> R + Send + 'static) -> R {
+    let (tx, rx) = bounded(1);
+    thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(DEADLOCK)
+        .unwrap_or_else(|_| panic!("{what}: no return within {DEADLOCK:?} (deadlock)"))
+}
+
+/// A delay too long for the clock (`Instant + delay` overflows) is a delay that never ends,
+/// not a panic; the item stays pending, and can be modified, flushed and cancelled.
+#[test]
+fn a_delay_past_the_end_of_the_clock_is_not_a_panic() {
+    let wq = Workqueue::builder("huge-delay").build().unwrap();
+    let runs = counter();
+    let d = {
+        let runs = runs.clone();
+        DelayedWork::new(move || {
+            runs.fetch_add(1, Ordering::SeqCst);
+        })
+    };
+    assert!(wq.queue_delayed(&d, Duration::MAX));
+    assert!(d.is_pending());
+    assert!(wq.mod_delayed(&d, Duration::MAX), "it was pending");
+    assert!(d.is_pending());
+    assert!(d.flush(), "flush runs it now");
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert!(!wq.mod_delayed(&d, Duration::MAX), "it was idle");
+    assert!(d.cancel_sync(), "it was pending");
+    assert!(!d.is_pending());
+    wq.flush();
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "a cancelled item ran");
+}
+
+/// An item that cancels itself while another thread is cancelling it: both calls return (the
+/// outside cancel waits for the running call, which must not wait for that cancel).
+#[test]
+fn cancel_sync_from_the_item_during_an_outside_cancel_returns() {
+    let wq = Arc::new(Workqueue::builder("self-cancel").build().unwrap());
+    let (started_tx, started_rx) = bounded(1);
+    let (open, closed) = bounded::<()>(0);
+    let me: Arc<Mutex<Option<Work>>> = Arc::new(Mutex::new(None));
+    let work = {
+        let me = me.clone();
+        Work::new(move || {
+            let _ = started_tx.try_send(());
+            let _ = closed.recv();
+            let me = me.lock().unwrap().clone();
+            if let Some(me) = me {
+                me.cancel_sync();
+            }
+        })
+    };
+    *me.lock().unwrap() = Some(work.clone());
+    assert!(wq.queue_work(&work));
+    started_rx.recv_timeout(DEADLOCK).unwrap();
+    let canceller = {
+        let work = work.clone();
+        thread::spawn(move || work.cancel_sync())
+    };
+    // Wait until the outside cancel is in progress: a queue call then fails although nothing
+    // is pending. (An execution queued before it is taken back by that cancel.)
+    loop {
+        let queued = wq.queue_work(&work);
+        if !queued && !work.is_pending() {
+            break;
+        }
+        thread::yield_now();
+    }
+    drop(open);
+    without_deadlock(
+        "cancel_sync against the item's own cancel_sync",
+        move || canceller.join().unwrap(),
+    );
+    assert!(!work.is_pending() && !work.is_running());
+    me.lock().unwrap().take();
+    // The item is usable again.
+    assert!(wq.queue_work(&work));
+    assert!(work.flush());
+}
