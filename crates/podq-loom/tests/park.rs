@@ -6,7 +6,7 @@ mod common;
 // The protocol files name `crate::sync`: here it is loom's.
 use podq_loom::sync;
 
-use common::{check, core, push, spinning_core, Ran};
+use common::{check, check_bounded, core, push, spinning_core, Ran};
 use std::sync::atomic::{AtomicBool, Ordering};
 use sync::thread;
 
@@ -48,23 +48,21 @@ fn push_vs_spin_never_loses_a_task() {
     });
 }
 
-/// Two tasks pushed while one worker spins in a pool of two: the second push must not count
-/// on the spinner for both, so it starts or wakes the second worker; all run, none twice.
+/// Two tasks pushed (from two threads) while one worker spins in a pool of two: the second
+/// push must not count on the spinner for both, so it starts or wakes the second worker; all
+/// run, none twice. (Four threads: main, one pusher, two workers: loom's limit.)
 #[test]
 fn two_pushes_one_spinner() {
-    check(|| {
+    check_bounded(2, || {
         let core = spinning_core(2, 1);
         let ran = Ran::new(3);
         push(&core, Ran::task(&ran));
-        let pushers: Vec<_> = (0..2)
-            .map(|_| {
-                let (core, ran) = (core.clone(), ran.clone());
-                thread::spawn(move || push(&core, Ran::task(&ran)))
-            })
-            .collect();
-        for pusher in pushers {
-            pusher.join().expect("pusher");
-        }
+        let pusher = {
+            let (core, ran) = (core.clone(), ran.clone());
+            thread::spawn(move || push(&core, Ran::task(&ran)))
+        };
+        push(&core, Ran::task(&ran));
+        pusher.join().expect("pusher");
         ran.wait_for_all();
         core.shutdown();
         core.wait_for_exit();

@@ -315,6 +315,15 @@ impl<T> Core<T> {
         }
     }
 
+    /// Queues `item` at the tail for the calling worker itself, which is between two items and
+    /// takes the oldest one next (P1w): nobody is woken and no worker is added. Only a worker
+    /// of this pool that returns to [`Core::next`] right after may call it.
+    pub(crate) fn push_for_self(&self, item: T) {
+        let mut synced = self.lock();
+        synced.queue.push_back(item);
+        self.queued.store(synced.queue.len(), Ordering::Relaxed);
+    }
+
     /// The worker's step: takes the next item, or parks until there is one, or says to exit
     /// (P4-P8).
     pub(crate) fn next(&self, slot: &mut WorkerSlot) -> Next<T> {
@@ -339,7 +348,7 @@ impl<T> Core<T> {
             // (P6s) Empty: spin a little before parking, once per empty queue. Counted in
             // `spinning` under the lock, so a push meanwhile leaves its item to us (P2s); we
             // take the lock again and look before parking, so it is never stranded.
-            if !spun && self.spin_rounds > 0 {
+            if !spun && self.spin_rounds > 0 && synced.spinning == 0 {
                 spun = true;
                 synced.spinning += 1;
                 drop(synced);
@@ -404,14 +413,17 @@ impl<T> Core<T> {
     /// Spins with backoff until the queue looks non-empty or the rounds are spent (P6s).
     fn spin(&self) {
         for round in 0..self.spin_rounds {
-            if self.queued.load(Ordering::Relaxed) > 0 {
-                return;
-            }
             if round < SPIN_ONLY_ROUNDS {
                 for _ in 0..1u32 << round {
+                    if self.queued.load(Ordering::Relaxed) > 0 {
+                        return;
+                    }
                     std::hint::spin_loop();
                 }
             } else {
+                if self.queued.load(Ordering::Relaxed) > 0 {
+                    return;
+                }
                 thread::yield_now();
             }
         }

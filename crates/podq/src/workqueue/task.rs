@@ -116,8 +116,10 @@ impl Task {
                 acct.count_completion(panicked);
                 if let Some(next) = item.state.finish() {
                     // Claimed while this run went on: it goes to the pool its queue call chose.
+                    // Nobody else can start it (it is in no queue, and PENDING is ours), so it
+                    // goes straight to the pool; this worker takes it next if it is its own.
                     let wq = Arc::clone(&next.acct.pod.wq);
-                    super::dispatch(&wq, next);
+                    wq.pools.pools[next.acct.pod.index].push_after_run(next);
                 }
             }
         }
