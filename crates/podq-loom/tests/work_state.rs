@@ -241,3 +241,37 @@ fn flush_waits_for_the_pending_execution() {
         m.check_counts();
     });
 }
+
+/// A refused queue call is not a lost request: when `try_claim` finds the item pending, the
+/// execution that then starts sees every store made before the call, so "it runs once for
+/// both requests" holds (the kernel's barrier in `set_work_pool_and_clear_pending`).
+#[test]
+fn a_refused_queue_call_is_seen_by_the_pending_run() {
+    check(|| {
+        let m = Model::new();
+        let data = Arc::new(AtomicUsize::new(0));
+        let seen = Arc::new(AtomicUsize::new(usize::MAX));
+        assert!(m.queue(1));
+        let worker = {
+            let (m, data, seen) = (m.clone(), data.clone(), seen.clone());
+            thread::spawn(move || {
+                let token = m.pool.lock().pop_front();
+                assert!(token.is_some());
+                assert_eq!(m.item.start(), Start::Run);
+                // Relaxed: only the claim protocol may order the queuer's store before this.
+                seen.store(data.load(Ordering::Relaxed), Ordering::SeqCst);
+                assert!(m.item.finish().is_none());
+            })
+        };
+        data.store(1, Ordering::Relaxed);
+        let queued = m.queue(2);
+        worker.join().unwrap();
+        if !queued {
+            assert_eq!(
+                seen.load(Ordering::SeqCst),
+                1,
+                "the queue call was refused, and the pending run missed its store"
+            );
+        }
+    });
+}

@@ -348,7 +348,7 @@ impl<T> Core<T> {
             // (P6s) Empty: spin a little before parking, once per empty queue. Counted in
             // `spinning` under the lock, so a push meanwhile leaves its item to us (P2s); we
             // take the lock again and look before parking, so it is never stranded.
-            if !spun && self.spin_rounds > 0 && synced.spinning == 0 {
+            if !spun && self.spin_rounds > 0 {
                 spun = true;
                 synced.spinning += 1;
                 drop(synced);

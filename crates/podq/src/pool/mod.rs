@@ -114,7 +114,7 @@ impl<T: Job> Pool<T> {
                     // items that block, and the stall watchdog adds those.
                     eager_workers: pod.cpus.len(),
                     idle_timeout: attrs.idle_timeout,
-                    spin_rounds: std::env::var("PODQ_SPIN").ok().and_then(|v| v.parse().ok()).unwrap_or(SPIN_ROUNDS),
+                    spin_rounds: SPIN_ROUNDS,
                 }),
                 name,
                 pod,
