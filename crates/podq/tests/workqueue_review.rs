@@ -59,7 +59,9 @@ fn a_delay_past_the_end_of_the_clock_is_not_a_panic() {
 /// outside cancel waits for the running call, which must not wait for that cancel).
 #[test]
 fn cancel_sync_from_the_item_during_an_outside_cancel_returns() {
-    let wq = Arc::new(Workqueue::builder("self-cancel").build().unwrap());
+    // Leaked: were the item stuck, dropping the workqueue would wait for it forever.
+    let wq: &'static Workqueue =
+        Box::leak(Box::new(Workqueue::builder("self-cancel").build().unwrap()));
     let (started_tx, started_rx) = bounded(1);
     let (open, closed) = bounded::<()>(0);
     let me: Arc<Mutex<Option<Work>>> = Arc::new(Mutex::new(None));

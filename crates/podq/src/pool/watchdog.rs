@@ -16,11 +16,13 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
 use std::thread;
 use std::time::Duration;
 
-/// How often a watched pool is looked at: 1 ms. An item that blocks delays the items queued
-/// behind it (with every worker busy) by one to two intervals before a worker is added; the
-/// kernel's first mayday comes after 10 ms (`MAYDAY_INITIAL_TIMEOUT`), and podq prefers to pay
-/// a wake-up per millisecond while a pool is saturated for a shorter stall.
-pub(crate) const STALL_CHECK_INTERVAL: Duration = Duration::from_millis(1);
+/// How often a watched pool is looked at: 10 ms, the kernel's first mayday timeout
+/// (`MAYDAY_INITIAL_TIMEOUT`). An item that blocks delays the items queued behind it (with every
+/// worker busy) by one to two intervals before a worker is added. A shorter interval misfires
+/// when the CPUs are oversubscribed: busy workers that are merely preempted for a millisecond
+/// or more look stalled, and the extra worker only adds to the oversubscription (seen with 1 ms
+/// in the flood workload on 2 CPUs).
+pub(crate) const STALL_CHECK_INTERVAL: Duration = Duration::from_millis(10);
 
 /// A pool the watchdog can look at.
 pub(crate) trait Watched: Send + Sync {

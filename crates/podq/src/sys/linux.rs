@@ -70,7 +70,10 @@ mod tests {
         let allowed = allowed_cpus().expect("sched_getaffinity");
         assert!(!allowed.is_empty());
         if let Some(cpu) = current_cpu() {
-            assert!(allowed.contains(&cpu), "running on {cpu}, allowed {allowed:?}");
+            assert!(
+                allowed.contains(&cpu),
+                "running on {cpu}, allowed {allowed:?}"
+            );
         }
     }
 

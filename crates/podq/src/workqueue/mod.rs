@@ -413,7 +413,7 @@ impl Workqueue {
             return;
         }
         item.record_home(&self.shared, pod.index);
-        let deadline = std::time::Instant::now() + delay;
+        let deadline = timer::deadline_after(delay);
         let fire = timer::Fire {
             work: Arc::clone(item),
             pod,

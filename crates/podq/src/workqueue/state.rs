@@ -89,12 +89,29 @@ impl<D, X> ItemState<D, X> {
     }
 
     /// Step 1: claims the pending execution, unless the item is pending or being cancelled.
+    ///
+    /// A refusal because the item is pending still publishes the caller's stores to that
+    /// pending execution: it "runs once for both requests", so it must see both (the kernel's
+    /// barrier in `set_work_pool_and_clear_pending`).
     #[inline]
     pub(crate) fn try_claim(&self) -> Claim {
         let mut s = self.word.load(Ordering::Relaxed);
+        let mut published = false;
         loop {
             if s & (PENDING | CANCELING) != 0 {
-                return Claim::Refused;
+                if published {
+                    return Claim::Refused;
+                }
+                // A plain load may show a PENDING that a worker has already cleared (the
+                // store-buffer pattern: the caller's stores still in flight, the worker's
+                // loads already done), and then nobody would run for this request. A
+                // read-modify-write reads the latest value; Release: the execution pending
+                // there starts with a later RMW of this word (Acquire in `start`), which
+                // reads from this one's release sequence (every write to the word is an
+                // RMW), so it sees the caller's stores.
+                s = self.word.fetch_add(0, Ordering::Release);
+                published = true;
+                continue;
             }
             // Release: publishes the queuer's stores before the claim to the worker that
             // starts this execution (Acquire in `start`); Acquire: pairs with `finish` so a
@@ -216,6 +233,18 @@ impl<D, X> ItemState<D, X> {
                 return prev;
             }
             self.wait_until(|s| s & CANCELING == 0);
+        }
+    }
+
+    /// Step 8, from the item's own closure: sets CANCELING and returns the state just before,
+    /// or returns `Err` with the state when another cancel is in progress (that cancel waits
+    /// for the running closure, which therefore must not wait for it).
+    pub(crate) fn begin_cancel_or_join(&self) -> Result<u64, u64> {
+        let prev = self.word.fetch_or(CANCELING, Ordering::AcqRel);
+        if prev & CANCELING == 0 {
+            Ok(prev)
+        } else {
+            Err(prev)
         }
     }
 

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
@@ -85,6 +85,24 @@ fn run(timer: &'static Timer) {
             }
             None => timer.wake.wait(&mut heap),
         }
+    }
+}
+
+/// The deadline `delay` from now. A delay past the end of the clock (`Instant + delay`
+/// overflows) becomes the farthest deadline the clock holds within about 136 years: it never
+/// fires early, and in practice only a flush, cancel or the workqueue's drop queues it.
+pub(crate) fn deadline_after(delay: Duration) -> Instant {
+    let now = Instant::now();
+    if let Some(deadline) = now.checked_add(delay) {
+        return deadline;
+    }
+    let mut far = Duration::from_secs(u64::from(u32::MAX));
+    loop {
+        // Ends: `far` halves down to zero, and `now + 0` always fits.
+        if let Some(deadline) = now.checked_add(far.min(delay)) {
+            return deadline;
+        }
+        far /= 2;
     }
 }
 

@@ -201,7 +201,21 @@ pub(crate) fn flush_item(item: &Arc<WorkInner>) -> bool {
 
 /// Cancels `item` (see [`Work::cancel_sync`]).
 pub(crate) fn cancel_item(item: &Arc<WorkInner>) -> bool {
-    let before = item.state.begin_cancel();
+    let own = task::is_running_item(item);
+    let before = if own {
+        match item.state.begin_cancel_or_join() {
+            Ok(before) => before,
+            Err(now) => {
+                // Another cancel is in progress and waits for this very run: it discards the
+                // pending execution (claims fail meanwhile); waiting for it would deadlock.
+                // Wait only until nothing is pending, as a cancel from here does.
+                item.state.wait_until(|s| s & PENDING == 0);
+                return now & PENDING != 0;
+            }
+        }
+    } else {
+        item.state.begin_cancel()
+    };
     // With CANCELING set no claim succeeds, and a worker that pops the pending execution
     // discards it: the execution pending at `before` never runs.
     while item.state.load() & PENDING != 0 {
@@ -215,7 +229,7 @@ pub(crate) fn cancel_item(item: &Arc<WorkInner>) -> bool {
             None => std::thread::yield_now(),
         }
     }
-    if !task::is_running_item(item) {
+    if !own {
         item.state.wait_until(|s| s & (PENDING | RUNNING) == 0);
     }
     item.state.end_cancel();
