@@ -9,8 +9,10 @@
 //! * [`Pool::push`] queues a task and wakes an idle worker or starts one; the queue, the idle
 //!   workers and the park/wake protocol live in `idle.rs` (protocol: `pool/README.md`), the
 //!   data under the lock in `queue.rs`.
-//! * Workers (`worker.rs`) are started on demand, up to [`PoolAttrs::max_workers`], pinned to
-//!   the pod, named `podq/{pool}`, and retire after [`PoolAttrs::idle_timeout`] idle.
+//! * Workers (`worker.rs`) are started on demand: at once up to the pod's CPU count, then by
+//!   the stall watchdog (`watchdog.rs`) while queued work makes no progress, up to
+//!   [`PoolAttrs::max_workers`]; they are pinned to the pod, named `podq/{pool}`, spin
+//!   briefly before parking, and retire after [`PoolAttrs::idle_timeout`] idle.
 //! * When the last user of a pool lets go, its workers run everything still queued and exit.
 
 mod idle;
