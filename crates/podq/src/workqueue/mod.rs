@@ -414,7 +414,7 @@ impl Workqueue {
         }
         item.record_home(&self.shared, pod.index);
         let deadline = timer::deadline_after(delay);
-        let fire = timer::Fire {
+        let fire = timer::Armed {
             work: Arc::clone(item),
             pod,
         };
@@ -495,6 +495,13 @@ impl fmt::Debug for Workqueue {
 #[inline]
 fn submit(wq: &WqShared, pod: Arc<CachePadded<PodShared>>, job: Job) {
     let colour = wq.flush.enter(&pod.counters);
+    submit_counted(wq, pod, job, colour);
+}
+
+/// Sends an execution already counted under `colour` through `max_active` to its pool
+/// (step 10).
+#[inline]
+fn submit_counted(wq: &WqShared, pod: Arc<CachePadded<PodShared>>, job: Job, colour: usize) {
     let task = Task {
         job,
         acct: Acct {
@@ -509,11 +516,23 @@ fn submit(wq: &WqShared, pod: Arc<CachePadded<PodShared>>, job: Job) {
     }
 }
 
-/// Queues an item whose claim the caller owns (a fired timer, a zero delay) to `pod`.
+/// Queues an item whose claim the caller owns (a zero delay) to `pod`.
 pub(crate) fn enqueue_claimed(item: Arc<WorkInner>, pod: Arc<CachePadded<PodShared>>) {
     let wq = Arc::clone(&pod.wq);
     item.record_home(&wq, pod.index);
     submit(&wq, pod, Job::Work(item));
+}
+
+/// Queues an item whose claim the caller owns and whose execution is already counted under
+/// `colour` (a fired timer) to `pod`.
+pub(crate) fn enqueue_counted(
+    item: Arc<WorkInner>,
+    pod: Arc<CachePadded<PodShared>>,
+    colour: usize,
+) {
+    let wq = Arc::clone(&pod.wq);
+    item.record_home(&wq, pod.index);
+    submit_counted(&wq, pod, Job::Work(item), colour);
 }
 
 /// An execution got a `max_active` slot: it holds it until it finishes.

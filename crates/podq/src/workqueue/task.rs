@@ -91,7 +91,8 @@ impl Task {
         let Task { job, acct } = self;
         let counters = &acct.pod.counters;
         let wq_id = acct.pod.wq.id;
-        match job {
+        // The item's handle is dropped only after the accounting (see `drop_item`).
+        let item = match job {
             Job::Once(f) => {
                 counters.started.fetch_add(1, Ordering::Relaxed);
                 let panicked = {
@@ -99,11 +100,13 @@ impl Task {
                     catch_unwind(AssertUnwindSafe(f)).is_err()
                 };
                 acct.count_completion(panicked);
+                None
             }
             Job::Work(item) => {
                 if item.state.start() == Start::Discarded {
                     counters.cancelled.fetch_add(1, Ordering::Relaxed);
                     acct.retire();
+                    drop_item(item);
                     return;
                 }
                 counters.started.fetch_add(1, Ordering::Relaxed);
@@ -121,9 +124,13 @@ impl Task {
                     let wq = Arc::clone(&next.acct.pod.wq);
                     wq.pools.pools[next.acct.pod.index].push_after_run(next);
                 }
+                Some(item)
             }
-        }
+        };
         acct.retire();
+        if let Some(item) = item {
+            drop_item(item);
+        }
     }
 
     /// Whether this task is an execution of `work` (for cancel).
@@ -142,6 +149,14 @@ impl Task {
             Job::Work(item) => Some(item),
         }
     }
+}
+
+/// Drops a task's handle of its item, after the run's accounting. It may be the last handle
+/// (the user let go of the item while it was queued): that drops the user's closure, whose
+/// captures may panic in their drop. The panic hook has reported such a panic; it is caught
+/// here so that the worker goes on (the run itself was counted already).
+fn drop_item(item: Arc<WorkInner>) {
+    let _ = catch_unwind(AssertUnwindSafe(move || drop(item)));
 }
 
 /// The address of an item, as the thread-local marker keeps it.

@@ -19,19 +19,51 @@ use super::PodShared;
 /// Identifies one armed entry: its deadline, then a sequence number for equal deadlines.
 pub(crate) type TimerKey = (Instant, u64);
 
-/// An armed delayed execution.
-pub(crate) struct Fire {
+/// An armed delayed execution, waiting in the heap.
+pub(crate) struct Armed {
     /// The item; this entry owns its claim.
     pub(crate) work: Arc<WorkInner>,
     /// The workqueue's part for the pod of the CPU the delayed item was issued on.
     pub(crate) pod: Arc<CachePadded<PodShared>>,
 }
 
+/// A delayed execution taken out of the heap, already counted in its workqueue's flush colour.
+///
+/// It is counted while the heap's lock is held, before it leaves the heap, so that a
+/// workqueue's drop (which empties the heap of its entries under that lock, then drains) sees
+/// an entry that fires concurrently: it is either still in the heap or counted.
+pub(crate) struct Fire {
+    /// The item; this execution owns its claim.
+    work: Arc<WorkInner>,
+    /// The workqueue's part for the pod of the CPU the delayed item was issued on.
+    pub(crate) pod: Arc<CachePadded<PodShared>>,
+    /// The flush colour it is counted under.
+    colour: usize,
+}
+
+impl Armed {
+    /// Counts the execution in its workqueue's flush colour (step 14); called under the heap's
+    /// lock as the entry leaves the heap.
+    fn take(self) -> Fire {
+        let Armed { work, pod } = self;
+        let colour = pod.wq.flush.enter(&pod.counters);
+        Fire { work, pod, colour }
+    }
+}
+
 impl Fire {
     /// Queues the execution now, on its workqueue, to the pod of the CPU that armed it.
     pub(crate) fn fire(self) {
-        let Fire { work, pod } = self;
-        super::enqueue_claimed(work, pod);
+        let Fire { work, pod, colour } = self;
+        super::enqueue_counted(work, pod, colour);
+    }
+
+    /// Drops the execution without running (cancel, `mod_delayed`): uncounts its colour
+    /// (step 16). The claim stays with the caller. Returns the workqueue's part for its pod.
+    pub(crate) fn discard(self) -> Arc<CachePadded<PodShared>> {
+        let Fire { pod, colour, .. } = self;
+        pod.wq.flush.leave(&pod.counters, colour);
+        pod
     }
 }
 
@@ -39,7 +71,7 @@ impl Fire {
 #[derive(Default)]
 struct Heap {
     /// L: armed entries, earliest first.
-    entries: BTreeMap<TimerKey, Fire>,
+    entries: BTreeMap<TimerKey, Armed>,
     /// L: the next sequence number.
     next: u64,
 }
@@ -74,7 +106,7 @@ fn run(timer: &'static Timer) {
         match first {
             // Never early: the deadline is compared with the clock, not with a wake-up.
             Some(key) if key.0 <= now => {
-                if let Some(fire) = heap.entries.remove(&key) {
+                if let Some(fire) = heap.entries.remove(&key).map(Armed::take) {
                     drop(heap);
                     fire.fire();
                     heap = timer.heap.lock();
@@ -107,7 +139,7 @@ pub(crate) fn deadline_after(delay: Duration) -> Instant {
 }
 
 /// Arms `fire` for `deadline`. Returns its key, for [`disarm`].
-pub(crate) fn arm(deadline: Instant, fire: Fire) -> TimerKey {
+pub(crate) fn arm(deadline: Instant, fire: Armed) -> TimerKey {
     let timer = timer();
     let mut heap = timer.heap.lock();
     let key = (deadline, heap.next);
@@ -122,7 +154,7 @@ pub(crate) fn arm(deadline: Instant, fire: Fire) -> TimerKey {
 
 /// Takes the entry `key` out before it fires; `None` when it has fired (or was taken).
 pub(crate) fn disarm(key: TimerKey) -> Option<Fire> {
-    timer().heap.lock().entries.remove(&key)
+    timer().heap.lock().entries.remove(&key).map(Armed::take)
 }
 
 /// Takes out every entry of the workqueue `wq_id` (for its teardown).
@@ -137,7 +169,9 @@ pub(crate) fn take_for(wq_id: u64) -> Vec<Fire> {
         .filter(|(_, f)| f.pod.wq.id == wq_id)
         .map(|(k, _)| *k)
         .collect();
-    keys.iter().filter_map(|k| heap.entries.remove(k)).collect()
+    keys.iter()
+        .filter_map(|k| heap.entries.remove(k).map(Armed::take))
+        .collect()
 }
 
 /// The timer, if it was started (teardown does not start it).

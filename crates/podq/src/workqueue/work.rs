@@ -68,7 +68,7 @@ pub(crate) struct Home {
 pub(crate) enum Grabbed {
     /// From a pool's queue, a `max_active` FIFO or the item's runner.
     Task(Task),
-    /// From the timer: not counted by any workqueue yet.
+    /// From the timer: counted in its colour, holding no `max_active` slot.
     Timer(Fire),
 }
 
@@ -183,7 +183,7 @@ impl Grabbed {
                 task.unqueue();
                 pod
             }
-            Grabbed::Timer(fire) => fire.pod,
+            Grabbed::Timer(fire) => fire.discard(),
         }
     }
 }

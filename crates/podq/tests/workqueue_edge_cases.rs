@@ -65,9 +65,11 @@ fn cancel_sync_from_the_item_during_an_outside_cancel_returns() {
     let (started_tx, started_rx) = bounded(1);
     let (open, closed) = bounded::<()>(0);
     let me: Arc<Mutex<Option<Work>>> = Arc::new(Mutex::new(None));
+    let runs = counter();
     let work = {
-        let me = me.clone();
+        let (me, runs) = (me.clone(), runs.clone());
         Work::new(move || {
+            runs.fetch_add(1, Ordering::SeqCst);
             let _ = started_tx.try_send(());
             let _ = closed.recv();
             let me = me.lock().unwrap().clone();
@@ -101,5 +103,45 @@ fn cancel_sync_from_the_item_during_an_outside_cancel_returns() {
     me.lock().unwrap().take();
     // The item is usable again.
     assert!(wq.queue_work(&work));
-    assert!(work.flush());
+    work.flush(); // `false` when it has run already
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+}
+
+/// Panics when dropped: the closure of an item whose last handle the worker drops.
+struct PanicsOnDrop;
+
+impl Drop for PanicsOnDrop {
+    fn drop(&mut self) {
+        if !thread::panicking() {
+            panic!("review: a closure's capture panics in drop on purpose");
+        }
+    }
+}
+
+/// The worker may drop an item's last handle (the caller let go of it while it was queued);
+/// a panic in that drop is user code panicking: the run's accounting still completes, so a
+/// flush returns.
+#[test]
+fn a_panic_dropping_the_last_handle_of_an_item_still_completes_its_accounting() {
+    // Leaked: were the accounting lost, dropping the workqueue would wait forever.
+    let wq: &'static Workqueue = Box::leak(Box::new(Workqueue::ordered("drop-panic").unwrap()));
+    let (open, closed) = bounded::<()>(0);
+    wq.queue(move || {
+        let _ = closed.recv();
+    });
+    let runs = counter();
+    let work = {
+        let runs = runs.clone();
+        let capture = PanicsOnDrop;
+        Work::new(move || {
+            let _keep = &capture;
+            runs.fetch_add(1, Ordering::SeqCst);
+        })
+    };
+    assert!(wq.queue_work(&work));
+    drop(work); // the queued execution now holds the last handle
+    drop(open);
+    without_deadlock("flush after a panicking drop", move || wq.flush());
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert_eq!(wq.stats().in_flight, 0);
 }
