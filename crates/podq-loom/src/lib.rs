@@ -36,6 +36,13 @@ pub mod sync {
         pub use loom::thread::{spawn, yield_now};
     }
 
+    /// podq's bounded spin-wait: here one look when `rounds > 0` (loom explores every
+    /// interleaving of that look; more looks only multiply the states), and a second look to
+    /// answer, as podq's version ends with one.
+    pub fn spin_until(rounds: u32, mut ready: impl FnMut() -> bool) -> bool {
+        (rounds > 0 && ready()) || ready()
+    }
+
     /// A guard of a locked [`Mutex`]; the lock is released when it is dropped.
     ///
     /// It remembers its mutex, so that [`Condvar::wait_timeout`] can release and take the

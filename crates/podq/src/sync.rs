@@ -36,6 +36,34 @@ pub(crate) mod thread {
     pub(crate) use std::thread::{spawn, yield_now};
 }
 
+/// Backoff rounds spent spinning with `spin_loop` before the remaining rounds yield: round `r`
+/// spins up to `2^r` times, so 6 rounds are 63 spins, a few microseconds; crossbeam's `Backoff`
+/// uses the same split (`SPIN_LIMIT` 6).
+const SPIN_ONLY_ROUNDS: u32 = 6;
+
+/// Looks at `ready` with backoff for at most `rounds` rounds (spins first, then yields); returns
+/// whether it became true. The caller falls back to blocking when it did not: this only saves a
+/// futex round trip when the wait is short. podq-loom's facade looks once instead, to keep the
+/// models small.
+pub(crate) fn spin_until(rounds: u32, mut ready: impl FnMut() -> bool) -> bool {
+    for round in 0..rounds {
+        if round < SPIN_ONLY_ROUNDS {
+            for _ in 0..1u32 << round {
+                if ready() {
+                    return true;
+                }
+                std::hint::spin_loop();
+            }
+        } else {
+            if ready() {
+                return true;
+            }
+            std::thread::yield_now();
+        }
+    }
+    ready()
+}
+
 /// A guard of a locked [`Mutex`]; the lock is released when it is dropped.
 pub(crate) type MutexGuard<'a, T> = parking_lot::MutexGuard<'a, T>;
 

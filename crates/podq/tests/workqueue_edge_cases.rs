@@ -1,4 +1,4 @@
-//! Regression tests from the review of the workqueue layer: bad input that must not panic, and
+//! Edge cases of the workqueue layer: bad input that must not panic, and
 //! call patterns that must not deadlock.
 //!
 //! Behaviour only: no test asserts speed. A deadlock is detected by waiting for a result far

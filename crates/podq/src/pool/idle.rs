@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use super::queue::{LockCounts, Queue};
 use crate::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use crate::sync::{thread, Arc, Condvar, Mutex, MutexGuard};
+use crate::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 /// Where one idle worker sleeps, and the flag that says it was woken on purpose.
 #[derive(Debug)]
@@ -221,11 +221,6 @@ pub(crate) struct Limits {
     pub(crate) spin_rounds: u32,
 }
 
-/// Backoff rounds spent spinning with `spin_loop` before the rest of the rounds yield: round
-/// `r` spins `2^r` times, so 6 rounds are 63 spins, a few microseconds; crossbeam's `Backoff`
-/// uses the same split (`SPIN_LIMIT` 6).
-const SPIN_ONLY_ROUNDS: u32 = 6;
-
 impl<T> Core<T> {
     /// An empty pool with no worker.
     pub(crate) fn new(limits: Limits) -> Self {
@@ -412,21 +407,7 @@ impl<T> Core<T> {
 
     /// Spins with backoff until the queue looks non-empty or the rounds are spent (P6s).
     fn spin(&self) {
-        for round in 0..self.spin_rounds {
-            if round < SPIN_ONLY_ROUNDS {
-                for _ in 0..1u32 << round {
-                    if self.queued.load(Ordering::Relaxed) > 0 {
-                        return;
-                    }
-                    std::hint::spin_loop();
-                }
-            } else {
-                if self.queued.load(Ordering::Relaxed) > 0 {
-                    return;
-                }
-                thread::yield_now();
-            }
-        }
+        crate::sync::spin_until(self.spin_rounds, || self.queued.load(Ordering::Relaxed) > 0);
     }
 
     /// The stall watchdog's look at a watched pool (W2-W3): `Grow::Spawn` when items waited
