@@ -138,18 +138,8 @@ fn workqueue_flush_waits_for_everything_queued_before_it() {
 fn workqueue_flush_is_not_held_up_by_self_requeueing_work() {
     let wq = Arc::new(Workqueue::builder("flush-later").build().unwrap());
     let runs = counter();
-    let slot: Arc<Mutex<Option<Work>>> = Arc::new(Mutex::new(None));
-    let work = {
-        let (wq, runs, slot) = (Arc::downgrade(&wq), runs.clone(), slot.clone());
-        Work::new(move || {
-            runs.fetch_add(1, Ordering::SeqCst);
-            // Re-queue itself forever: later work, which flush must not wait for.
-            if let (Some(wq), Some(me)) = (wq.upgrade(), slot.lock().unwrap().clone()) {
-                wq.queue_work(&me);
-            }
-        })
-    };
-    *slot.lock().unwrap() = Some(work.clone());
+    // Re-queues itself forever: later work, which flush must not wait for.
+    let (work, slot) = self_requeueing(&wq, &runs);
     wq.queue_work(&work);
     for _ in 0..5 {
         wq.flush(); // returns although the item is always queued again
@@ -157,6 +147,26 @@ fn workqueue_flush_is_not_held_up_by_self_requeueing_work() {
     assert!(runs.load(Ordering::SeqCst) >= 1);
     work.cancel_sync();
     slot.lock().unwrap().take();
+}
+
+/// A work item that counts its runs in `runs` and queues itself again on `wq` from every run,
+/// and the slot through which it finds itself (empty the slot to break the cycle).
+fn self_requeueing(
+    wq: &Arc<Workqueue>,
+    runs: &Arc<AtomicUsize>,
+) -> (Work, Arc<Mutex<Option<Work>>>) {
+    let slot: Arc<Mutex<Option<Work>>> = Arc::new(Mutex::new(None));
+    let work = {
+        let (wq, runs, slot) = (Arc::downgrade(wq), runs.clone(), slot.clone());
+        Work::new(move || {
+            runs.fetch_add(1, Ordering::SeqCst);
+            if let (Some(wq), Some(me)) = (wq.upgrade(), slot.lock().unwrap().clone()) {
+                wq.queue_work(&me);
+            }
+        })
+    };
+    *slot.lock().unwrap() = Some(work.clone());
+    (work, slot)
 }
 
 #[test]
@@ -206,17 +216,7 @@ fn drain_waits_for_chains_and_refuses_outside_work() {
 fn cancel_sync_stops_a_self_requeueing_item() {
     let wq = Arc::new(Workqueue::builder("cancel-requeue").build().unwrap());
     let runs = counter();
-    let slot: Arc<Mutex<Option<Work>>> = Arc::new(Mutex::new(None));
-    let work = {
-        let (wq, runs, slot) = (Arc::downgrade(&wq), runs.clone(), slot.clone());
-        Work::new(move || {
-            runs.fetch_add(1, Ordering::SeqCst);
-            if let (Some(wq), Some(me)) = (wq.upgrade(), slot.lock().unwrap().clone()) {
-                wq.queue_work(&me);
-            }
-        })
-    };
-    *slot.lock().unwrap() = Some(work.clone());
+    let (work, slot) = self_requeueing(&wq, &runs);
     wq.queue_work(&work);
     while runs.load(Ordering::SeqCst) < 50 {
         thread::yield_now();
