@@ -45,7 +45,7 @@ fn item(tally: &Arc<Tally>, panics: bool) -> impl FnMut() + Send + 'static {
     move || {
         tally.runs.fetch_add(1, Ordering::SeqCst);
         n += 1;
-        if panics && n % 3 == 0 {
+        if panics && n.is_multiple_of(3) {
             panic!("stress: a reusable item panics on purpose");
         }
     }
@@ -145,7 +145,9 @@ fn every_execution_runs_once_or_is_cancelled() {
                                     tally.queued.fetch_add(1, Ordering::SeqCst);
                                 }
                             }
-                            16 => wq.flush(),
+                            16 => {
+                                assert!(wq.flush(), "flush from a test thread waits");
+                            }
                             17 => {
                                 let i = rng.below(works.len() as u64);
                                 works[i].flush();

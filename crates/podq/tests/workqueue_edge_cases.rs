@@ -145,3 +145,44 @@ fn a_panic_dropping_the_last_handle_of_an_item_still_completes_its_accounting() 
     assert_eq!(runs.load(Ordering::SeqCst), 1);
     assert_eq!(wq.stats().in_flight, 0);
 }
+
+/// `flush` and `drain` called from one of the workqueue's own items would wait for that very
+/// item: they return `false` at once instead; from an item of another workqueue they wait as
+/// usual and return `true`.
+#[test]
+fn flush_and_drain_from_an_own_item_return_false_instead_of_deadlocking() {
+    let wq = Arc::new(Workqueue::builder("self-flush").build().unwrap());
+    let other = Arc::new(Workqueue::builder("other-flush").build().unwrap());
+    let answers = Arc::new(Mutex::new(Vec::new()));
+    let ran_before = counter();
+    {
+        let ran_before = ran_before.clone();
+        other.queue(move || {
+            thread::sleep(Duration::from_millis(20));
+            ran_before.fetch_add(1, Ordering::SeqCst);
+        });
+    }
+    {
+        let (wq2, other, answers) = (Arc::downgrade(&wq), other.clone(), answers.clone());
+        let ran_before = ran_before.clone();
+        wq.queue(move || {
+            let wq = wq2.upgrade().expect("the workqueue outlives its items");
+            let own = (wq.flush(), wq.drain());
+            let foreign = other.flush();
+            answers
+                .lock()
+                .unwrap()
+                .push((own, foreign, ran_before.load(Ordering::SeqCst)));
+        });
+    }
+    let flushed = without_deadlock("flush from the test thread", {
+        let wq = wq.clone();
+        move || wq.flush()
+    });
+    assert!(flushed);
+    assert_eq!(
+        answers.lock().unwrap().as_slice(),
+        &[((false, false), true, 1)],
+        "own flush/drain refuse at once; another workqueue's flush waits for its item"
+    );
+}

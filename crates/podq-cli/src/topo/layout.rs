@@ -245,7 +245,7 @@ mod tests {
         let cpus: Vec<String> = (0..64).map(|c| c.to_string()).collect();
         let pods: Vec<String> = (0..64).map(|c| (c / 8).to_string()).collect();
         let lines = grid(&[("cpu", cpus), ("pod", pods)], 2);
-        assert!(lines.len() >= 4 && lines.len() % 2 == 0);
+        assert!(lines.len() >= 4 && lines.len().is_multiple_of(2));
         assert!(lines.iter().all(|l| l.len() <= WIDTH));
         assert!(lines[0].starts_with("  cpu 0 1 2"), "{lines:?}");
         assert!(lines[1].starts_with("  pod 0 0 0"), "{lines:?}");

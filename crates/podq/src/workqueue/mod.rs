@@ -333,16 +333,29 @@ impl Workqueue {
     /// (including re-queues by the items themselves) do not hold it up.
     ///
     /// Delayed items whose delay has not ended are not waited for (they are not queued yet).
-    /// Called from one of this workqueue's own items, it would wait for that item: don't.
-    pub fn flush(&self) {
+    ///
+    /// Returns `true` once everything queued before the call has finished. Called from one of
+    /// this workqueue's own items it would wait for that very item (the kernel deadlocks
+    /// there), so it returns `false` at once and waits for nothing.
+    pub fn flush(&self) -> bool {
+        if self.called_from_own_item() {
+            return false;
+        }
         self.shared
             .flush
             .flush(|| self.pods.iter().map(|p| &p.counters));
+        true
     }
 
     /// Flushes until the workqueue is empty. While it runs, only this workqueue's own running
     /// items may queue more work on it; other queue calls return `false` and queue nothing.
-    pub fn drain(&self) {
+    ///
+    /// Returns `true` once the workqueue was empty; `false` at once, having waited for nothing,
+    /// when called from one of this workqueue's own items (as [`Workqueue::flush`]).
+    pub fn drain(&self) -> bool {
+        if self.called_from_own_item() {
+            return false;
+        }
         self.shared.flush.start_drain();
         loop {
             self.flush();
@@ -351,6 +364,12 @@ impl Workqueue {
             }
         }
         self.shared.flush.end_drain();
+        true
+    }
+
+    /// Whether the calling thread is running one of this workqueue's items.
+    fn called_from_own_item(&self) -> bool {
+        task::running_wq() == self.shared.id
     }
 
     /// Counters of this workqueue and the state of its pools, now.
@@ -454,7 +473,7 @@ impl Workqueue {
     /// workqueue's items.
     #[inline]
     fn refused(&self) -> bool {
-        self.shared.flush.draining() && task::running_wq() != self.shared.id
+        self.shared.flush.draining() && !self.called_from_own_item()
     }
 }
 
@@ -468,10 +487,8 @@ impl Drop for Workqueue {
         for fire in timer::take_for(self.shared.id) {
             fire.fire();
         }
-        let own_item = task::running_wq() == self.shared.id;
-        if !own_item {
-            self.drain();
-        }
+        // From one of its own items, drain returns at once (it would wait for itself).
+        self.drain();
     }
 }
 
