@@ -37,9 +37,14 @@ pub(crate) mod thread {
 }
 
 /// Backoff rounds spent spinning with `spin_loop` before the remaining rounds yield: round `r`
-/// spins up to `2^r` times, so 6 rounds are 63 spins, a few microseconds; crossbeam's `Backoff`
-/// uses the same split (`SPIN_LIMIT` 6).
-const SPIN_ONLY_ROUNDS: u32 = 6;
+/// spins up to `2^r` times, so 9 rounds are 511 spins, about 10 us on the 2-CPU test machine
+/// (19 ns per `spin_loop`), two futex round trips there. Measured with `podq bench` (queue
+/// workload, 2 pinned producers, 2 workers, alternating runs of 3): cache_shard 285k-380k
+/// items/s with 6 rounds (63 spins), 370k-450k with 7 (crossbeam's `Backoff`), 470k-600k with 8,
+/// 550k-720k with 9, and no further gain with 10 or 11 (channel pool: 600k-630k). A worker that
+/// gives up spinning sooner yields to the producer on its CPU, which spins out its own short
+/// budget and parks, so the item pays a futex round trip.
+const SPIN_ONLY_ROUNDS: u32 = 9;
 
 /// Looks at `ready` with backoff for at most `rounds` rounds (spins first, then yields); returns
 /// whether it became true. The caller falls back to blocking when it did not: this only saves a

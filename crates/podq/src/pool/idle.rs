@@ -65,10 +65,23 @@ impl WorkerSlot {
 }
 
 /// Everything under the pool lock.
+///
+/// `repr(C)`, hot fields first: a push that leaves its task to a spinner (P1, P2s) touches
+/// only the first cache line of the pool lock (the lock word, `queue`, `spinning`, `lock`); a
+/// pop (P4) adds `started`, on the next line, which pushers do not touch on that path.
 #[derive(Debug)]
+#[repr(C)]
 pub(crate) struct Synced<T> {
     /// L: the waiting tasks.
     queue: Queue<T>,
+    /// L: workers that found the queue empty and are spinning (P6s) before they park. A push
+    /// that leaves no more items than spinners wakes nobody: a spinner takes it.
+    spinning: usize,
+    /// L: lock acquisitions and contended acquisitions.
+    lock: LockCounts,
+    /// L: tasks taken from the queue by workers: the pool's progress, which the stall check
+    /// (W1-W3) watches.
+    started: u64,
     /// L: the parkers of idle workers that nobody has woken yet, most recently parked last.
     /// Pushes wake the last one (LIFO, like the kernel's `idle_list`), so the workers at the
     /// bottom stay idle long enough to retire.
@@ -79,15 +92,9 @@ pub(crate) struct Synced<T> {
     /// coming, no further worker is started: like the kernel's single manager, creation is a
     /// chain, one worker at a time.
     coming: usize,
-    /// L: workers that found the queue empty and are spinning (P6s) before they park. A push
-    /// that leaves no more items than spinners wakes nobody: a spinner takes it.
-    spinning: usize,
     /// L: set once, when the pool's last user lets go; workers then exit when the queue is
     /// empty.
     shutdown: bool,
-    /// L: tasks taken from the queue by workers: the pool's progress, which the stall check
-    /// (W1-W3) watches.
-    started: u64,
     /// L: whether the stall watchdog watches this pool (W1); cleared when it finds the queue
     /// empty.
     watched: bool,
@@ -97,8 +104,21 @@ pub(crate) struct Synced<T> {
     workers_created: u64,
     /// L: workers that retired after `idle_timeout`.
     workers_retired: u64,
-    /// L: lock acquisitions and contended acquisitions.
-    lock: LockCounts,
+}
+
+/// Keeps its content on cache lines of its own: 128 bytes, two lines, since the adjacent-line
+/// prefetcher moves lines in pairs (crossbeam's `CachePadded` on x86_64). Local, so that the
+/// loom build of this file needs no dependency.
+#[derive(Debug)]
+#[repr(align(128))]
+struct Line<T>(T);
+
+impl<T> std::ops::Deref for Line<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.0
+    }
 }
 
 impl<T> Synced<T> {
@@ -189,8 +209,9 @@ pub(crate) struct Snapshot {
 /// One pool's queue and workers behind one lock.
 #[derive(Debug)]
 pub(crate) struct Core<T> {
-    /// The pool lock: the one lock of the pool.
-    synced: Mutex<Synced<T>>,
+    /// The pool lock: the one lock of the pool. On lines of its own, so that pushers and workers
+    /// share nothing else with it.
+    synced: Line<Mutex<Synced<T>>>,
     /// Used with the pool lock: notified when `workers` drops to 0.
     exited: Condvar,
     /// I: the most workers this pool runs at once (at least 1).
@@ -204,8 +225,9 @@ pub(crate) struct Core<T> {
     spin_rounds: u32,
     /// A: the queue's length, stored under the pool lock at every push and pop, read without
     /// it by spinning workers (P6s). Only a hint that work may be there: the decision is always
-    /// taken again under the lock, so `Relaxed` is enough.
-    queued: AtomicUsize,
+    /// taken again under the lock, so `Relaxed` is enough. On lines of its own: spinners read
+    /// it in a loop, which must not pull the lock's line away from the thread holding it.
+    queued: Line<AtomicUsize>,
 }
 
 /// How a pool grows and waits: fixed when the pool is made.
@@ -226,26 +248,26 @@ impl<T> Core<T> {
     pub(crate) fn new(limits: Limits) -> Self {
         let max_workers = limits.max_workers.max(1);
         Self {
-            synced: Mutex::new(Synced {
+            synced: Line(Mutex::new(Synced {
                 queue: Queue::new(),
+                spinning: 0,
+                lock: LockCounts::default(),
+                started: 0,
                 idle: Vec::new(),
                 workers: 0,
                 coming: 0,
-                spinning: 0,
                 shutdown: false,
-                started: 0,
                 watched: false,
                 watched_started: 0,
                 workers_created: 0,
                 workers_retired: 0,
-                lock: LockCounts::default(),
-            }),
+            })),
             exited: Condvar::new(),
             max_workers,
             eager_workers: limits.eager_workers.clamp(1, max_workers),
             idle_timeout: limits.idle_timeout,
             spin_rounds: limits.spin_rounds,
-            queued: AtomicUsize::new(0),
+            queued: Line(AtomicUsize::new(0)),
         }
     }
 

@@ -40,10 +40,11 @@ pub(crate) const DEFAULT_MAX_WORKERS: usize = 256;
 /// `IDLE_WORKER_TIMEOUT`.
 pub(crate) const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// Backoff rounds an idle worker spins before it parks: 10, crossbeam's `Backoff` budget (6
-/// rounds of doubling spins, then 4 yields). Measured with `podq bench` on a 2-CPU machine:
-/// without it every closed-loop queue call paid a futex wake-up (docs/benchmarks.md).
-pub(crate) const SPIN_ROUNDS: u32 = 10;
+/// Backoff rounds an idle worker spins before it parks: 13, that is 9 rounds of doubling spins
+/// (511 `spin_loop`s, about 10 us, see `sync::SPIN_ONLY_ROUNDS` for the measurements) and then
+/// 4 yields, as crossbeam's `Backoff` ends. Without spinning every closed-loop queue call paid a
+/// futex wake-up (docs/benchmarks.md).
+pub(crate) const SPIN_ROUNDS: u32 = 13;
 
 /// The workqueue layer's task, which the registry's pools run.
 pub(crate) use crate::workqueue::task::Task;

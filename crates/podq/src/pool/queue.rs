@@ -64,7 +64,9 @@ impl LockCounts {
     /// Records one acquisition; `contended` when the lock was found held.
     pub(crate) fn record(&mut self, contended: bool) {
         self.acquisitions += 1;
-        self.contended += u64::from(contended);
+        if contended {
+            self.contended += 1;
+        }
     }
 }
 

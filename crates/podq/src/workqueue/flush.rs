@@ -10,17 +10,24 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
+use crossbeam_utils::CachePadded;
 use parking_lot::{Condvar, Mutex};
 
 /// Two colours suffice: flushers are serialised, so at most one colour is being waited on
 /// while the other collects new work.
 const COLOURS: usize = 2;
 
-/// The counters of one pod of one workqueue, on their own cache line.
+/// The counters of one pod of one workqueue.
+///
+/// `in_flight` is written by every queue call and by every finished run; the statistics only by
+/// the workers, before and after a run. They sit on separate cache lines, so that a worker
+/// about to run an item does not first pull back the line that the queuer just wrote. Together
+/// with the pool lock's own lines (`pool/idle.rs`), measured with `podq bench` on 2 CPUs in 8
+/// alternating runs: cache_shard median 395k items/s against 372k without the padding.
 #[derive(Debug, Default)]
 pub(crate) struct PodCounters {
     /// A: executions queued under each colour and not finished yet.
-    in_flight: [AtomicUsize; COLOURS],
+    in_flight: CachePadded<[AtomicUsize; COLOURS]>,
     /// A: executions whose closure started.
     pub(crate) started: AtomicU64,
     /// A: executions whose closure returned or panicked.
