@@ -6,6 +6,7 @@
 //! on its workqueue, to the pod of the CPU that armed it.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -83,18 +84,32 @@ struct Timer {
     heap: Mutex<Heap>,
     /// Signalled when an entry becomes the earliest.
     wake: Condvar,
+    /// A: whether the timer thread runs. Set by the one caller whose compare-exchange wins and
+    /// cleared again if the OS refuses the thread, so that a later arm tries again.
+    running: AtomicBool,
 }
 
-/// The process-wide timer, started on first use.
+/// The process-wide timer; its thread is started on first use.
+///
+/// If the OS refuses the thread (out of threads or memory), entries still wait in the heap and
+/// the next call tries again: nothing armed is lost, it fires late, and `DelayedWork::flush` or
+/// `cancel_sync` still reach it. No panic.
 fn timer() -> &'static Timer {
-    TIMER.get_or_init(|| {
-        let timer: &'static Timer = Box::leak(Box::default());
-        std::thread::Builder::new()
+    let timer: &'static Timer = TIMER.get_or_init(|| Box::leak(Box::default()));
+    // Acquire/Release are not needed: the thread only uses `timer`'s own locks.
+    if timer
+        .running
+        .compare_exchange(false, true, Ordering::Relaxed, Ordering::Relaxed)
+        .is_ok()
+    {
+        let spawned = std::thread::Builder::new()
             .name("podq/timer".into())
-            .spawn(move || run(timer))
-            .unwrap_or_else(|e| panic!("podq cannot start its timer thread 'podq/timer': {e}"));
-        timer
-    })
+            .spawn(move || run(timer));
+        if spawned.is_err() {
+            timer.running.store(false, Ordering::Relaxed);
+        }
+    }
+    timer
 }
 
 /// The timer thread: fires every entry whose deadline has passed, sleeps until the next one.
