@@ -42,12 +42,23 @@ fn files(dir: &Path, out: &mut Vec<PathBuf>) -> io::Result<()> {
     Ok(())
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> std::process::ExitCode {
     let root = std::env::args_os()
         .nth(1)
         .map_or_else(|| PathBuf::from("."), PathBuf::from);
+    match run(&root) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("hash_files: {}: {err}", root.display());
+            std::process::ExitCode::from(1)
+        }
+    }
+}
+
+/// Hashes every file under `root` on a workqueue and prints the digests and the stats.
+fn run(root: &Path) -> Result<(), Box<dyn std::error::Error>> {
     let mut paths = Vec::new();
-    files(&root, &mut paths)?;
+    files(root, &mut paths)?;
     paths.sort();
 
     let wq = Workqueue::builder("hash")
