@@ -152,11 +152,7 @@ impl Workqueue {
         max_active: Option<usize>,
         max_workers: usize,
     ) -> Workqueue {
-        let used = pools
-            .pools
-            .iter()
-            .filter(|p| !p.pod().cpus.is_empty())
-            .count();
+        let used = serving_pools(&pools);
         // A limit of at least every worker the pools may ever have cannot be reached by
         // running items, so it needs no counter: items then never touch a workqueue-wide word.
         let reachable = max_active.filter(|&m| m < used.saturating_mul(max_workers));
@@ -206,12 +202,7 @@ impl Workqueue {
 
     /// How many pools serve this workqueue (pods with at least one of its CPUs).
     pub fn pools(&self) -> usize {
-        self.shared
-            .pools
-            .pools
-            .iter()
-            .filter(|p| !p.pod().cpus.is_empty())
-            .count()
+        serving_pools(&self.shared.pools)
     }
 
     /// Queues a one-shot closure to the pool of the calling thread's pod.
@@ -571,6 +562,15 @@ pub(crate) fn dispatch(wq: &WqShared, task: Task) {
         _ => task,
     };
     wq.pools.pools[task.acct.pod.index].push(task);
+}
+
+/// How many of `pools` serve at least one of the workqueue's CPUs.
+fn serving_pools(pools: &PoolSet) -> usize {
+    pools
+        .pools
+        .iter()
+        .filter(|p| !p.pod().cpus.is_empty())
+        .count()
 }
 
 /// `0, 1, 3` for error messages.
