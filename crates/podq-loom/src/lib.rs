@@ -15,6 +15,15 @@
 //! mod idle;
 //! ```
 
+/// Runs `model` under loom with at most `preemptions` preemptions per execution: 3 finds the
+/// bugs of small protocols (loom's own advice for models of this size) and keeps each model to
+/// seconds; four-thread models use 2, whose space at 3 takes minutes.
+pub fn check(preemptions: usize, model: impl Fn() + Sync + Send + 'static) {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(preemptions);
+    builder.check(model);
+}
+
 /// The loom version of `podq::sync`: the same names and signatures, built on loom's types, so
 /// that a protocol file compiles against either.
 pub mod sync {

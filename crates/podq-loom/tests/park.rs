@@ -6,7 +6,7 @@ mod common;
 // The protocol files name `crate::sync`: here it is loom's.
 use podq_loom::sync;
 
-use common::{check, check_bounded, core, push, spinning_core, Ran};
+use common::{check, core, push, spinning_core, Ran};
 use std::sync::atomic::{AtomicBool, Ordering};
 use sync::thread;
 
@@ -53,7 +53,7 @@ fn push_vs_spin_never_loses_a_task() {
 /// run, none twice. (Four threads: main, one pusher, two workers: loom's limit.)
 #[test]
 fn two_pushes_one_spinner() {
-    check_bounded(2, || {
+    podq_loom::check(2, || {
         let core = spinning_core(2, 1);
         let ran = Ran::new(3);
         push(&core, Ran::task(&ran));

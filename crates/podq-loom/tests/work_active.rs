@@ -43,9 +43,7 @@ impl Model {
 /// activated, one at a time.
 #[test]
 fn no_lost_activation_and_never_over_the_limit() {
-    let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = Some(3);
-    builder.check(|| {
+    podq_loom::check(3, || {
         let m = Arc::new(Model {
             limit: ActiveLimit::new(1),
             ready: Mutex::new(Vec::new()),

@@ -139,10 +139,9 @@ impl Model {
     }
 }
 
-fn check(f: impl Fn() + Sync + Send + 'static) {
-    let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = Some(2);
-    builder.check(f);
+/// The item models have three threads and long protocols: bound 2 keeps each to seconds.
+fn check(model: impl Fn() + Sync + Send + 'static) {
+    podq_loom::check(2, model);
 }
 
 /// Queueing while the item runs: the new execution waits for the running one (never two runs
@@ -186,11 +185,16 @@ fn cancel_vs_worker_vs_queuer() {
                 m.queue(2);
             })
         };
-        let runs_before = m.runs.load(Ordering::SeqCst);
         let was_pending = m.cancel();
-        let _ = (runs_before, was_pending);
         worker.join().unwrap();
         queuer.join().unwrap();
+        // "Was pending" means the execution pending when the cancel began was discarded, by
+        // the cancel itself or by a worker that popped it while CANCELING was set.
+        let discards = m.discards.load(Ordering::SeqCst);
+        assert!(
+            !was_pending || discards >= 1,
+            "cancel reported a pending execution, but none was discarded"
+        );
         m.drain();
         m.check_counts();
     });

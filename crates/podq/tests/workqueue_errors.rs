@@ -6,6 +6,16 @@ fn synthetic() -> Topology {
     Topology::from_machine("sockets=1,nodes=2,caches=2,cores=4,smt=1").unwrap()
 }
 
+/// A workqueue on CPUs 0-1 (node 0) of [`synthetic`], whose node 1 holds CPUs 2-3.
+fn on_node_0_only() -> Workqueue {
+    let cpus: CpuSet = [0, 1].into_iter().collect();
+    Workqueue::builder("e")
+        .topology(synthetic())
+        .cpus(cpus)
+        .build()
+        .unwrap()
+}
+
 #[test]
 fn shard_size_of_zero() {
     let err = Workqueue::builder("e").shard_size(0).build().unwrap_err();
@@ -51,12 +61,7 @@ fn cpu_set_with_an_unusable_cpu() {
 
 #[test]
 fn queue_on_a_cpu_outside_the_workqueue() {
-    let cpus: CpuSet = [0, 1].into_iter().collect();
-    let wq = Workqueue::builder("e")
-        .topology(synthetic())
-        .cpus(cpus)
-        .build()
-        .unwrap();
+    let wq = on_node_0_only();
     let err = wq.queue_on(3, || {}).unwrap_err();
     assert!(matches!(err, Error::UnknownCpu { cpu: 3, .. }), "{err}");
     let err = wq.queue_on(1_000_000, || {}).unwrap_err();
@@ -70,12 +75,7 @@ fn queue_on_a_cpu_outside_the_workqueue() {
 #[test]
 fn queue_node_without_workqueue_cpus() {
     // Node 1 holds CPUs 2-3, outside this workqueue's CPUs.
-    let cpus: CpuSet = [0, 1].into_iter().collect();
-    let wq = Workqueue::builder("e")
-        .topology(synthetic())
-        .cpus(cpus)
-        .build()
-        .unwrap();
+    let wq = on_node_0_only();
     let err = wq.queue_node(1, || {}).unwrap_err();
     assert!(matches!(err, Error::UnknownNode { node: 1, .. }), "{err}");
     assert!(

@@ -20,6 +20,24 @@ fn counter() -> Arc<AtomicUsize> {
     Arc::new(AtomicUsize::new(0))
 }
 
+/// Queues an item that blocks `wq` (an ordered workqueue: everything queued after it waits)
+/// until the returned sender is dropped.
+fn hold_up(wq: &Workqueue) -> Sender<()> {
+    let (open, closed) = gate();
+    wq.queue(move || {
+        let _ = closed.recv();
+    });
+    open
+}
+
+/// A work item that counts its runs in `runs`.
+fn counting_work(runs: &Arc<AtomicUsize>) -> Work {
+    let runs = runs.clone();
+    Work::new(move || {
+        runs.fetch_add(1, Ordering::SeqCst);
+    })
+}
+
 #[test]
 fn a_work_item_never_runs_on_two_workers_at_once() {
     let wq = Arc::new(Workqueue::builder("reentrancy").build().unwrap());
@@ -58,17 +76,9 @@ fn a_work_item_never_runs_on_two_workers_at_once() {
 #[test]
 fn queueing_a_pending_item_returns_false_and_it_runs_once() {
     let wq = Workqueue::ordered("pending").unwrap();
-    let (open, closed) = gate();
-    wq.queue(move || {
-        let _ = closed.recv();
-    });
+    let open = hold_up(&wq);
     let runs = counter();
-    let work = {
-        let runs = runs.clone();
-        Work::new(move || {
-            runs.fetch_add(1, Ordering::SeqCst);
-        })
-    };
+    let work = counting_work(&runs);
     assert!(wq.queue_work(&work));
     assert!(!wq.queue_work(&work), "second queue of a pending item");
     assert!(work.is_pending());
@@ -241,17 +251,9 @@ fn cancel_sync_stops_a_self_requeueing_item() {
 #[test]
 fn cancel_sync_of_a_pending_item_discards_it() {
     let wq = Workqueue::ordered("cancel-pending").unwrap();
-    let (open, closed) = gate();
-    wq.queue(move || {
-        let _ = closed.recv();
-    });
+    let open = hold_up(&wq);
     let runs = counter();
-    let work = {
-        let runs = runs.clone();
-        Work::new(move || {
-            runs.fetch_add(1, Ordering::SeqCst);
-        })
-    };
+    let work = counting_work(&runs);
     assert!(!work.cancel_sync(), "an idle item was not pending");
     wq.queue_work(&work);
     assert!(work.cancel_sync(), "a pending item");

@@ -17,21 +17,12 @@ pub(crate) use idle::{Core, Grow, Limits, Next, Push, WorkerSlot};
 /// A task in the models: a closure, as the pool's tasks are.
 pub(crate) type Item = Box<dyn FnOnce() + Send>;
 
-/// The preemption bound of every model: 3 finds the bugs of small protocols (loom's own
-/// recommendation for models of this size) and keeps each model to seconds.
+/// The preemption bound of the pool models (see [`podq_loom::check`]).
 pub(crate) const PREEMPTION_BOUND: usize = 3;
 
 /// Runs `model` under loom with [`PREEMPTION_BOUND`].
 pub(crate) fn check(model: impl Fn() + Sync + Send + 'static) {
-    check_bounded(PREEMPTION_BOUND, model);
-}
-
-/// Runs `model` under loom with at most `preemptions` preemptions per execution: 2 for the
-/// four-thread models, whose space at 3 takes minutes.
-pub(crate) fn check_bounded(preemptions: usize, model: impl Fn() + Sync + Send + 'static) {
-    let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = Some(preemptions);
-    builder.check(model);
+    podq_loom::check(PREEMPTION_BOUND, model);
 }
 
 /// A pool core with `max_workers`, all eager, that parks at once, and an idle timeout (which
