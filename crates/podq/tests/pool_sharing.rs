@@ -7,29 +7,16 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+mod support;
+use support::{eventually, PATIENCE};
 
 use podq::{AffinityScope, Workqueue};
-
-/// Long enough for anything here on a loaded 2-core CI machine (a bound on a hang).
-const PATIENCE: Duration = Duration::from_secs(60);
 
 /// An idle timeout no other test uses, so the test's pools are its own.
 fn private_timeout(n: u64) -> Duration {
     Duration::from_secs(7_200 + n)
-}
-
-/// Waits until `done` holds, polling; false after [`PATIENCE`]. A pool counts an item as
-/// executed just after its run returns, so a flush may return a moment before the count moves.
-fn eventually(mut done: impl FnMut() -> bool) -> bool {
-    let start = Instant::now();
-    while start.elapsed() < PATIENCE {
-        if done() {
-            return true;
-        }
-        thread::sleep(Duration::from_millis(2));
-    }
-    done()
 }
 
 /// One pool of every CPU (`system`), with a private idle timeout.

@@ -9,13 +9,12 @@
 use std::sync::mpsc;
 use std::sync::{Arc, Barrier};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+mod support;
+use support::{eventually, PATIENCE};
 
 use podq::{affinity, AffinityScope, CpuSet, PoolStats, Topology, Workqueue};
-
-/// Long enough for anything here on a loaded 2-core CI machine: waiting this long means the
-/// test failed (a bound on a hang, not a speed check).
-const PATIENCE: Duration = Duration::from_secs(60);
 
 /// An idle timeout no other test uses, so the test's pools are its own (see the file docs).
 fn private_timeout(n: u64) -> Duration {
@@ -49,18 +48,6 @@ fn on_worker<R: Send + 'static>(
 /// The sum of a count over a workqueue's pools.
 fn total(wq: &Workqueue, count: impl Fn(&PoolStats) -> u64) -> u64 {
     wq.stats().pools.iter().map(count).sum()
-}
-
-/// Waits until `done` holds, polling; false after [`PATIENCE`].
-fn eventually(mut done: impl FnMut() -> bool) -> bool {
-    let start = Instant::now();
-    while start.elapsed() < PATIENCE {
-        if done() {
-            return true;
-        }
-        thread::sleep(Duration::from_millis(5));
-    }
-    done()
 }
 
 #[test]

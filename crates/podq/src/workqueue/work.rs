@@ -174,7 +174,6 @@ impl WorkInner {
 
 impl Grabbed {
     /// Uncounts the execution from its workqueue; the claim stays with the caller. Returns the
-    ///
     /// workqueue's part for the pod it was headed for.
     pub(crate) fn unqueue(self) -> Arc<CachePadded<PodShared>> {
         match self {
