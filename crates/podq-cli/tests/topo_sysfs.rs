@@ -2,9 +2,11 @@
 //! real machines is present, every one of them against its reference answer.
 
 mod cli_support;
+#[path = "../../podq/tests/machines/mod.rs"]
+mod machines;
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use cli_support::{assert_one_line_error, pod_lists, podq_ok, scope_pods, topo_sysfs_json};
 use serde_json::Value;
@@ -233,80 +235,18 @@ fn a_garbage_cpu_list_is_unusable_data() {
     assert_one_line_error(&["topo", "--sysfs", path], 1, &["core_cpus_list"]);
 }
 
-/// The shared folder of real machines: `$PODQ_TOPOLOGIES`, or `shared/topologies` beside the
-/// project's checkout.
-fn shared_topologies() -> PathBuf {
-    std::env::var_os("PODQ_TOPOLOGIES").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/topologies"),
-        PathBuf::from,
-    )
-}
-
-/// Unpacks the topology part of `archive` (`.tar.bz2`) into `into`: everything under
-/// `sys/devices/system/cpu` and `sys/devices/system/node` except the power-management folders
-/// (`cpuidle`, `cpufreq`). The rest of a snapshot (`/proc`, PCI devices, idle states) is three
-/// quarters of its files, and writing them made this test slow on a busy disk.
-fn unpack(archive: &Path, into: &Path) {
-    let file = fs::File::open(archive).unwrap();
-    let mut tar = tar::Archive::new(bzip2::read::BzDecoder::new(file));
-    let fail = |e: std::io::Error| -> ! { panic!("cannot unpack {}: {e}", archive.display()) };
-    for entry in tar.entries().unwrap_or_else(|e| fail(e)) {
-        let mut entry = entry.unwrap_or_else(|e| fail(e));
-        let path = entry.path().unwrap_or_else(|e| fail(e)).into_owned();
-        let parts: Vec<&str> = path.iter().filter_map(|p| p.to_str()).collect();
-        let topology = parts
-            .windows(4)
-            .any(|w| w[..3] == ["sys", "devices", "system"] && (w[3] == "cpu" || w[3] == "node"));
-        let power = parts.iter().any(|p| *p == "cpuidle" || *p == "cpufreq");
-        if topology && !power {
-            entry.unpack_in(into).unwrap_or_else(|e| fail(e));
-        }
-    }
-}
-
-/// A fresh temporary folder, in memory (`/dev/shm`) where there is one: the real machines'
-/// trees are thousands of small files.
-fn scratch_dir() -> tempfile::TempDir {
-    let shm = Path::new("/dev/shm");
-    shm.is_dir()
-        .then(|| tempfile::tempdir_in(shm).ok())
-        .flatten()
-        .unwrap_or_else(|| tempfile::tempdir().unwrap())
-}
-
 #[test]
 fn real_machines_match_their_reference_answers() {
-    let folder = shared_topologies();
-    if !folder.is_dir() {
-        println!(
-            "skipped: no shared topologies at {} (set PODQ_TOPOLOGIES to a folder of \
-             *.tar.bz2 sysfs snapshots with expected/NAME.json answers)",
-            folder.display()
-        );
+    let Some(machines) = machines::machines() else {
         return;
-    }
-    let mut archives: Vec<PathBuf> = fs::read_dir(&folder)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.to_str().is_some_and(|s| s.ends_with(".tar.bz2")))
-        .collect();
-    archives.sort();
-    assert!(!archives.is_empty(), "no *.tar.bz2 in {}", folder.display());
-
+    };
     let mut failures = Vec::new();
-    for archive in &archives {
-        let file_name = archive.file_name().unwrap().to_str().unwrap();
-        let name = file_name.trim_end_matches(".tar.bz2");
-        let expected_path = folder.join("expected").join(format!("{name}.json"));
-        let expected: Value = serde_json::from_str(
-            &fs::read_to_string(&expected_path)
-                .unwrap_or_else(|e| panic!("{}: {e}", expected_path.display())),
-        )
-        .unwrap();
-        let dir = scratch_dir();
-        unpack(archive, dir.path());
+    for machine in &machines {
+        let name = &machine.name;
+        let expected = machine.expected();
+        let (scratch, _root) = machine.unpack().unwrap_or_else(|e| panic!("{e}"));
         // Pass the folder the archive unpacked into: podq finds its one top folder.
-        let report = topo_sysfs_json(dir.path(), &[]);
+        let report = topo_sysfs_json(scratch.path(), &[]);
         if report["cpus"] != expected["cpus"] {
             failures.push(format!(
                 "{name}: cpus {} != {}",
@@ -326,6 +266,6 @@ fn real_machines_match_their_reference_answers() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     println!(
         "{} real machines match their reference answers",
-        archives.len()
+        machines.len()
     );
 }
