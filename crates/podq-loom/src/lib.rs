@@ -35,6 +35,9 @@ pub mod sync {
 
     pub use loom::sync::Arc;
 
+    /// The same padding as podq's facade: layout only, nothing for loom to model.
+    pub use crossbeam_utils::CachePadded;
+
     /// Atomics, from loom.
     pub mod atomic {
         pub use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};

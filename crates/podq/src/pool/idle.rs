@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use super::queue::{LockCounts, Queue};
 use crate::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use crate::sync::{Arc, Condvar, Mutex, MutexGuard};
+use crate::sync::{Arc, CachePadded, Condvar, Mutex, MutexGuard};
 
 /// Where one idle worker sleeps, and the flag that says it was woken on purpose.
 #[derive(Debug)]
@@ -106,21 +106,6 @@ pub(crate) struct Synced<T> {
     workers_retired: u64,
 }
 
-/// Keeps its content on cache lines of its own: 128 bytes, two lines, since the adjacent-line
-/// prefetcher moves lines in pairs (crossbeam's `CachePadded` on x86_64). Local, so that the
-/// loom build of this file needs no dependency.
-#[derive(Debug)]
-#[repr(align(128))]
-struct Line<T>(T);
-
-impl<T> std::ops::Deref for Line<T> {
-    type Target = T;
-
-    fn deref(&self) -> &T {
-        &self.0
-    }
-}
-
 impl<T> Synced<T> {
     /// "need_more_worker": work waits, nobody is idle, spinning or on the way, and the pool may
     /// grow.
@@ -211,7 +196,7 @@ pub(crate) struct Snapshot {
 pub(crate) struct Core<T> {
     /// The pool lock: the one lock of the pool. On lines of its own, so that pushers and workers
     /// share nothing else with it.
-    synced: Line<Mutex<Synced<T>>>,
+    synced: CachePadded<Mutex<Synced<T>>>,
     /// Used with the pool lock: notified when `workers` drops to 0.
     exited: Condvar,
     /// I: the most workers this pool runs at once (at least 1).
@@ -227,7 +212,7 @@ pub(crate) struct Core<T> {
     /// it by spinning workers (P6s). Only a hint that work may be there: the decision is always
     /// taken again under the lock, so `Relaxed` is enough. On lines of its own: spinners read
     /// it in a loop, which must not pull the lock's line away from the thread holding it.
-    queued: Line<AtomicUsize>,
+    queued: CachePadded<AtomicUsize>,
 }
 
 /// How a pool grows and waits: fixed when the pool is made.
@@ -248,7 +233,7 @@ impl<T> Core<T> {
     pub(crate) fn new(limits: Limits) -> Self {
         let max_workers = limits.max_workers.max(1);
         Self {
-            synced: Line(Mutex::new(Synced {
+            synced: CachePadded::new(Mutex::new(Synced {
                 queue: Queue::new(),
                 spinning: 0,
                 lock: LockCounts::default(),
@@ -267,7 +252,7 @@ impl<T> Core<T> {
             eager_workers: limits.eager_workers.clamp(1, max_workers),
             idle_timeout: limits.idle_timeout,
             spin_rounds: limits.spin_rounds,
-            queued: Line(AtomicUsize::new(0)),
+            queued: CachePadded::new(AtomicUsize::new(0)),
         }
     }
 
