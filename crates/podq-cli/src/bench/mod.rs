@@ -60,8 +60,7 @@ pub(crate) fn run(args: &BenchArgs) -> Result<(), CliError> {
     } else {
         report::text(&machine, &settings, &rows)
     };
-    print!("{out}");
-    Ok(())
+    crate::output::print(&out)
 }
 
 /// Every run of every configuration, round-robin, summarised per configuration in order.
