@@ -25,7 +25,7 @@ const NO_POD: u32 = u32::MAX;
 /// assert_eq!(place.pod_of(3), Some(1));
 /// assert_eq!(place.pod_of(2), None); // not one of the workqueue's CPUs
 /// // CPU 2 is replaced round-robin by CPUs 0, 1, 3 in turn.
-/// assert_eq!(place.pod_for(Some(2), 2), 1);
+/// assert_eq!(place.pod_for(Some(2), || 2), 1);
 /// ```
 #[derive(Clone, Debug)]
 pub struct Placement {
@@ -83,19 +83,14 @@ impl Placement {
 
     /// The pod for an item issued on `cpu` (`None`: the OS could not tell): its own pod when
     /// it is one of the workqueue's CPUs, otherwise the pod of the workqueue's CPU number
-    /// `rotation % len` (the caller advances `rotation` for each replacement).
+    /// `rotation() % len`. `rotation` is asked only for a replacement, so that the common case
+    /// touches no shared counter (the caller's rotation is typically an atomic it advances).
     #[inline]
-    pub fn pod_for(&self, cpu: Option<usize>, rotation: usize) -> usize {
+    pub fn pod_for(&self, cpu: Option<usize>, rotation: impl FnOnce() -> usize) -> usize {
         if let Some(pod) = cpu.and_then(|c| self.pod_of(c)) {
             return pod;
         }
-        self.replacement(rotation)
-    }
-
-    /// The pod of the workqueue's CPU number `rotation % len`: the round-robin replacement for
-    /// a CPU outside the workqueue's CPUs.
-    pub fn replacement(&self, rotation: usize) -> usize {
-        let cpu = self.cpus[rotation % self.cpus.len()];
+        let cpu = self.cpus[rotation() % self.cpus.len()];
         self.table[cpu] as usize
     }
 
@@ -147,10 +142,15 @@ mod tests {
         let pods = Pods::new(&topo, AffinityScope::Cpu, 8).unwrap();
         let cpus: CpuSet = [1, 5].into_iter().collect();
         let place = Placement::new(&pods, &cpus, |_| 0).unwrap();
-        let chosen: Vec<usize> = (0..4).map(|r| place.pod_for(Some(0), r)).collect();
+        let chosen: Vec<usize> = (0..4).map(|r| place.pod_for(Some(0), || r)).collect();
         assert_eq!(chosen, vec![1, 5, 1, 5]);
-        assert_eq!(place.pod_for(None, 1), 5);
-        assert_eq!(place.pod_for(Some(5), 0), 5);
+        assert_eq!(place.pod_for(None, || 1), 5);
+        assert_eq!(place.pod_for(Some(5), || 0), 5);
+        // One of the workqueue's own CPUs never advances the rotation.
+        assert_eq!(
+            place.pod_for(Some(1), || unreachable!("rotation asked for an own CPU")),
+            1
+        );
     }
 
     #[test]

@@ -442,11 +442,11 @@ impl Workqueue {
     /// The pod of the calling thread's CPU (or its round-robin replacement).
     #[inline]
     fn pod_here(&self) -> usize {
-        let place = &self.shared.placement;
-        match crate::sys::current_cpu().and_then(|cpu| place.pod_of(cpu)) {
-            Some(pod) => pod,
-            None => place.replacement(self.shared.rotation.fetch_add(1, Ordering::Relaxed)),
-        }
+        self.shared
+            .placement
+            .pod_for(crate::sys::current_cpu(), || {
+                self.shared.rotation.fetch_add(1, Ordering::Relaxed)
+            })
     }
 
     /// The pod of `cpu`, which must be one of the workqueue's CPUs.
