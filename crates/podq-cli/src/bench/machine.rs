@@ -1,7 +1,5 @@
 //! The machine a benchmark ran on, in a few numbers (for the report and the JSON).
 
-use std::collections::BTreeSet;
-
 use podq::Topology;
 use serde::Serialize;
 
@@ -34,22 +32,14 @@ impl Machine {
     /// Describes `topology` (and, for the model and kernel, this machine).
     pub(crate) fn describe(topology: &Topology) -> Machine {
         let cpus = topology.cpus();
-        let cores: BTreeSet<usize> = cpus
-            .iter()
-            .filter_map(|cpu| cpu.core_cpus.first())
-            .collect();
-        let caches: BTreeSet<usize> = cpus
-            .iter()
-            .filter_map(|cpu| cpu.cache_cpus.first())
-            .collect();
         Machine {
             source: topology.source().to_owned(),
             model: cpu_model(),
             kernel: read_trimmed("/proc/sys/kernel/osrelease"),
             usable_cpus: topology.cpu_set().to_string(),
             cpus: cpus.len(),
-            cores: cores.len(),
-            cache_domains: caches.len(),
+            cores: topology.core_count(),
+            cache_domains: topology.cache_domains().len(),
             cache_level: cpus.first().and_then(|cpu| cpu.cache_level),
             nodes: topology.node_ids().len(),
             fallbacks: topology
