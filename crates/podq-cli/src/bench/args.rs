@@ -26,7 +26,7 @@ pub(crate) struct BenchArgs {
     /// Scopes to measure, comma-separated [default: cpu,smt,cache_shard,cache,numa,system].
     #[arg(long, value_name = "LIST")]
     pub(crate) scopes: Option<String>,
-    /// Peers to measure, comma-separated, or none [default: tokio,rayon,channel,mpsc].
+    /// Peers to measure, comma-separated, or none [default: tokio,rayon,channel,mpsc; also: mutex].
     #[arg(long, value_name = "LIST")]
     pub(crate) peers: Option<String>,
     /// Producer threads, one pinned per usable CPU in ascending order [default: usable CPUs].
@@ -335,6 +335,17 @@ mod tests {
             settings.peer_workers, 4,
             "peers keep one worker per usable CPU"
         );
+    }
+
+    #[test]
+    fn the_locked_queue_reference_is_measured_only_when_asked_for() {
+        let settings = Settings::from_args(
+            &args(&[("scopes", "cache_shard"), ("peers", "mutex,channel")]),
+            &usable(),
+        )
+        .expect("valid");
+        let names: Vec<String> = settings.systems.iter().map(|s| s.label(false)).collect();
+        assert_eq!(names, ["cache_shard", "mutex", "channel"]);
     }
 
     #[test]

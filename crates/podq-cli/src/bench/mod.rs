@@ -31,7 +31,7 @@ use self::args::{Settings, Workload};
 use self::executor::Executor;
 use self::machine::Machine;
 use self::measurement::{Measurement, Summary};
-use self::peers::{ChannelPeer, MpscPeer, Peer, RayonPeer, TokioPeer};
+use self::peers::{ChannelPeer, MpscPeer, MutexPeer, Peer, RayonPeer, TokioPeer};
 use self::report::Row;
 use self::system::System;
 use self::workqueue::PodqExecutor;
@@ -136,6 +136,7 @@ fn measure(
         System::Peer(Peer::Rayon) => peer_run(&RayonPeer::new(workers)?, workload, settings),
         System::Peer(Peer::Channel) => peer_run(&ChannelPeer::new(workers)?, workload, settings),
         System::Peer(Peer::Mpsc) => peer_run(&MpscPeer::new(workers)?, workload, settings),
+        System::Peer(Peer::Mutex) => peer_run(&MutexPeer::new(workers)?, workload, settings),
     }
 }
 

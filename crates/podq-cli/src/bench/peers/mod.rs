@@ -5,12 +5,14 @@
 
 mod channel;
 mod mpsc;
+mod mutex;
 mod pool;
 mod rayon;
 mod tokio;
 
 pub(crate) use self::channel::ChannelPeer;
 pub(crate) use self::mpsc::MpscPeer;
+pub(crate) use self::mutex::MutexPeer;
 pub(crate) use self::rayon::RayonPeer;
 pub(crate) use self::tokio::TokioPeer;
 
@@ -54,11 +56,22 @@ pub(crate) enum Peer {
     Channel,
     /// A std `mpsc` channel whose receiver N workers share behind a `Mutex`.
     Mpsc,
+    /// A `Mutex<VecDeque>` and a `Condvar` feeding N workers; measured only when asked for.
+    Mutex,
 }
 
 impl Peer {
-    /// Every peer, in the order they are measured.
+    /// The peers measured by default, in the order they are measured.
     pub(crate) const ALL: [Peer; 4] = [Peer::Tokio, Peer::Rayon, Peer::Channel, Peer::Mpsc];
+
+    /// Every peer `--peers` accepts: the default ones, then the locked-queue reference.
+    pub(crate) const KNOWN: [Peer; 5] = [
+        Peer::Tokio,
+        Peer::Rayon,
+        Peer::Channel,
+        Peer::Mpsc,
+        Peer::Mutex,
+    ];
 
     /// The name on the command line and in the report.
     pub(crate) fn name(self) -> &'static str {
@@ -67,6 +80,7 @@ impl Peer {
             Peer::Rayon => "rayon",
             Peer::Channel => "channel",
             Peer::Mpsc => "mpsc",
+            Peer::Mutex => "mutex",
         }
     }
 
@@ -76,12 +90,12 @@ impl Peer {
     ///
     /// [`CliError::Usage`] naming `name` and the valid peers.
     pub(crate) fn parse(name: &str) -> Result<Peer, CliError> {
-        Peer::ALL
+        Peer::KNOWN
             .into_iter()
             .find(|peer| peer.name() == name)
             .ok_or_else(|| {
                 CliError::Usage(format!(
-                    "unknown peer '{name}': expected one of tokio, rayon, channel, mpsc, or none"
+                    "unknown peer '{name}': expected one of tokio, rayon, channel, mpsc, mutex, or none"
                 ))
             })
     }
@@ -96,7 +110,7 @@ mod tests {
 
     #[test]
     fn names_round_trip_and_unknown_names_are_refused() {
-        for peer in Peer::ALL {
+        for peer in Peer::KNOWN {
             assert_eq!(Peer::parse(peer.name()).ok(), Some(peer));
         }
         assert!(Peer::parse("Tokio").is_err(), "names are case-sensitive");
@@ -129,5 +143,6 @@ mod tests {
         runs_every_job(RayonPeer::new(2).expect("rayon"));
         runs_every_job(ChannelPeer::new(2).expect("channel"));
         runs_every_job(MpscPeer::new(2).expect("mpsc"));
+        runs_every_job(MutexPeer::new(2).expect("mutex"));
     }
 }
