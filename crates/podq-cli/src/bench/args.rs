@@ -111,7 +111,7 @@ impl Settings {
         };
         let peers = match &args.peers {
             Some(list) => parse_peers(list)?,
-            None => Peer::ALL.to_vec(),
+            None => Peer::DEFAULT.to_vec(),
         };
         let shard_sizes = match &sweep {
             Some(sweep) => sweep.shard_sizes.clone(),

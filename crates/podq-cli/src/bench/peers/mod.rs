@@ -62,7 +62,7 @@ pub(crate) enum Peer {
 
 impl Peer {
     /// The peers measured by default, in the order they are measured.
-    pub(crate) const ALL: [Peer; 4] = [Peer::Tokio, Peer::Rayon, Peer::Channel, Peer::Mpsc];
+    pub(crate) const DEFAULT: [Peer; 4] = [Peer::Tokio, Peer::Rayon, Peer::Channel, Peer::Mpsc];
 
     /// Every peer `--peers` accepts: the default ones, then the locked-queue reference.
     pub(crate) const KNOWN: [Peer; 5] = [
@@ -94,8 +94,10 @@ impl Peer {
             .into_iter()
             .find(|peer| peer.name() == name)
             .ok_or_else(|| {
+                let known: Vec<&str> = Peer::KNOWN.into_iter().map(Peer::name).collect();
                 CliError::Usage(format!(
-                    "unknown peer '{name}': expected one of tokio, rayon, channel, mpsc, mutex, or none"
+                    "unknown peer '{name}': expected one of {}, or none",
+                    known.join(", ")
                 ))
             })
     }
