@@ -61,9 +61,6 @@ pub(crate) enum Peer {
 }
 
 impl Peer {
-    /// The peers measured by default, in the order they are measured.
-    pub(crate) const DEFAULT: [Peer; 4] = [Peer::Tokio, Peer::Rayon, Peer::Channel, Peer::Mpsc];
-
     /// Every peer `--peers` accepts: the default ones, then the locked-queue reference.
     pub(crate) const KNOWN: [Peer; 5] = [
         Peer::Tokio,
@@ -72,6 +69,9 @@ impl Peer {
         Peer::Mpsc,
         Peer::Mutex,
     ];
+
+    /// The peers measured by default, in the order they are measured: all but the reference.
+    pub(crate) const DEFAULT: &'static [Peer] = Peer::KNOWN.split_at(4).0;
 
     /// The name on the command line and in the report.
     pub(crate) fn name(self) -> &'static str {
