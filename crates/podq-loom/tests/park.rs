@@ -8,7 +8,7 @@ use podq_loom::sync;
 
 use common::{check, core, push, spinning_core, Ran};
 use std::sync::atomic::{AtomicBool, Ordering};
-use sync::thread;
+use sync::{thread, Arc, Condvar, Mutex};
 
 /// One worker finishing its task and parking while the next task is pushed: the second task
 /// always runs (a lost wake-up would leave the waiter below blocked forever, which loom
@@ -67,6 +67,46 @@ fn two_pushes_one_spinner() {
         core.shutdown();
         core.wait_for_exit();
         assert_eq!(ran.total(), 3);
+    });
+}
+
+/// Two tasks pushed together to a pool of two workers, the first of which blocks until the
+/// second has run: the worker that moves both to the head (P4r) and runs the first must hand
+/// the second on (P4h, here by starting the second worker), or the first waits forever, which
+/// loom reports as a deadlock.
+#[test]
+fn a_batch_moved_to_the_head_is_handed_on() {
+    check(|| {
+        let core = core(2);
+        let ran = Ran::new(2);
+        let second_ran = Arc::new((Mutex::new(false), Condvar::new()));
+        let first = {
+            let (ran, second_ran) = (Arc::clone(&ran), Arc::clone(&second_ran));
+            Box::new(move || {
+                let (done, cv) = &*second_ran;
+                let mut done_now = done.lock();
+                while !*done_now {
+                    done_now = cv.wait(done_now);
+                }
+                drop(done_now);
+                Ran::task(&ran)();
+            })
+        };
+        let second = {
+            let (ran, second_ran) = (Arc::clone(&ran), Arc::clone(&second_ran));
+            Box::new(move || {
+                let (done, cv) = &*second_ran;
+                *done.lock() = true;
+                cv.notify_all();
+                Ran::task(&ran)();
+            })
+        };
+        push(&core, first);
+        push(&core, second);
+        ran.wait_for_all();
+        core.shutdown();
+        core.wait_for_exit();
+        assert_eq!(ran.total(), 2);
     });
 }
 

@@ -1,18 +1,21 @@
-//! The pool's concurrent core: one lock over the queue and the workers' idle state, the
-//! park/wake protocol, on-demand worker creation, idle retirement and shutdown.
+//! The pool's concurrent core: the pool's queue in two parts (a tail that pushers fill under the
+//! pool lock, a head that workers take from under the head lock), the park/wake protocol,
+//! on-demand worker creation, idle retirement and shutdown.
 //!
 //! The protocol is written out as numbered steps in `pool/README.md`; the step numbers appear
 //! below as `(Pn)`. This file uses only `crate::sync` and `std` types that do not synchronize,
 //! so that `crates/podq-loom` compiles it against loom and checks it there.
 //!
 //! The core never starts a thread itself: [`Core::push`] and [`Core::next`] say when the caller
-//! must start one ([`Push::Spawn`], `Next::Run { spawn: true, .. }`), so that the loom models
-//! can start loom threads and the pool can start named, pinned OS threads.
+//! must start one ([`Push::Spawn`], `Next::Run { grow: Grow::Spawn, .. }`), so that the loom
+//! models can start loom threads and the pool can start named, pinned OS threads.
+//!
+//! Lock order: the head lock before the pool lock. Pushers take only the pool lock.
 
 use std::time::{Duration, Instant};
 
 use super::queue::{LockCounts, Queue};
-use crate::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use crate::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::sync::{Arc, CachePadded, Condvar, Mutex, MutexGuard};
 
 /// Where one idle worker sleeps, and the flag that says it was woken on purpose.
@@ -20,9 +23,10 @@ use crate::sync::{Arc, CachePadded, Condvar, Mutex, MutexGuard};
 pub(crate) struct Parker {
     /// Used with the pool lock only; notified after the lock is released.
     condvar: Condvar,
-    /// L: set by the thread that takes this parker off the idle stack (a pusher or shutdown),
-    /// cleared by the worker before it parks. Read and written only under the pool lock, so
-    /// `Relaxed` is enough: the lock orders every access. It is atomic only to be `Sync`.
+    /// L: set by the thread that takes this parker off the idle stack (a pusher, a worker
+    /// handing on work, the watchdog or shutdown), cleared by the worker before it parks. Read
+    /// and written only under the pool lock, so `Relaxed` is enough: the lock orders every
+    /// access. It is atomic only to be `Sync`.
     notified: AtomicBool,
 }
 
@@ -54,8 +58,8 @@ pub(crate) struct WorkerSlot {
 }
 
 impl WorkerSlot {
-    /// The slot of a worker that a [`Push::Spawn`] or a `Next::Run { spawn: true, .. }` asked
-    /// for: it is counted as coming until its first [`Core::next`].
+    /// The slot of a worker that a [`Push::Spawn`] or a `Next::Run { grow: Grow::Spawn, .. }`
+    /// asked for: it is counted as coming until its first [`Core::next`].
     pub(crate) fn new() -> Self {
         Self {
             parker: Arc::new(Parker::new()),
@@ -64,24 +68,31 @@ impl WorkerSlot {
     }
 }
 
-/// Everything under the pool lock.
+/// The head of the pool's queue: the oldest waiting tasks, under the head lock. Only workers
+/// (and cancel, the watchdog and stats) take it; pushers never do.
+#[derive(Debug)]
+pub(crate) struct Head<T> {
+    /// H: the oldest waiting tasks; every task here was queued before every task in the tail.
+    queue: Queue<T>,
+    /// H: head lock acquisitions and contended acquisitions.
+    lock: LockCounts,
+}
+
+/// Everything under the pool lock: the tail of the queue and the workers' state.
 ///
-/// `repr(C)`, hot fields first: a push that leaves its task to a spinner (P1, P2s) touches
-/// only the first cache line of the pool lock (the lock word, `queue`, `spinning`, `lock`); a
-/// pop (P4) adds `started`, on the next line, which pushers do not touch on that path.
+/// `repr(C)`, hot fields first: a push touches the lock word, `tail`, `spinning`, `lock` and
+/// `idle`'s length on the first cache line of the pool lock.
 #[derive(Debug)]
 #[repr(C)]
 pub(crate) struct Synced<T> {
-    /// L: the waiting tasks.
-    queue: Queue<T>,
+    /// L: the newest waiting tasks, in queueing order; workers move them to the head in one
+    /// swap when the head is empty (P4r).
+    tail: Queue<T>,
     /// L: workers that found the queue empty and are spinning (P6s) before they park. A push
-    /// that leaves no more items than spinners wakes nobody: a spinner takes it.
+    /// that leaves no more items in the tail than spinners wakes nobody: a spinner takes it.
     spinning: usize,
-    /// L: lock acquisitions and contended acquisitions.
+    /// L: pool lock acquisitions and contended acquisitions.
     lock: LockCounts,
-    /// L: tasks taken from the queue by workers: the pool's progress, which the stall check
-    /// (W1-W3) watches.
-    started: u64,
     /// L: the parkers of idle workers that nobody has woken yet, most recently parked last.
     /// Pushes wake the last one (LIFO, like the kernel's `idle_list`), so the workers at the
     /// bottom stay idle long enough to retire.
@@ -98,7 +109,7 @@ pub(crate) struct Synced<T> {
     /// L: whether the stall watchdog watches this pool (W1); cleared when it finds the queue
     /// empty.
     watched: bool,
-    /// L: `started` when the watchdog last looked (W2).
+    /// L: [`Core::started`] when the watchdog last looked (W2), or when it was asked to (W1).
     watched_started: u64,
     /// L: workers ever started.
     workers_created: u64,
@@ -107,13 +118,22 @@ pub(crate) struct Synced<T> {
 }
 
 impl<T> Synced<T> {
-    /// "need_more_worker": work waits, nobody is idle, spinning or on the way, and the pool may
-    /// grow.
-    fn need_more_workers(&self, max_workers: usize) -> bool {
-        self.queue.len() > self.spinning
+    /// "need_more_worker": `waiting` tasks wait (head and tail), more than spinners can take,
+    /// nobody is idle or on the way, and the pool may grow.
+    fn need_more_workers(&self, waiting: usize, max_workers: usize) -> bool {
+        waiting > self.spinning
             && self.idle.is_empty()
             && self.coming == 0
             && self.workers < max_workers
+    }
+
+    /// Whether a worker that leaves tasks behind in the head must take the pool lock (P4h): an
+    /// idle worker could be woken, or the pool could grow or be watched.
+    fn wants_help(&self, max_workers: usize, eager_workers: usize) -> bool {
+        !self.idle.is_empty()
+            || (self.coming == 0
+                && self.workers < max_workers
+                && (self.workers < eager_workers || !self.watched))
     }
 
     /// Counts one more worker, which the caller must start.
@@ -121,6 +141,15 @@ impl<T> Synced<T> {
         self.workers += 1;
         self.coming += 1;
         self.workers_created += 1;
+    }
+
+    /// Takes the most recently parked idle worker off the idle stack, marks it woken and counts
+    /// it as coming; the caller notifies its condvar after unlocking (P2, P3).
+    fn wake_one(&mut self) -> Option<Arc<Parker>> {
+        let parker = self.idle.pop()?;
+        parker.set_notified(true);
+        self.coming += 1;
+        Some(parker)
     }
 
     /// A coming worker reached the queue.
@@ -185,17 +214,28 @@ pub(crate) struct Snapshot {
     pub(crate) workers_created: u64,
     /// Workers that retired when idle.
     pub(crate) workers_retired: u64,
-    /// Tasks waiting.
+    /// Tasks waiting, in the head and the tail.
     pub(crate) queue_depth: usize,
-    /// Lock acquisitions, and how many found the lock held.
+    /// Acquisitions of the pool lock and the head lock together, and how many found the lock
+    /// held.
     pub(crate) lock: LockCounts,
 }
 
-/// One pool's queue and workers behind one lock.
+/// One pool's queue and workers behind two locks: the pool lock (pushers and the workers'
+/// state) and the head lock (workers taking tasks).
 #[derive(Debug)]
 pub(crate) struct Core<T> {
-    /// The pool lock: the one lock of the pool. On lines of its own, so that pushers and workers
-    /// share nothing else with it.
+    /// The head lock and the head of the queue. On lines of their own: workers take tasks here
+    /// without touching the lines that pushers write.
+    head: CachePadded<Mutex<Head<T>>>,
+    /// A: tasks taken from the queue by workers: the pool's progress, which the stall check
+    /// (W1-W3) watches. Written only under the head lock, read under the pool lock by the
+    /// watchdog; `Relaxed`: the head lock orders the writes, and the watchdog only compares
+    /// two of its own reads. On the head lock's lines (the same `CachePadded` would not fit a
+    /// field outside the mutex), so it is kept beside them.
+    started: AtomicU64,
+    /// The pool lock: the tail of the queue and the workers' state. On lines of its own, so
+    /// that pushers and workers share nothing else with it.
     synced: CachePadded<Mutex<Synced<T>>>,
     /// Used with the pool lock: notified when `workers` drops to 0.
     exited: Condvar,
@@ -208,11 +248,19 @@ pub(crate) struct Core<T> {
     idle_timeout: Duration,
     /// I: backoff rounds a worker spins (P6s) before it parks; 0 parks at once.
     spin_rounds: u32,
-    /// A: the queue's length, stored under the pool lock at every push and pop, read without
-    /// it by spinning workers (P6s). Only a hint that work may be there: the decision is always
-    /// taken again under the lock, so `Relaxed` is enough. On lines of its own: spinners read
-    /// it in a loop, which must not pull the lock's line away from the thread holding it.
-    queued: CachePadded<AtomicUsize>,
+    /// A: the tail's length, stored under the pool lock by pushes while a worker spins (and
+    /// cleared when a spinner starts or a worker empties the tail), read without it by spinning
+    /// workers (P6s). Only a hint that work may be there: the decision is always taken again
+    /// under the locks, so `Relaxed` is enough. On lines of its own: spinners read it in a loop,
+    /// which must not pull the pool lock's line from the thread holding it.
+    tail_hint: CachePadded<AtomicUsize>,
+    /// A: [`Synced::wants_help`], stored under the pool lock whenever it changes, read under
+    /// the head lock by a worker that leaves tasks behind in the head (P4h). `Relaxed`: a
+    /// worker parks (making it true) holding the head lock, so a later pop under that lock sees
+    /// it; the other changes only decide whether the pool grows a little sooner, and the
+    /// decision is taken again under the pool lock. On lines of its own: every pop reads it, and
+    /// it changes only when workers park, wake, come, go or are watched.
+    help: CachePadded<AtomicBool>,
 }
 
 /// How a pool grows and waits: fixed when the pool is made.
@@ -228,16 +276,30 @@ pub(crate) struct Limits {
     pub(crate) spin_rounds: u32,
 }
 
+/// What a worker that leaves tasks in the head does for them (P4h).
+enum Help {
+    /// Nothing: nobody idle, and the pool may not grow.
+    None,
+    /// Notify this parker after unlocking.
+    Wake(Arc<Parker>),
+    /// Start a worker, or have the watchdog watch.
+    Grow(Grow),
+}
+
 impl<T> Core<T> {
     /// An empty pool with no worker.
     pub(crate) fn new(limits: Limits) -> Self {
         let max_workers = limits.max_workers.max(1);
         Self {
-            synced: CachePadded::new(Mutex::new(Synced {
+            head: CachePadded::new(Mutex::new(Head {
                 queue: Queue::new(),
+                lock: LockCounts::default(),
+            })),
+            started: AtomicU64::new(0),
+            synced: CachePadded::new(Mutex::new(Synced {
+                tail: Queue::new(),
                 spinning: 0,
                 lock: LockCounts::default(),
-                started: 0,
                 idle: Vec::new(),
                 workers: 0,
                 coming: 0,
@@ -252,14 +314,16 @@ impl<T> Core<T> {
             eager_workers: limits.eager_workers.clamp(1, max_workers),
             idle_timeout: limits.idle_timeout,
             spin_rounds: limits.spin_rounds,
-            queued: CachePadded::new(AtomicUsize::new(0)),
+            tail_hint: CachePadded::new(AtomicUsize::new(0)),
+            // An empty pool can grow.
+            help: CachePadded::new(AtomicBool::new(true)),
         }
     }
 
-    /// Decides how the pool grows when work waits (P2', P4): start a worker while below the
-    /// eager size, else have the watchdog look (once), else nothing.
-    fn grow(&self, synced: &mut Synced<T>) -> Grow {
-        if !synced.need_more_workers(self.max_workers) {
+    /// Decides how the pool grows when `waiting` tasks wait (P2', P4h): start a worker while
+    /// below the eager size, else have the watchdog look (once), else nothing.
+    fn grow(&self, synced: &mut Synced<T>, waiting: usize) -> Grow {
+        if !synced.need_more_workers(waiting, self.max_workers) {
             return Grow::No;
         }
         if synced.workers < self.eager_workers {
@@ -270,8 +334,17 @@ impl<T> Core<T> {
             return Grow::No;
         }
         synced.watched = true;
-        synced.watched_started = synced.started;
+        synced.watched_started = self.started.load(Ordering::Relaxed);
         Grow::Watch
+    }
+
+    /// Stores [`Synced::wants_help`] in the `help` hint, if it changed. Called under the pool
+    /// lock after every change to the idle stack, `coming`, `workers` or `watched`.
+    fn publish(&self, synced: &Synced<T>) {
+        let help = synced.wants_help(self.max_workers, self.eager_workers);
+        if self.help.load(Ordering::Relaxed) != help {
+            self.help.store(help, Ordering::Relaxed);
+        }
     }
 
     /// Takes the pool lock, counting the acquisition and whether it was contended.
@@ -284,23 +357,34 @@ impl<T> Core<T> {
         synced
     }
 
+    /// Takes the head lock, counting the acquisition and whether it was contended.
+    fn lock_head(&self) -> MutexGuard<'_, Head<T>> {
+        let (mut head, contended) = match self.head.try_lock() {
+            Some(head) => (head, false),
+            None => (self.head.lock(), true),
+        };
+        head.lock.record(contended);
+        head
+    }
+
     /// Queues `item` at the tail and wakes or asks for a worker (P1-P3).
     pub(crate) fn push(&self, item: T) -> Push {
         let mut synced = self.lock();
-        // (P1) The item is in the queue before anyone is woken, under the lock that every
+        // (P1) The item is in the tail before anyone is woken, under the lock that every
         // worker holds when it decides to park: a worker either sees it, or is on the idle
         // stack already and is woken below.
-        synced.queue.push_back(item);
-        self.queued.store(synced.queue.len(), Ordering::Relaxed);
-        // (P2s) No more items than spinning workers: one of them takes it (it checks the queue
-        // under the lock before it parks, P6s).
-        if synced.queue.len() <= synced.spinning {
-            return Push::Queued;
+        synced.tail.push_back(item);
+        // (P2s) No more items in the tail than spinning workers: one of them takes it (each
+        // looks under the locks before it parks, P6s).
+        if synced.spinning > 0 {
+            self.tail_hint.store(synced.tail.len(), Ordering::Relaxed);
+            if synced.tail.len() <= synced.spinning {
+                return Push::Queued;
+            }
         }
         // (P2) Wake the most recently parked idle worker, if any.
-        if let Some(parker) = synced.idle.pop() {
-            parker.set_notified(true);
-            synced.coming += 1;
+        if let Some(parker) = synced.wake_one() {
+            self.publish(&synced);
             drop(synced);
             // (P3) Notify outside the lock; `notified` was set under it, so the worker cannot
             // miss it even if it has not started waiting yet.
@@ -309,8 +393,12 @@ impl<T> Core<T> {
         }
         // (P2') Nobody idle: start a worker unless one is on its way, or, at the eager size,
         // have the watchdog look. This ignores `shutdown` on purpose: an item queued to a pool
-        // whose workers have all exited still runs.
-        match self.grow(&mut synced) {
+        // whose workers have all exited still runs. Tasks in the head are not counted: a
+        // worker that moved them there is running, and hands them on itself (P4h).
+        let waiting = synced.tail.len();
+        let grow = self.grow(&mut synced, waiting);
+        self.publish(&synced);
+        match grow {
             Grow::Spawn => Push::Spawn,
             Grow::Watch => Push::Watch,
             Grow::No => Push::Queued,
@@ -322,63 +410,137 @@ impl<T> Core<T> {
     /// of this pool that returns to [`Core::next`] right after may call it.
     pub(crate) fn push_for_self(&self, item: T) {
         let mut synced = self.lock();
-        synced.queue.push_back(item);
-        self.queued.store(synced.queue.len(), Ordering::Relaxed);
+        synced.tail.push_back(item);
+        if synced.spinning > 0 {
+            self.tail_hint.store(synced.tail.len(), Ordering::Relaxed);
+        }
     }
 
     /// The worker's step: takes the next item, or parks until there is one, or says to exit
     /// (P4-P8).
     pub(crate) fn next(&self, slot: &mut WorkerSlot) -> Next<T> {
-        let mut synced = self.lock();
-        let mut spun = false;
-        loop {
+        if slot.coming {
+            let mut synced = self.lock();
             synced.arrive(slot);
-            // (P4) Take the oldest item; if more wait and every worker is busy, ask for one
-            // more worker (the kernel's need_more_worker chain), so that items that block do
-            // not starve the ones behind them.
-            if let Some(item) = synced.queue.pop_front() {
-                self.queued.store(synced.queue.len(), Ordering::Relaxed);
-                synced.started += 1;
-                let grow = self.grow(&mut synced);
-                return Next::Run { item, grow };
+            self.publish(&synced);
+        }
+        let mut spun = false;
+        let mut spinning = false;
+        loop {
+            let mut head = self.lock_head();
+            // (P4) Take the oldest item from the head: no pusher contends for this lock. A
+            // worker back from spinning first stops counting as a spinner, under the pool lock.
+            if !spinning {
+                if let Some(item) = head.queue.pop_front() {
+                    return self.started(head, item);
+                }
+            }
+            let mut synced = self.lock();
+            if spinning {
+                spinning = false;
+                synced.spinning -= 1;
+                if let Some(item) = head.queue.pop_front() {
+                    drop(synced);
+                    return self.started(head, item);
+                }
+            }
+            // (P4r) The head is empty: move the whole tail to it in one swap, and take the
+            // oldest item. Everything in the tail is newer than anything that was in the head,
+            // so the order stays FIFO.
+            if !synced.tail.is_empty() {
+                head.queue.refill_from(&mut synced.tail);
+                if synced.spinning > 0 {
+                    self.tail_hint.store(0, Ordering::Relaxed);
+                }
+                drop(synced);
+                if let Some(item) = head.queue.pop_front() {
+                    return self.started(head, item);
+                }
+                continue;
             }
             // (P5) Empty and shut down: leave.
             if synced.shutdown {
+                drop(head);
                 self.leave(synced);
                 return Next::Exit;
             }
             // (P6s) Empty: spin a little before parking, once per empty queue. Counted in
-            // `spinning` under the lock, so a push meanwhile leaves its item to us (P2s); we
-            // take the lock again and look before parking, so it is never stranded.
+            // `spinning` under the pool lock, so a push meanwhile leaves its item to us (P2s);
+            // we take the locks again and look before parking, so it is never stranded.
             if !spun && self.spin_rounds > 0 {
                 spun = true;
+                spinning = true;
                 synced.spinning += 1;
+                self.tail_hint.store(0, Ordering::Relaxed);
                 drop(synced);
+                drop(head);
                 self.spin();
-                synced = self.lock();
-                synced.spinning -= 1;
                 continue;
             }
             // (P6-P8) Park until woken, or retire.
-            synced = match self.park(synced, slot) {
-                Some(synced) => synced,
-                None => return Next::Exit,
+            let Some(mut synced) = self.park(head, synced, slot) else {
+                return Next::Exit;
             };
+            synced.arrive(slot);
+            self.publish(&synced);
         }
     }
 
-    /// Parks the worker of `slot` on the idle stack until a pusher or shutdown wakes it
-    /// (`Some`, with the lock held again), or retires it after `idle_timeout` (`None`).
+    /// Counts a task taken from the head and, if more wait there, hands them on (P4h): wakes
+    /// an idle worker, or asks for one more worker (the kernel's need_more_worker chain), so
+    /// that a batch moved to the head does not wait for this worker alone and items that
+    /// block do not starve the ones behind them. Releases the head lock.
+    fn started(&self, head: MutexGuard<'_, Head<T>>, item: T) -> Next<T> {
+        // Only written under the head lock: a plain read and store is enough.
+        let started = self.started.load(Ordering::Relaxed);
+        self.started.store(started + 1, Ordering::Relaxed);
+        let waiting = head.queue.len();
+        if waiting == 0 || !self.help.load(Ordering::Relaxed) {
+            return Next::Run {
+                item,
+                grow: Grow::No,
+            };
+        }
+        let mut synced = self.lock();
+        let tail = synced.tail.len();
+        let help = match synced.wake_one() {
+            Some(parker) => Help::Wake(parker),
+            None => match self.grow(&mut synced, waiting + tail) {
+                Grow::No => Help::None,
+                grow => Help::Grow(grow),
+            },
+        };
+        self.publish(&synced);
+        drop(synced);
+        drop(head);
+        let grow = match help {
+            Help::None => Grow::No,
+            Help::Wake(parker) => {
+                parker.condvar.notify_one();
+                Grow::No
+            }
+            Help::Grow(grow) => grow,
+        };
+        Next::Run { item, grow }
+    }
+
+    /// Parks the worker of `slot` on the idle stack until a pusher, a worker, the watchdog or
+    /// shutdown wakes it (`Some`, with the pool lock held again), or retires it after
+    /// `idle_timeout` (`None`). Called with both locks held and the head and tail empty.
     fn park<'a>(
         &'a self,
+        head: MutexGuard<'a, Head<T>>,
         mut synced: MutexGuard<'a, Synced<T>>,
         slot: &mut WorkerSlot,
     ) -> Option<MutexGuard<'a, Synced<T>>> {
         // (P6) Go on the idle stack while still holding the lock that P1 takes: a push that
         // comes after this finds the parker and sets `notified`; one that came before left its
-        // item in the queue, which P4 saw.
+        // item in the tail, which P4r saw. The head lock is held until the parker is there, so
+        // a worker that later leaves tasks in the head sees `help` (P4h).
         slot.parker.set_notified(false);
         synced.idle.push(Arc::clone(&slot.parker));
+        self.publish(&synced);
+        drop(head);
         let deadline = Instant::now().checked_add(self.idle_timeout);
         let mut may_retire = deadline.is_some();
         loop {
@@ -406,15 +568,18 @@ impl<T> Core<T> {
                 synced.idle.retain(|p| !Arc::ptr_eq(p, &slot.parker));
                 synced.workers -= 1;
                 synced.workers_retired += 1;
+                self.publish(&synced);
                 return None;
             }
             may_retire = false;
         }
     }
 
-    /// Spins with backoff until the queue looks non-empty or the rounds are spent (P6s).
+    /// Spins with backoff until the tail looks non-empty or the rounds are spent (P6s).
     fn spin(&self) {
-        crate::sync::spin_until(self.spin_rounds, || self.queued.load(Ordering::Relaxed) > 0);
+        crate::sync::spin_until(self.spin_rounds, || {
+            self.tail_hint.load(Ordering::Relaxed) > 0
+        });
     }
 
     /// The stall watchdog's look at a watched pool (W2-W3): `Grow::Spawn` when items waited
@@ -422,19 +587,25 @@ impl<T> Core<T> {
     /// must start one worker; `Grow::Watch` to look again later; `Grow::No` when the queue is
     /// empty and the pool is no longer watched.
     pub(crate) fn check_stall(&self) -> Grow {
+        let head = self.lock_head();
         let mut synced = self.lock();
-        if synced.queue.is_empty() {
+        let waiting = head.queue.len() + synced.tail.len();
+        drop(head);
+        if waiting == 0 {
             // (W3) Nothing waits: stop watching; the next push past the eager size watches
             // again (W1).
             synced.watched = false;
+            self.publish(&synced);
             return Grow::No;
         }
         // (W2) Items wait: if none was taken since the last look and nobody idle, spinning or
-        // coming could take one, add a worker.
-        let stalled = synced.started == synced.watched_started;
-        synced.watched_started = synced.started;
-        if stalled && synced.need_more_workers(self.max_workers) {
+        // coming could take one, add a worker (the busy ones may be blocked).
+        let started = self.started.load(Ordering::Relaxed);
+        let stalled = synced.watched_started == started;
+        synced.watched_started = started;
+        if stalled && synced.need_more_workers(waiting, self.max_workers) {
             synced.add_worker();
+            self.publish(&synced);
             return Grow::Spawn;
         }
         Grow::Watch
@@ -443,6 +614,7 @@ impl<T> Core<T> {
     /// Counts one worker out; the last one out after shutdown wakes [`Core::wait_for_exit`].
     fn leave(&self, mut synced: MutexGuard<'_, Synced<T>>) {
         synced.workers -= 1;
+        self.publish(&synced);
         let last = synced.workers == 0;
         drop(synced);
         if last {
@@ -450,40 +622,44 @@ impl<T> Core<T> {
         }
     }
 
-    /// Undoes the worker that the last [`Push::Spawn`] or `Next::Run { spawn: true, .. }`
+    /// Undoes the worker that the last [`Push::Spawn`] or `Next::Run { grow: Grow::Spawn, .. }`
     /// asked for, when its thread could not be started.
     ///
     /// Returns `true` when the pool is then left with waiting items and no worker at all: the
     /// caller must run them itself ([`Core::pop`]) so that nothing queued is lost.
     pub(crate) fn spawn_failed(&self) -> bool {
+        let head = self.lock_head();
         let mut synced = self.lock();
         synced.workers_created -= 1;
         synced.coming -= 1;
-        let orphaned = synced.workers == 1 && !synced.queue.is_empty();
+        let orphaned = synced.workers == 1 && !(head.queue.is_empty() && synced.tail.is_empty());
+        drop(head);
         self.leave(synced);
         orphaned
     }
 
     /// Takes the oldest item without being a worker (see [`Core::spawn_failed`]).
     pub(crate) fn pop(&self) -> Option<T> {
-        let mut synced = self.lock();
-        let item = synced.queue.pop_front();
-        self.queued.store(synced.queue.len(), Ordering::Relaxed);
-        item
+        let mut head = self.lock_head();
+        if let Some(item) = head.queue.pop_front() {
+            return Some(item);
+        }
+        self.lock().tail.pop_front()
     }
 
     /// Takes out the oldest waiting item for which `matches` is true (for cancel).
-    pub(crate) fn remove_if(&self, matches: impl FnMut(&T) -> bool) -> Option<T> {
-        let mut synced = self.lock();
-        let item = synced.queue.remove_if(matches);
-        self.queued.store(synced.queue.len(), Ordering::Relaxed);
-        item
+    pub(crate) fn remove_if(&self, mut matches: impl FnMut(&T) -> bool) -> Option<T> {
+        let mut head = self.lock_head();
+        if let Some(item) = head.queue.remove_if(&mut matches) {
+            return Some(item);
+        }
+        self.lock().tail.remove_if(matches)
     }
 
     /// Starts shutdown (S1-S2): from now on workers exit once the queue is empty.
     pub(crate) fn shutdown(&self) {
         let mut synced = self.lock();
-        // (S1) Under the lock: a worker deciding to park (P6) either sees `shutdown` first
+        // (S1) Under the pool lock: a worker deciding to park (P6) either sees `shutdown` first
         // (P5) or is on the idle stack and is woken here.
         synced.shutdown = true;
         let idle = std::mem::take(&mut synced.idle);
@@ -491,6 +667,7 @@ impl<T> Core<T> {
             parker.set_notified(true);
         }
         synced.coming += idle.len();
+        self.publish(&synced);
         drop(synced);
         // (S2) Wake every idle worker outside the lock.
         for parker in &idle {
@@ -514,16 +691,17 @@ impl<T> Core<T> {
         self.synced.lock()
     }
 
-    /// The state now, without counting the lock acquisition this takes.
+    /// The state now, without counting the lock acquisitions this takes.
     pub(crate) fn snapshot(&self) -> Snapshot {
+        let head = self.head.lock();
         let synced = self.synced.lock();
         Snapshot {
             workers: synced.workers,
             idle_workers: synced.idle.len(),
             workers_created: synced.workers_created,
             workers_retired: synced.workers_retired,
-            queue_depth: synced.queue.len(),
-            lock: synced.lock,
+            queue_depth: head.queue.len() + synced.tail.len(),
+            lock: head.lock.plus(synced.lock),
         }
     }
 }

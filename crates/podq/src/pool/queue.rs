@@ -1,9 +1,9 @@
-//! The pool's queue: one FIFO of waiting tasks, kept under the pool lock, and the counts of how
-//! often that lock was taken and found held.
+//! The pool's queue in two parts, each a FIFO of waiting tasks: the tail, which pushers fill
+//! under the pool lock, and the head, which workers take from under the head lock and refill
+//! from the tail in one swap. Also the counts of how often a lock was taken and found held.
 //!
-//! This is plain data: every function takes `&mut self`, so it can only be reached through the
-//! pool lock (see [`super::idle`]). A faster queue can replace the `VecDeque` behind the same
-//! functions without touching the protocol.
+//! This is plain data: every function takes `&mut self`, so it can only be reached through
+//! the lock that guards it (see [`super::idle`]).
 
 use std::collections::VecDeque;
 
@@ -30,6 +30,18 @@ impl<T> Queue<T> {
     /// Takes the oldest item.
     pub(crate) fn pop_front(&mut self) -> Option<T> {
         self.items.pop_front()
+    }
+
+    /// Moves every item of `tail` here, in order, and leaves `tail` empty; the caller holds
+    /// both locks. `self` is empty (the head is refilled only when it runs dry), so this is
+    /// one swap of two buffers, whatever the number of items: `tail` keeps the head's old
+    /// buffer and its capacity for the next pushes.
+    pub(crate) fn refill_from(&mut self, tail: &mut Queue<T>) {
+        if self.items.is_empty() {
+            std::mem::swap(&mut self.items, &mut tail.items);
+        } else {
+            self.items.append(&mut tail.items);
+        }
     }
 
     /// How many items wait.
@@ -68,6 +80,14 @@ impl LockCounts {
             self.contended += 1;
         }
     }
+
+    /// The counts of two locks together.
+    pub(crate) fn plus(self, other: LockCounts) -> LockCounts {
+        LockCounts {
+            acquisitions: self.acquisitions + other.acquisitions,
+            contended: self.contended + other.contended,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -97,6 +117,42 @@ mod tests {
         assert_eq!(q.remove_if(|&i| i == 9), None);
         let out: Vec<i32> = std::iter::from_fn(|| q.pop_front()).collect();
         assert_eq!(out, vec![1, 3, 4, 2]);
+    }
+
+    #[test]
+    fn a_refill_moves_the_whole_tail_in_order_behind_what_waits() {
+        let (mut head, mut tail) = (Queue::new(), Queue::new());
+        for i in 0..3 {
+            tail.push_back(i);
+        }
+        head.refill_from(&mut tail);
+        assert!(tail.is_empty());
+        tail.push_back(3);
+        head.push_back(9);
+        assert_eq!(head.pop_front(), Some(0));
+        // Not the pool's use (it refills an empty head), but the order still holds.
+        head.refill_from(&mut tail);
+        let out: Vec<i32> = std::iter::from_fn(|| head.pop_front()).collect();
+        assert_eq!(out, vec![1, 2, 9, 3]);
+    }
+
+    #[test]
+    fn lock_counts_of_two_locks_add_up() {
+        let a = LockCounts {
+            acquisitions: 5,
+            contended: 1,
+        };
+        let b = LockCounts {
+            acquisitions: 2,
+            contended: 2,
+        };
+        assert_eq!(
+            a.plus(b),
+            LockCounts {
+                acquisitions: 7,
+                contended: 3
+            }
+        );
     }
 
     #[test]

@@ -17,17 +17,33 @@ use parking_lot::{Condvar, Mutex};
 /// while the other collects new work.
 const COLOURS: usize = 2;
 
-/// The counters of one pod of one workqueue.
+/// Stripes of a pod's counters at most: 16, one per CPU of a `cache_shard` pod of 8 cores
+/// with SMT (the kernel's default shard size).
+const MAX_STRIPES: usize = 16;
+
+/// The counters of one pod of one workqueue, in stripes: each CPU counts in its own stripe (on
+/// cache lines of its own), and readers add the stripes up.
 ///
-/// `in_flight` is written by every queue call and by every finished run; the statistics only by
-/// the workers, before and after a run. They sit on separate cache lines, so that a worker
-/// about to run an item does not first pull back the line that the queuer just wrote. Together
-/// with the pool lock's own lines (`pool/idle.rs`), measured with `podq bench` on 2 CPUs in 8
-/// alternating runs: cache_shard median 395k items/s against 372k without the padding.
-#[derive(Debug, Default)]
+/// Every queue call raises an in-flight count and every finished run lowers one. Kept in one
+/// place, those counts were one cache line written by every producer and every worker of the
+/// pod for every item; `perf annotate` of the flood workload on 2 CPUs put 19 % of the queue
+/// call and 59 % of a worker's accounting (3 % and 8 % of all samples) on that line. In
+/// stripes, the threads that write one line take turns on one CPU, and only a flusher (rarely)
+/// and the statistics read the others; the same profile then showed 3 % of all samples in that
+/// accounting. A stripe's in-flight count may wrap below zero (an item queued on one CPU and
+/// finished on another); only the sum over the stripes means anything, and it is never below
+/// zero.
+#[derive(Debug)]
 pub(crate) struct PodCounters {
-    /// A: executions queued under each colour and not finished yet.
-    in_flight: CachePadded<[AtomicUsize; COLOURS]>,
+    /// Indexed by CPU id modulo the length, a power of two.
+    stripes: Box<[CachePadded<Stripe>]>,
+}
+
+/// The counts of the CPUs whose id falls on one stripe.
+#[derive(Debug, Default)]
+pub(crate) struct Stripe {
+    /// A: executions counted here under each colour minus those uncounted here, wrapping.
+    in_flight: [AtomicUsize; COLOURS],
     /// A: executions whose closure started.
     pub(crate) started: AtomicU64,
     /// A: executions whose closure returned or panicked.
@@ -38,13 +54,62 @@ pub(crate) struct PodCounters {
     pub(crate) cancelled: AtomicU64,
 }
 
+/// Source of thread indexes, for threads whose CPU cannot be read.
+static NEXT_THREAD: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// The calling thread's index, given on first use.
+    static THREAD: usize = NEXT_THREAD.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Where the calling thread counts (mask it with the number of stripes): the CPU
+/// it runs on, so that the producers and workers that share a stripe take turns on one CPU
+/// rather than pull its line between CPUs (`sched_getcpu` reads the kernel's rseq area, no
+/// system call); a per-thread index where the CPU cannot be read.
+#[inline]
+fn stripe_index() -> usize {
+    crate::sys::current_cpu().unwrap_or_else(|| THREAD.with(|t| *t))
+}
+
 impl PodCounters {
+    /// Counters for a pod of `cpus` CPUs: twice as many stripes as CPUs, so that pods whose
+    /// CPU ids are not consecutive rarely put two CPUs on one stripe; a power of two between 2
+    /// and [`MAX_STRIPES`].
+    pub(crate) fn new(cpus: usize) -> Self {
+        let stripes = cpus
+            .saturating_mul(2)
+            .clamp(2, MAX_STRIPES)
+            .next_power_of_two();
+        Self {
+            stripes: (0..stripes).map(|_| CachePadded::default()).collect(),
+        }
+    }
+
+    /// The calling thread's stripe (see [`stripe_index`]).
+    #[inline]
+    pub(crate) fn mine(&self) -> &Stripe {
+        &self.stripes[stripe_index() & (self.stripes.len() - 1)]
+    }
+
+    /// The sum of one count over the stripes.
+    pub(crate) fn total(&self, count: impl Fn(&Stripe) -> &AtomicU64) -> u64 {
+        self.stripes
+            .iter()
+            .map(|s| count(s).load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// Executions of colour `colour` queued and not finished, over the stripes. SeqCst: the
+    /// flusher's and the last finisher's reads (step 15, 16).
+    fn in_flight_of(&self, colour: usize) -> usize {
+        self.stripes.iter().fold(0usize, |sum, s| {
+            sum.wrapping_add(s.in_flight[colour].load(Ordering::SeqCst))
+        })
+    }
+
     /// Executions of this pod queued and not finished, over both colours.
     pub(crate) fn in_flight(&self) -> usize {
-        self.in_flight
-            .iter()
-            .map(|c| c.load(Ordering::Relaxed))
-            .sum()
+        (0..COLOURS).fold(0usize, |sum, c| sum.wrapping_add(self.in_flight_of(c)))
     }
 }
 
@@ -74,24 +139,35 @@ impl Flush {
             // ordered before any flusher's colour change from `c`, hence before that
             // flusher's reads of the counts (step 15), which therefore wait for this
             // execution. Otherwise the count moves to the new colour.
+            //
+            // The increment and the undo below are on the calling thread's stripe, so a
+            // flusher that read the stripe in between sees it no lower than before.
+            let stripe = pod.mine();
             let c = self.colour.load(Ordering::SeqCst);
-            pod.in_flight[c].fetch_add(1, Ordering::SeqCst);
+            stripe.in_flight[c].fetch_add(1, Ordering::SeqCst);
             if self.colour.load(Ordering::SeqCst) == c {
                 return c;
             }
-            self.leave(pod, c);
+            self.leave_from(pod, stripe, c);
         }
     }
 
-    /// Step 16: uncounts a finished (or discarded) execution of colour `colour`, waking a
-    /// flusher when a count reaches zero.
+    /// Step 16: uncounts a finished (or discarded) execution of colour `colour` in the calling
+    /// thread's stripe, waking a flusher when the pod's count of that colour reaches zero.
     #[inline]
     pub(crate) fn leave(&self, pod: &PodCounters, colour: usize) {
+        self.leave_from(pod, pod.mine(), colour);
+    }
+
+    /// [`Flush::leave`] on a given stripe of `pod`.
+    #[inline]
+    fn leave_from(&self, pod: &PodCounters, stripe: &Stripe, colour: usize) {
         // SeqCst: the Dekker pair with the flusher's `flushing` store and count reads: either
-        // the flusher sees this decrement, or we see `flushing` and wake it.
-        if pod.in_flight[colour].fetch_sub(1, Ordering::SeqCst) == 1
-            && self.flushing.load(Ordering::SeqCst)
-        {
+        // the flusher sees this decrement, or we see `flushing`, add the stripes up and wake
+        // it at zero. In the single order of SeqCst operations, the last decrement's reads
+        // come after every other decrement, so the last finisher sees the zero.
+        stripe.in_flight[colour].fetch_sub(1, Ordering::SeqCst);
+        if self.flushing.load(Ordering::SeqCst) && pod.in_flight_of(colour) == 0 {
             let _guard = self.wait_lock.lock();
             self.wait.notify_all();
         }
@@ -108,7 +184,11 @@ impl Flush {
         let mut guard = self.wait_lock.lock();
         loop {
             self.flushing.store(true, Ordering::SeqCst);
-            let busy = pods().any(|p| p.in_flight[old].load(Ordering::SeqCst) != 0);
+            // The stripes are read one after the other while runs finish. After the colour
+            // moved, a stripe's count of `old` only goes down (an increment that enter() undoes
+            // is undone on the same stripe), so a sum of zero means none was left at the last
+            // read.
+            let busy = pods().any(|p| p.in_flight_of(old) != 0);
             if !busy {
                 break;
             }

@@ -173,7 +173,7 @@ impl Workqueue {
                 Arc::new(CachePadded::new(PodShared {
                     wq: Arc::clone(&shared),
                     index,
-                    counters: PodCounters::default(),
+                    counters: PodCounters::new(pools.pools[index].pod().cpus.len()),
                 }))
             })
             .collect();
@@ -382,10 +382,10 @@ impl Workqueue {
         };
         for pod in self.pods.iter() {
             let c = &pod.counters;
-            stats.started += c.started.load(Ordering::Relaxed);
-            stats.completed += c.completed.load(Ordering::Relaxed);
-            stats.panicked += c.panicked.load(Ordering::Relaxed);
-            stats.cancelled += c.cancelled.load(Ordering::Relaxed);
+            stats.started += c.total(|s| &s.started);
+            stats.completed += c.total(|s| &s.completed);
+            stats.panicked += c.total(|s| &s.panicked);
+            stats.cancelled += c.total(|s| &s.cancelled);
             stats.in_flight += c.in_flight() as u64;
         }
         stats.pools = self

@@ -89,7 +89,7 @@ impl Task {
     /// colour, `max_active`, statistics). Never unwinds.
     pub(crate) fn run(self) {
         let Task { job, acct } = self;
-        let counters = &acct.pod.counters;
+        let counters = acct.pod.counters.mine();
         let wq_id = acct.pod.wq.id;
         // The item's handle is dropped only after the accounting (see `drop_item`).
         let item = match job {
@@ -167,7 +167,7 @@ fn item_addr(item: &WorkInner) -> usize {
 impl Acct {
     /// Counts the end of a run.
     fn count_completion(&self, panicked: bool) {
-        let counters = &self.pod.counters;
+        let counters = self.pod.counters.mine();
         if panicked {
             counters.panicked.fetch_add(1, Ordering::Relaxed);
         }

@@ -222,7 +222,10 @@ pub(crate) fn cancel_item(item: &Arc<WorkInner>) -> bool {
             Some(grabbed) => {
                 let pod = grabbed.unqueue();
                 item.state.release_claim();
-                pod.counters.cancelled.fetch_add(1, Ordering::Relaxed);
+                pod.counters
+                    .mine()
+                    .cancelled
+                    .fetch_add(1, Ordering::Relaxed);
             }
             // Between two places (a queuer about to push, a worker about to start): short.
             None => std::thread::yield_now(),
