@@ -1,14 +1,16 @@
-//! Worker pools: one queue, one lock and a set of worker threads per (attributes, pod).
+//! Worker pools: one queue and a set of worker threads per (attributes, pod).
 //!
 //! The pool is the unit of contention, exactly as in the kernel: every workqueue with equal
-//! [`PoolAttrs`] queues the work of one pod onto the same [`Pool`], behind the same lock, so the
-//! scope and the shard size decide how many threads fight over each lock.
+//! [`PoolAttrs`] queues the work of one pod onto the same [`Pool`], behind the same pool lock,
+//! so the scope and the shard size decide how many threads fight over each pool. The queue has
+//! two locks: pushers take the pool lock (the tail and the workers' state), workers the head
+//! lock, and the pool lock only when the head runs dry.
 //!
 //! * [`pools_for`] hands out the pools of every pod for a set of attributes from a process-wide
 //!   registry (`registry.rs`).
 //! * [`Pool::push`] queues a task and wakes an idle worker or starts one; the queue, the idle
 //!   workers and the park/wake protocol live in `idle.rs` (protocol: `pool/README.md`), the
-//!   data under the lock in `queue.rs`.
+//!   data under the locks in `queue.rs`.
 //! * Workers (`worker.rs`) are started on demand: at once up to the pod's CPU count, then by
 //!   the stall watchdog (`watchdog.rs`) while queued work makes no progress, up to
 //!   [`PoolAttrs::max_workers`]; they are pinned to the pod, named `podq/{pool}`, spin
