@@ -24,7 +24,7 @@ pub(crate) struct Parker {
     /// Used with the pool lock only; notified after the lock is released.
     condvar: Condvar,
     /// L: set by the thread that takes this parker off the idle stack (a pusher, a worker
-    /// handing on work, the watchdog or shutdown), cleared by the worker before it parks. Read
+    /// handing on work, or shutdown), cleared by the worker before it parks. Read
     /// and written only under the pool lock, so `Relaxed` is enough: the lock orders every
     /// access. It is atomic only to be `Sync`.
     notified: AtomicBool,
@@ -524,8 +524,8 @@ impl<T> Core<T> {
         Next::Run { item, grow }
     }
 
-    /// Parks the worker of `slot` on the idle stack until a pusher, a worker, the watchdog or
-    /// shutdown wakes it (`Some`, with the pool lock held again), or retires it after
+    /// Parks the worker of `slot` on the idle stack until a pusher, a worker handing on work
+    /// (P4h) or shutdown wakes it (`Some`, with the pool lock held again), or retires it after
     /// `idle_timeout` (`None`). Called with both locks held and the head and tail empty.
     fn park<'a>(
         &'a self,
