@@ -349,22 +349,12 @@ impl<T> Core<T> {
 
     /// Takes the pool lock, counting the acquisition and whether it was contended.
     fn lock(&self) -> MutexGuard<'_, Synced<T>> {
-        let (mut synced, contended) = match self.synced.try_lock() {
-            Some(synced) => (synced, false),
-            None => (self.synced.lock(), true),
-        };
-        synced.lock.record(contended);
-        synced
+        lock_counted(&self.synced, |synced| &mut synced.lock)
     }
 
     /// Takes the head lock, counting the acquisition and whether it was contended.
     fn lock_head(&self) -> MutexGuard<'_, Head<T>> {
-        let (mut head, contended) = match self.head.try_lock() {
-            Some(head) => (head, false),
-            None => (self.head.lock(), true),
-        };
-        head.lock.record(contended);
-        head
+        lock_counted(&self.head, |head| &mut head.lock)
     }
 
     /// Queues `item` at the tail and wakes or asks for a worker (P1-P3).
@@ -704,4 +694,18 @@ impl<T> Core<T> {
             lock: head.lock.plus(synced.lock),
         }
     }
+}
+
+/// Locks `mutex`, trying without blocking first, and records in the counts that `counts` finds
+/// in the locked data whether another thread held it.
+fn lock_counted<S>(
+    mutex: &Mutex<S>,
+    counts: impl FnOnce(&mut S) -> &mut LockCounts,
+) -> MutexGuard<'_, S> {
+    let (mut guard, contended) = match mutex.try_lock() {
+        Some(guard) => (guard, false),
+        None => (mutex.lock(), true),
+    };
+    counts(&mut guard).record(contended);
+    guard
 }
