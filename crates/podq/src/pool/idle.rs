@@ -321,7 +321,8 @@ impl<T> Core<T> {
     }
 
     /// Decides how the pool grows when `waiting` tasks wait (P2', P4h): start a worker while
-    /// below the eager size, else have the watchdog look (once), else nothing.
+    /// below the eager size, else have the watchdog look (once), else nothing. Changes the
+    /// state (and so `help`) only when it returns something other than `Grow::No`.
     fn grow(&self, synced: &mut Synced<T>, waiting: usize) -> Grow {
         if !synced.need_more_workers(waiting, self.max_workers) {
             return Grow::No;
@@ -387,7 +388,9 @@ impl<T> Core<T> {
         // worker that moved them there is running, and hands them on itself (P4h).
         let waiting = synced.tail.len();
         let grow = self.grow(&mut synced, waiting);
-        self.publish(&synced);
+        if grow != Grow::No {
+            self.publish(&synced);
+        }
         match grow {
             Grow::Spawn => Push::Spawn,
             Grow::Watch => Push::Watch,
@@ -429,24 +432,20 @@ impl<T> Core<T> {
             if spinning {
                 spinning = false;
                 synced.spinning -= 1;
-                if let Some(item) = head.queue.pop_front() {
-                    drop(synced);
-                    return self.started(head, item);
-                }
             }
-            // (P4r) The head is empty: move the whole tail to it in one swap, and take the
-            // oldest item. Everything in the tail is newer than anything that was in the head,
-            // so the order stays FIFO.
-            if !synced.tail.is_empty() {
+            // (P4r) The head is empty (or a spinner is back; another worker may have filled
+            // it meanwhile): move the whole tail to it in one swap, and take the oldest item.
+            // Everything in the tail is newer than anything that was in the head, so the order
+            // stays FIFO.
+            if head.queue.is_empty() && !synced.tail.is_empty() {
                 head.queue.refill_from(&mut synced.tail);
                 if synced.spinning > 0 {
                     self.tail_hint.store(0, Ordering::Relaxed);
                 }
+            }
+            if let Some(item) = head.queue.pop_front() {
                 drop(synced);
-                if let Some(item) = head.queue.pop_front() {
-                    return self.started(head, item);
-                }
-                continue;
+                return self.started(head, item);
             }
             // (P5) Empty and shut down: leave.
             if synced.shutdown {
@@ -500,7 +499,9 @@ impl<T> Core<T> {
                 grow => Help::Grow(grow),
             },
         };
-        self.publish(&synced);
+        if !matches!(help, Help::None) {
+            self.publish(&synced);
+        }
         drop(synced);
         drop(head);
         let grow = match help {

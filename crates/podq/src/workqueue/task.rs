@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use crossbeam_utils::CachePadded;
 
+use super::flush::Stripe;
 use super::state::Start;
 use super::work::WorkInner;
 use super::PodShared;
@@ -99,7 +100,7 @@ impl Task {
                     let _marker = Marker::enter(wq_id, 0);
                     catch_unwind(AssertUnwindSafe(f)).is_err()
                 };
-                acct.count_completion(panicked);
+                count_completion(counters, panicked);
                 None
             }
             Job::Work(item) => {
@@ -116,7 +117,7 @@ impl Task {
                     let mut func = item.func.lock();
                     catch_unwind(AssertUnwindSafe(|| (*func)())).is_err()
                 };
-                acct.count_completion(panicked);
+                count_completion(counters, panicked);
                 if let Some(next) = item.state.finish() {
                     // Claimed while this run went on: it goes to the pool its queue call chose.
                     // Nobody else can start it (it is in no queue, and PENDING is ours), so it
@@ -164,16 +165,15 @@ fn item_addr(item: &WorkInner) -> usize {
     std::ptr::from_ref(item) as usize
 }
 
-impl Acct {
-    /// Counts the end of a run.
-    fn count_completion(&self, panicked: bool) {
-        let counters = self.pod.counters.mine();
-        if panicked {
-            counters.panicked.fetch_add(1, Ordering::Relaxed);
-        }
-        counters.completed.fetch_add(1, Ordering::Relaxed);
+/// Counts the end of a run, in the stripe the run's start was counted in.
+fn count_completion(counters: &Stripe, panicked: bool) {
+    if panicked {
+        counters.panicked.fetch_add(1, Ordering::Relaxed);
     }
+    counters.completed.fetch_add(1, Ordering::Relaxed);
+}
 
+impl Acct {
     /// Frees the `max_active` slot (activating waiting executions), then uncounts the colour,
     /// last, so that a flush that returns sees everything about this execution done.
     pub(crate) fn retire(self) {
