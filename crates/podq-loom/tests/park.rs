@@ -6,7 +6,7 @@ mod common;
 // The protocol files name `crate::sync`: here it is loom's.
 use podq_loom::sync;
 
-use common::{check, core, push, spinning_core, Ran};
+use common::{check, core, push, push_on, spinning_core, Ran};
 use std::sync::atomic::{AtomicBool, Ordering};
 use sync::{thread, Arc, Condvar, Mutex};
 
@@ -38,7 +38,7 @@ fn push_vs_spin_never_loses_a_task() {
         push(&core, Ran::task(&ran));
         let pusher = {
             let (core, ran) = (core.clone(), ran.clone());
-            thread::spawn(move || push(&core, Ran::task(&ran)))
+            thread::spawn(move || push_on(&core, 1, Ran::task(&ran)))
         };
         pusher.join().expect("pusher");
         ran.wait_for_all();
@@ -59,7 +59,7 @@ fn two_pushes_one_spinner() {
         push(&core, Ran::task(&ran));
         let pusher = {
             let (core, ran) = (core.clone(), ran.clone());
-            thread::spawn(move || push(&core, Ran::task(&ran)))
+            thread::spawn(move || push_on(&core, 1, Ran::task(&ran)))
         };
         push(&core, Ran::task(&ran));
         pusher.join().expect("pusher");
@@ -110,16 +110,17 @@ fn a_batch_moved_to_the_head_is_handed_on() {
     });
 }
 
-/// Two threads push at once to a pool of one worker: both tasks run, on that one worker.
+/// Two threads push at once, each on its own lane, to a pool of one worker: both tasks run,
+/// on that one worker.
 #[test]
 fn two_pushers_one_worker() {
     check(|| {
         let core = core(1);
         let ran = Ran::new(2);
         let pushers: Vec<_> = (0..2)
-            .map(|_| {
+            .map(|lane| {
                 let (core, ran) = (core.clone(), ran.clone());
-                thread::spawn(move || push(&core, Ran::task(&ran)))
+                thread::spawn(move || push_on(&core, lane, Ran::task(&ran)))
             })
             .collect();
         for pusher in pushers {

@@ -6,7 +6,7 @@ mod common;
 // The protocol files name `crate::sync`: here it is loom's.
 use podq_loom::sync;
 
-use common::{check, core, push, Ran};
+use common::{check, core, push, push_on, Ran};
 use sync::thread;
 
 /// Shutdown right after three pushes to a one-worker pool: all three run before
@@ -34,7 +34,7 @@ fn shutdown_vs_push() {
         let ran = Ran::new(1);
         let pusher = {
             let (core, ran) = (core.clone(), ran.clone());
-            thread::spawn(move || push(&core, Ran::task(&ran)))
+            thread::spawn(move || push_on(&core, 1, Ran::task(&ran)))
         };
         core.shutdown();
         pusher.join().expect("pusher");
@@ -53,7 +53,7 @@ fn shutdown_vs_push_and_park() {
         push(&core, Ran::task(&ran));
         let pusher = {
             let (core, ran) = (core.clone(), ran.clone());
-            thread::spawn(move || push(&core, Ran::task(&ran)))
+            thread::spawn(move || push_on(&core, 1, Ran::task(&ran)))
         };
         core.shutdown();
         core.wait_for_exit();

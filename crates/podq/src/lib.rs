@@ -62,6 +62,7 @@
 pub mod affinity;
 pub mod cpuset;
 pub mod error;
+mod here;
 pub mod scope;
 pub mod topology;
 

@@ -38,12 +38,23 @@ pub(crate) fn spinning_core(max_workers: usize, spin_rounds: u32) -> Arc<Core<It
         eager_workers: max_workers,
         idle_timeout: std::time::Duration::from_secs(300),
         spin_rounds,
+        lanes: LANES,
     }))
 }
 
-/// Pushes `item`, starting a worker when the core asks for one (P2').
+/// Lanes of the models' cores: two, so that pushers on two lanes race a worker's last look
+/// (P6f) at both.
+pub(crate) const LANES: usize = 2;
+
+/// Pushes `item` on lane 0 (the models' main thread), starting a worker when the core asks
+/// for one (P2').
 pub(crate) fn push(core: &Arc<Core<Item>>, item: Item) {
-    if core.push(item) == Push::Spawn {
+    push_on(core, 0, item);
+}
+
+/// Pushes `item` on lane `lane`, starting a worker when the core asks for one (P2').
+pub(crate) fn push_on(core: &Arc<Core<Item>>, lane: usize, item: Item) {
+    if core.push(lane, item) == Push::Spawn {
         start(core);
     }
 }

@@ -15,7 +15,7 @@
 use std::time::{Duration, Instant};
 
 use super::queue::{LockCounts, Queue};
-use crate::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use crate::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering};
 use crate::sync::{Arc, CachePadded, Condvar, Mutex, MutexGuard};
 
 /// Where one idle worker sleeps, and the flag that says it was woken on purpose.
@@ -72,24 +72,66 @@ impl WorkerSlot {
 /// (and cancel, the watchdog and stats) take it; pushers never do.
 #[derive(Debug)]
 pub(crate) struct Head<T> {
-    /// H: the oldest waiting tasks; every task here was queued before every task in the tail.
+    /// H: tasks moved here from one lane in one swap (P4r), in that lane's order.
     queue: Queue<T>,
     /// H: head lock acquisitions and contended acquisitions.
     lock: LockCounts,
+    /// H: the lane the next refill looks at first, so that the lanes take turns.
+    next_lane: usize,
+    /// H: tasks taken from the queue by workers: the pool's progress, which the stall check
+    /// (W1-W3) watches. Beside the head lock's word, so that a pop writes one line.
+    started: u64,
 }
 
-/// Everything under the pool lock: the tail of the queue and the workers' state.
-///
-/// `repr(C)`, hot fields first: a push touches the lock word, `tail`, `spinning`, `lock` and
-/// `idle`'s length on the first cache line of the pool lock.
+/// What one lane's lock guards.
 #[derive(Debug)]
-#[repr(C)]
-pub(crate) struct Synced<T> {
-    /// L: the newest waiting tasks, in queueing order; workers move them to the head in one
-    /// swap when the head is empty (P4r).
-    tail: Queue<T>,
+pub(crate) struct LaneTasks<T> {
+    /// Q: the lane's waiting tasks, in queueing order.
+    queue: Queue<T>,
+    /// Q: lane lock acquisitions and contended acquisitions.
+    lock: LockCounts,
+}
+
+/// One lane of the pool's tail: where the pushers of one CPU of the pod (or of a few, on a pod
+/// with more CPUs than [`Limits::lanes`]) queue their tasks.
+#[derive(Debug)]
+pub(crate) struct Lane<T> {
+    /// The lane lock and the lane's tasks.
+    tasks: Mutex<LaneTasks<T>>,
+    /// A (Q): the lane's length, stored under the lane lock after every change. Read without
+    /// the lock: by spinners, by refills before they lock, for statistics, and after a `SeqCst`
+    /// fence by a worker about to stop looking for work (P6f), which is what makes a lost
+    /// wake-up impossible (see `pool/README.md`).
+    len: AtomicUsize,
+}
+
+impl<T> Lane<T> {
+    fn new() -> Self {
+        Self {
+            tasks: Mutex::new(LaneTasks {
+                queue: Queue::new(),
+                lock: LockCounts::default(),
+            }),
+            len: AtomicUsize::new(0),
+        }
+    }
+
+    /// Takes the lane lock, counting the acquisition and whether it was contended.
+    fn lock(&self) -> MutexGuard<'_, LaneTasks<T>> {
+        lock_counted(&self.tasks, |tasks| &mut tasks.lock)
+    }
+
+    /// The lane's length as last stored (a hint unless read after a `SeqCst` fence, P6f).
+    fn len(&self) -> usize {
+        self.len.load(Ordering::Relaxed)
+    }
+}
+
+/// The workers' state, under the pool lock.
+#[derive(Debug)]
+pub(crate) struct Synced {
     /// L: workers that found the queue empty and are spinning (P6s) before they park. A push
-    /// that leaves no more items in the tail than spinners wakes nobody: a spinner takes it.
+    /// that leaves no more items in its lane than spinners wakes nobody: a spinner takes it.
     spinning: usize,
     /// L: pool lock acquisitions and contended acquisitions.
     lock: LockCounts,
@@ -109,17 +151,24 @@ pub(crate) struct Synced<T> {
     /// L: whether the stall watchdog watches this pool (W1); cleared when it finds the queue
     /// empty.
     watched: bool,
-    /// L: [`Core::started`] when the watchdog last looked (W2), or when it was asked to (W1).
-    watched_started: u64,
+    /// L: [`Head::started`] when the watchdog last looked (W2); `None` from W1 until its first
+    /// look.
+    watched_started: Option<u64>,
     /// L: workers ever started.
     workers_created: u64,
     /// L: workers that retired after `idle_timeout`.
     workers_retired: u64,
 }
 
-impl<T> Synced<T> {
-    /// "need_more_worker": `waiting` tasks wait (head and tail), more than spinners can take,
-    /// nobody is idle or on the way, and the pool may grow.
+/// The `hint` bit that says "a push must take the pool lock": [`Synced::wants_help`].
+const HELP: usize = 1;
+
+/// One spinning worker in the `hint` word: the bits above [`HELP`] count spinners.
+const SPINNER: usize = 2;
+
+impl Synced {
+    /// "need_more_worker": `waiting` tasks wait, more than spinners can take, nobody is idle or
+    /// on the way, and the pool may grow.
     fn need_more_workers(&self, waiting: usize, max_workers: usize) -> bool {
         waiting > self.spinning
             && self.idle.is_empty()
@@ -127,13 +176,20 @@ impl<T> Synced<T> {
             && self.workers < max_workers
     }
 
-    /// Whether a worker that leaves tasks behind in the head must take the pool lock (P4h): an
-    /// idle worker could be woken, or the pool could grow or be watched.
+    /// Whether a push, or a worker that leaves tasks behind in the head (P4h), must take the
+    /// pool lock: an idle worker could be woken, or the pool could grow or be watched. When
+    /// false, nobody is idle and at least one worker is running, spinning or on its way, and
+    /// each of them looks at every lane before it stops (P6f).
     fn wants_help(&self, max_workers: usize, eager_workers: usize) -> bool {
         !self.idle.is_empty()
             || (self.coming == 0
                 && self.workers < max_workers
                 && (self.workers < eager_workers || !self.watched))
+    }
+
+    /// The `hint` word for this state: [`HELP`] and the spinners.
+    fn hint(&self, max_workers: usize, eager_workers: usize) -> usize {
+        self.spinning * SPINNER | usize::from(self.wants_help(max_workers, eager_workers))
     }
 
     /// Counts one more worker, which the caller must start.
@@ -214,29 +270,26 @@ pub(crate) struct Snapshot {
     pub(crate) workers_created: u64,
     /// Workers that retired when idle.
     pub(crate) workers_retired: u64,
-    /// Tasks waiting, in the head and the tail.
+    /// Tasks waiting, in the head and the lanes.
     pub(crate) queue_depth: usize,
-    /// Acquisitions of the pool lock and the head lock together, and how many found the lock
-    /// held.
+    /// Acquisitions of the pool lock, the head lock and the lane locks together, and how many
+    /// found the lock held.
     pub(crate) lock: LockCounts,
 }
 
-/// One pool's queue and workers behind two locks: the pool lock (pushers and the workers'
-/// state) and the head lock (workers taking tasks).
+/// One pool's queue and workers behind three kinds of lock: the lane locks (pushers), the head
+/// lock (workers taking tasks) and the pool lock (the workers' state).
 #[derive(Debug)]
 pub(crate) struct Core<T> {
     /// The head lock and the head of the queue. On lines of their own: workers take tasks here
     /// without touching the lines that pushers write.
     head: CachePadded<Mutex<Head<T>>>,
-    /// A: tasks taken from the queue by workers: the pool's progress, which the stall check
-    /// (W1-W3) watches. Written only under the head lock, read under the pool lock by the
-    /// watchdog; `Relaxed`: the head lock orders the writes, and the watchdog only compares
-    /// two of its own reads. On the head lock's lines (the same `CachePadded` would not fit a
-    /// field outside the mutex), so it is kept beside them.
-    started: AtomicU64,
-    /// The pool lock: the tail of the queue and the workers' state. On lines of its own, so
-    /// that pushers and workers share nothing else with it.
-    synced: CachePadded<Mutex<Synced<T>>>,
+    /// The tail of the queue, in lanes, each on lines of its own: a pusher locks and writes
+    /// only its own CPU's lane, so pushers on different CPUs share no line.
+    lanes: Box<[CachePadded<Lane<T>>]>,
+    /// The pool lock: the workers' state. On lines of its own. Pushers take it only when the
+    /// `hint` says so.
+    synced: CachePadded<Mutex<Synced>>,
     /// Used with the pool lock: notified when `workers` drops to 0.
     exited: Condvar,
     /// I: the most workers this pool runs at once (at least 1).
@@ -248,19 +301,12 @@ pub(crate) struct Core<T> {
     idle_timeout: Duration,
     /// I: backoff rounds a worker spins (P6s) before it parks; 0 parks at once.
     spin_rounds: u32,
-    /// A: the tail's length, stored under the pool lock by pushes while a worker spins (and
-    /// cleared when a spinner starts or a worker empties the tail), read without it by spinning
-    /// workers (P6s). Only a hint that work may be there: the decision is always taken again
-    /// under the locks, so `Relaxed` is enough. On lines of its own: spinners read it in a loop,
-    /// which must not pull the pool lock's line from the thread holding it.
-    tail_hint: CachePadded<AtomicUsize>,
-    /// A: [`Synced::wants_help`], stored under the pool lock whenever it changes, read under
-    /// the head lock by a worker that leaves tasks behind in the head (P4h). `Relaxed`: a
-    /// worker parks (making it true) holding the head lock, so a later pop under that lock sees
-    /// it; the other changes only decide whether the pool grows a little sooner, and the
-    /// decision is taken again under the pool lock. On lines of its own: every pop reads it, and
-    /// it changes only when workers park, wake, come, go or are watched.
-    help: CachePadded<AtomicBool>,
+    /// A (L): [`Synced::hint`], stored under the pool lock whenever it changes (and always
+    /// before a worker's last look, P6f); read without a lock by pushes after a `SeqCst`
+    /// fence (P2f), and under the head lock by a worker that leaves tasks behind in the head
+    /// (P4h). On lines of its own: every push reads it, and it changes only when workers spin,
+    /// park, wake, come, go or are watched, so in a busy pool its line stays shared.
+    hint: CachePadded<AtomicUsize>,
 }
 
 /// How a pool grows and waits: fixed when the pool is made.
@@ -274,6 +320,8 @@ pub(crate) struct Limits {
     pub(crate) idle_timeout: Duration,
     /// Backoff rounds a worker spins before it parks.
     pub(crate) spin_rounds: u32,
+    /// Lanes of the tail (raised to 1 if 0): pushers on different lanes never contend.
+    pub(crate) lanes: usize,
 }
 
 /// What a worker that leaves tasks in the head does for them (P4h).
@@ -286,18 +334,32 @@ enum Help {
     Grow(Grow),
 }
 
+/// How a worker's attempt to park ended (P6-P8).
+enum Parked<'a> {
+    /// Woken on purpose: the pool lock is held again.
+    Woken(MutexGuard<'a, Synced>),
+    /// A task came in while it went on the idle stack (P6f): it did not sleep, and looks again.
+    Found,
+    /// Retired after `idle_timeout` (P8).
+    Retired,
+}
+
 impl<T> Core<T> {
     /// An empty pool with no worker.
     pub(crate) fn new(limits: Limits) -> Self {
         let max_workers = limits.max_workers.max(1);
+        let eager_workers = limits.eager_workers.clamp(1, max_workers);
         Self {
             head: CachePadded::new(Mutex::new(Head {
                 queue: Queue::new(),
                 lock: LockCounts::default(),
+                next_lane: 0,
+                started: 0,
             })),
-            started: AtomicU64::new(0),
+            lanes: (0..limits.lanes.max(1))
+                .map(|_| CachePadded::new(Lane::new()))
+                .collect(),
             synced: CachePadded::new(Mutex::new(Synced {
-                tail: Queue::new(),
                 spinning: 0,
                 lock: LockCounts::default(),
                 idle: Vec::new(),
@@ -305,25 +367,24 @@ impl<T> Core<T> {
                 coming: 0,
                 shutdown: false,
                 watched: false,
-                watched_started: 0,
+                watched_started: None,
                 workers_created: 0,
                 workers_retired: 0,
             })),
             exited: Condvar::new(),
             max_workers,
-            eager_workers: limits.eager_workers.clamp(1, max_workers),
+            eager_workers,
             idle_timeout: limits.idle_timeout,
             spin_rounds: limits.spin_rounds,
-            tail_hint: CachePadded::new(AtomicUsize::new(0)),
             // An empty pool can grow.
-            help: CachePadded::new(AtomicBool::new(true)),
+            hint: CachePadded::new(AtomicUsize::new(HELP)),
         }
     }
 
     /// Decides how the pool grows when `waiting` tasks wait (P2', P4h): start a worker while
     /// below the eager size, else have the watchdog look (once), else nothing. Changes the
-    /// state (and so `help`) only when it returns something other than `Grow::No`.
-    fn grow(&self, synced: &mut Synced<T>, waiting: usize) -> Grow {
+    /// state (and so the hint) only when it returns something other than `Grow::No`.
+    fn grow(&self, synced: &mut Synced, waiting: usize) -> Grow {
         if !synced.need_more_workers(waiting, self.max_workers) {
             return Grow::No;
         }
@@ -335,21 +396,46 @@ impl<T> Core<T> {
             return Grow::No;
         }
         synced.watched = true;
-        synced.watched_started = self.started.load(Ordering::Relaxed);
+        synced.watched_started = None;
         Grow::Watch
     }
 
-    /// Stores [`Synced::wants_help`] in the `help` hint, if it changed. Called under the pool
-    /// lock after every change to the idle stack, `coming`, `workers` or `watched`.
-    fn publish(&self, synced: &Synced<T>) {
-        let help = synced.wants_help(self.max_workers, self.eager_workers);
-        if self.help.load(Ordering::Relaxed) != help {
-            self.help.store(help, Ordering::Relaxed);
+    /// Stores [`Synced::hint`] in `hint`, if it changed. Called under the pool lock after every
+    /// change to the idle stack, `spinning`, `coming`, `workers` or `watched`.
+    fn publish(&self, synced: &Synced) {
+        let hint = synced.hint(self.max_workers, self.eager_workers);
+        if self.hint.load(Ordering::Relaxed) != hint {
+            self.hint.store(hint, Ordering::Relaxed);
         }
     }
 
+    /// Stores [`Synced::hint`] in `hint` even if unchanged: the store a worker's last look
+    /// pairs with (P6f), which must be its own.
+    fn publish_now(&self, synced: &Synced) {
+        self.hint.store(
+            synced.hint(self.max_workers, self.eager_workers),
+            Ordering::Relaxed,
+        );
+    }
+
+    /// (P6f) A worker's last look before it stops looking for work (parks, exits, or stops
+    /// counting as a spinner): a `SeqCst` fence, then every lane's length. The caller has just
+    /// stored the hint that tells pushers to act (`publish_now`); a push stores its lane's
+    /// length, then fences, then reads the hint (P2f). Of two `SeqCst` fences one comes
+    /// first: either the push sees this worker's hint and acts on it, or this look sees the
+    /// push's task. Returns whether every lane looked empty.
+    fn last_look_empty(&self) -> bool {
+        fence(Ordering::SeqCst);
+        self.lanes.iter().all(|lane| lane.len() == 0)
+    }
+
+    /// Tasks in the lanes, as last stored (a hint: the lanes are not locked).
+    fn lanes_len(&self) -> usize {
+        self.lanes.iter().map(|lane| lane.len()).sum()
+    }
+
     /// Takes the pool lock, counting the acquisition and whether it was contended.
-    fn lock(&self) -> MutexGuard<'_, Synced<T>> {
+    fn lock(&self) -> MutexGuard<'_, Synced> {
         lock_counted(&self.synced, |synced| &mut synced.lock)
     }
 
@@ -358,21 +444,22 @@ impl<T> Core<T> {
         lock_counted(&self.head, |head| &mut head.lock)
     }
 
-    /// Queues `item` at the tail and wakes or asks for a worker (P1-P3).
-    pub(crate) fn push(&self, item: T) -> Push {
-        let mut synced = self.lock();
-        // (P1) The item is in the tail before anyone is woken, under the lock that every
-        // worker holds when it decides to park: a worker either sees it, or is on the idle
-        // stack already and is woken below.
-        synced.tail.push_back(item);
-        // (P2s) No more items in the tail than spinning workers: one of them takes it (each
-        // looks under the locks before it parks, P6s).
-        if synced.spinning > 0 {
-            self.tail_hint.store(synced.tail.len(), Ordering::Relaxed);
-            if synced.tail.len() <= synced.spinning {
-                return Push::Queued;
-            }
+    /// Queues `item` in lane `lane` (wrapped to the lanes there are) and wakes or asks for a
+    /// worker if needed (P1-P3).
+    pub(crate) fn push(&self, lane: usize, item: T) -> Push {
+        // (P1) The item is in its lane, and the lane's length stored, before anything else.
+        let waiting = self.push_to_lane(lane, item);
+        // (P2f) Fence, then read the hint: a worker that stops looking for work stores the
+        // hint, fences, then looks at every lane (P6f), so either it sees this item or this
+        // push sees its hint.
+        fence(Ordering::SeqCst);
+        let hint = self.hint.load(Ordering::Relaxed);
+        // (P2s) Nobody idle and a worker running, spinning or coming: it takes the item. Or
+        // no more items in this lane than spinners: one of them takes it.
+        if hint & HELP == 0 || hint / SPINNER >= waiting {
+            return Push::Queued;
         }
+        let mut synced = self.lock();
         // (P2) Wake the most recently parked idle worker, if any.
         if let Some(parker) = synced.wake_one() {
             self.publish(&synced);
@@ -386,8 +473,7 @@ impl<T> Core<T> {
         // have the watchdog look. This ignores `shutdown` on purpose: an item queued to a pool
         // whose workers have all exited still runs. Tasks in the head are not counted: a
         // worker that moved them there is running, and hands them on itself (P4h).
-        let waiting = synced.tail.len();
-        let grow = self.grow(&mut synced, waiting);
+        let grow = self.grow(&mut synced, self.lanes_len());
         if grow != Grow::No {
             self.publish(&synced);
         }
@@ -398,15 +484,44 @@ impl<T> Core<T> {
         }
     }
 
-    /// Queues `item` at the tail for the calling worker itself, which is between two items and
-    /// takes the oldest one next (P1w): nobody is woken and no worker is added. Only a worker
+    /// Queues `item` in lane `lane` for the calling worker itself, which is between two items
+    /// and looks at the queue next (P1w): nobody is woken and no worker is added. Only a worker
     /// of this pool that returns to [`Core::next`] right after may call it.
-    pub(crate) fn push_for_self(&self, item: T) {
-        let mut synced = self.lock();
-        synced.tail.push_back(item);
-        if synced.spinning > 0 {
-            self.tail_hint.store(synced.tail.len(), Ordering::Relaxed);
+    pub(crate) fn push_for_self(&self, lane: usize, item: T) {
+        self.push_to_lane(lane, item);
+    }
+
+    /// Appends `item` to lane `lane` (wrapped) and stores the lane's new length, which it
+    /// returns.
+    fn push_to_lane(&self, lane: usize, item: T) -> usize {
+        let lane = &self.lanes[lane % self.lanes.len()];
+        let mut tasks = lane.lock();
+        tasks.queue.push_back(item);
+        let len = tasks.queue.len();
+        lane.len.store(len, Ordering::Relaxed);
+        len
+    }
+
+    /// (P4r) Moves the tasks of one non-empty lane to the (empty) head in one swap, the lanes
+    /// taking turns; `false` when every lane was empty.
+    fn refill(&self, head: &mut Head<T>) -> bool {
+        let lanes = self.lanes.len();
+        for k in 0..lanes {
+            let at = (head.next_lane + k) % lanes;
+            let lane = &self.lanes[at];
+            if lane.len() == 0 {
+                continue;
+            }
+            let mut tasks = lane.lock();
+            if tasks.queue.is_empty() {
+                continue;
+            }
+            head.queue.refill_from(&mut tasks.queue);
+            lane.len.store(0, Ordering::Relaxed);
+            head.next_lane = (at + 1) % lanes;
+            return true;
         }
+        false
     }
 
     /// The worker's step: takes the next item, or parks until there is one, or says to exit
@@ -421,57 +536,65 @@ impl<T> Core<T> {
         let mut spinning = false;
         loop {
             let mut head = self.lock_head();
-            // (P4) Take the oldest item from the head: no pusher contends for this lock. A
-            // worker back from spinning first stops counting as a spinner, under the pool lock.
-            if !spinning {
+            if spinning {
+                // (P6e) Back from spinning: stop counting as a spinner, then make the last
+                // look's fence (P6f), so that a push that left its item to the spinners is
+                // seen below.
+                spinning = false;
+                let mut synced = self.lock();
+                synced.spinning -= 1;
+                self.publish_now(&synced);
+                drop(synced);
+                fence(Ordering::SeqCst);
+            }
+            // (P4) Take the oldest item from the head: no pusher ever takes this lock.
+            if let Some(item) = head.queue.pop_front() {
+                return self.started(head, item);
+            }
+            // (P4r) The head is empty: move one lane's tasks to it in one swap and take the
+            // oldest. Each lane keeps its order.
+            if self.refill(&mut head) {
                 if let Some(item) = head.queue.pop_front() {
                     return self.started(head, item);
                 }
             }
             let mut synced = self.lock();
-            if spinning {
-                spinning = false;
-                synced.spinning -= 1;
-            }
-            // (P4r) The head is empty (or a spinner is back; another worker may have filled
-            // it meanwhile): move the whole tail to it in one swap, and take the oldest item.
-            // Everything in the tail is newer than anything that was in the head, so the order
-            // stays FIFO.
-            if head.queue.is_empty() && !synced.tail.is_empty() {
-                head.queue.refill_from(&mut synced.tail);
-                if synced.spinning > 0 {
-                    self.tail_hint.store(0, Ordering::Relaxed);
-                }
-            }
-            if let Some(item) = head.queue.pop_front() {
-                drop(synced);
-                return self.started(head, item);
-            }
-            // (P5) Empty and shut down: leave.
+            // (P5) Empty and shut down: leave, unless the last look finds a task that a push
+            // left to this worker.
             if synced.shutdown {
-                drop(head);
-                self.leave(synced);
-                return Next::Exit;
+                synced.workers -= 1;
+                self.publish_now(&synced);
+                if self.last_look_empty() {
+                    drop(head);
+                    self.exited(synced);
+                    return Next::Exit;
+                }
+                synced.workers += 1;
+                self.publish(&synced);
+                continue;
             }
             // (P6s) Empty: spin a little before parking, once per empty queue. Counted in
-            // `spinning` under the pool lock, so a push meanwhile leaves its item to us (P2s);
-            // we take the locks again and look before parking, so it is never stranded.
+            // `spinning` (in the hint), so a push meanwhile leaves its item to us (P2s); we look
+            // again after a last look's fence (P6e), so it is never stranded.
             if !spun && self.spin_rounds > 0 {
                 spun = true;
                 spinning = true;
                 synced.spinning += 1;
-                self.tail_hint.store(0, Ordering::Relaxed);
+                self.publish(&synced);
                 drop(synced);
                 drop(head);
                 self.spin();
                 continue;
             }
             // (P6-P8) Park until woken, or retire.
-            let Some(mut synced) = self.park(head, synced, slot) else {
-                return Next::Exit;
-            };
-            synced.arrive(slot);
-            self.publish(&synced);
+            match self.park(head, synced, slot) {
+                Parked::Woken(mut synced) => {
+                    synced.arrive(slot);
+                    self.publish(&synced);
+                }
+                Parked::Found => {}
+                Parked::Retired => return Next::Exit,
+            }
         }
     }
 
@@ -479,22 +602,19 @@ impl<T> Core<T> {
     /// an idle worker, or asks for one more worker (the kernel's need_more_worker chain), so
     /// that a batch moved to the head does not wait for this worker alone and items that
     /// block do not starve the ones behind them. Releases the head lock.
-    fn started(&self, head: MutexGuard<'_, Head<T>>, item: T) -> Next<T> {
-        // Only written under the head lock: a plain read and store is enough.
-        let started = self.started.load(Ordering::Relaxed);
-        self.started.store(started + 1, Ordering::Relaxed);
+    fn started(&self, mut head: MutexGuard<'_, Head<T>>, item: T) -> Next<T> {
+        head.started += 1;
         let waiting = head.queue.len();
-        if waiting == 0 || !self.help.load(Ordering::Relaxed) {
+        if waiting == 0 || self.hint.load(Ordering::Relaxed) & HELP == 0 {
             return Next::Run {
                 item,
                 grow: Grow::No,
             };
         }
         let mut synced = self.lock();
-        let tail = synced.tail.len();
         let help = match synced.wake_one() {
             Some(parker) => Help::Wake(parker),
-            None => match self.grow(&mut synced, waiting + tail) {
+            None => match self.grow(&mut synced, waiting + self.lanes_len()) {
                 Grow::No => Help::None,
                 grow => Help::Grow(grow),
             },
@@ -516,21 +636,28 @@ impl<T> Core<T> {
     }
 
     /// Parks the worker of `slot` on the idle stack until a pusher, a worker handing on work
-    /// (P4h) or shutdown wakes it (`Some`, with the pool lock held again), or retires it after
-    /// `idle_timeout` (`None`). Called with both locks held and the head and tail empty.
+    /// (P4h) or shutdown wakes it, or retires it after `idle_timeout`. Called with both locks
+    /// held, the head and the lanes found empty.
     fn park<'a>(
         &'a self,
         head: MutexGuard<'a, Head<T>>,
-        mut synced: MutexGuard<'a, Synced<T>>,
+        mut synced: MutexGuard<'a, Synced>,
         slot: &mut WorkerSlot,
-    ) -> Option<MutexGuard<'a, Synced<T>>> {
-        // (P6) Go on the idle stack while still holding the lock that P1 takes: a push that
-        // comes after this finds the parker and sets `notified`; one that came before left its
-        // item in the tail, which P4r saw. The head lock is held until the parker is there, so
-        // a worker that later leaves tasks in the head sees `help` (P4h).
+    ) -> Parked<'a> {
+        // (P6) Go on the idle stack and store the hint that says so, then take the last look
+        // (P6f): a push whose item this look misses sees the hint and wakes a worker under the
+        // pool lock, which this worker holds until it waits. The head lock is held until the
+        // parker is there, so a worker that later leaves tasks in the head sees the hint
+        // (P4h).
         slot.parker.set_notified(false);
         synced.idle.push(Arc::clone(&slot.parker));
-        self.publish(&synced);
+        self.publish_now(&synced);
+        if !self.last_look_empty() {
+            // Nobody could take the parker off the stack: this worker held the pool lock.
+            synced.idle.pop();
+            self.publish(&synced);
+            return Parked::Found;
+        }
         drop(head);
         let deadline = Instant::now().checked_add(self.idle_timeout);
         let mut may_retire = deadline.is_some();
@@ -539,7 +666,7 @@ impl<T> Core<T> {
             // condition, so a spurious wake-up or a notify that came early changes nothing.
             if slot.parker.is_notified() {
                 slot.coming = true;
-                return Some(synced);
+                return Parked::Woken(synced);
             }
             if !may_retire {
                 synced = slot.parker.condvar.wait(synced);
@@ -554,22 +681,24 @@ impl<T> Core<T> {
                 continue;
             }
             // (P8) Idle for `idle_timeout` and not woken: retire if another worker remains;
-            // the last worker stays, parked without a timeout, while the pool is in use.
+            // the last worker stays, parked without a timeout, while the pool is in use. No
+            // last look is needed: while this worker was on the idle stack every push saw the
+            // hint and took the pool lock.
             if synced.workers > 1 {
                 synced.idle.retain(|p| !Arc::ptr_eq(p, &slot.parker));
                 synced.workers -= 1;
                 synced.workers_retired += 1;
                 self.publish(&synced);
-                return None;
+                return Parked::Retired;
             }
             may_retire = false;
         }
     }
 
-    /// Spins with backoff until the tail looks non-empty or the rounds are spent (P6s).
+    /// Spins with backoff until a lane looks non-empty or the rounds are spent (P6s).
     fn spin(&self) {
         crate::sync::spin_until(self.spin_rounds, || {
-            self.tail_hint.load(Ordering::Relaxed) > 0
+            self.lanes.iter().any(|lane| lane.len() > 0)
         });
     }
 
@@ -580,7 +709,8 @@ impl<T> Core<T> {
     pub(crate) fn check_stall(&self) -> Grow {
         let head = self.lock_head();
         let mut synced = self.lock();
-        let waiting = head.queue.len() + synced.tail.len();
+        let waiting = head.queue.len() + self.lanes_len();
+        let started = head.started;
         drop(head);
         if waiting == 0 {
             // (W3) Nothing waits: stop watching; the next push past the eager size watches
@@ -591,9 +721,9 @@ impl<T> Core<T> {
         }
         // (W2) Items wait: if none was taken since the last look and nobody idle, spinning or
         // coming could take one, add a worker (the busy ones may be blocked).
-        let started = self.started.load(Ordering::Relaxed);
-        let stalled = synced.watched_started == started;
-        synced.watched_started = started;
+        // The first look after W1 only records the progress.
+        let stalled = synced.watched_started == Some(started);
+        synced.watched_started = Some(started);
         if stalled && synced.need_more_workers(waiting, self.max_workers) {
             synced.add_worker();
             self.publish(&synced);
@@ -602,10 +732,9 @@ impl<T> Core<T> {
         Grow::Watch
     }
 
-    /// Counts one worker out; the last one out after shutdown wakes [`Core::wait_for_exit`].
-    fn leave(&self, mut synced: MutexGuard<'_, Synced<T>>) {
-        synced.workers -= 1;
-        self.publish(&synced);
+    /// A worker counted out of `workers` goes; the last one out after shutdown wakes
+    /// [`Core::wait_for_exit`].
+    fn exited(&self, synced: MutexGuard<'_, Synced>) {
         let last = synced.workers == 0;
         drop(synced);
         if last {
@@ -617,34 +746,43 @@ impl<T> Core<T> {
     /// asked for, when its thread could not be started.
     ///
     /// Returns `true` when the pool is then left with waiting items and no worker at all: the
-    /// caller must run them itself ([`Core::pop`]) so that nothing queued is lost.
+    /// caller must run them itself ([`Core::pop`]) so that nothing queued is lost. The pushes
+    /// that counted on the worker coming left their items to it; the last look (P6f) finds them.
     pub(crate) fn spawn_failed(&self) -> bool {
         let head = self.lock_head();
         let mut synced = self.lock();
         synced.workers_created -= 1;
         synced.coming -= 1;
-        let orphaned = synced.workers == 1 && !(head.queue.is_empty() && synced.tail.is_empty());
+        synced.workers -= 1;
+        self.publish_now(&synced);
+        let orphaned = synced.workers == 0 && (!head.queue.is_empty() || !self.last_look_empty());
         drop(head);
-        self.leave(synced);
+        self.exited(synced);
         orphaned
     }
 
     /// Takes the oldest item without being a worker (see [`Core::spawn_failed`]).
     pub(crate) fn pop(&self) -> Option<T> {
         let mut head = self.lock_head();
-        if let Some(item) = head.queue.pop_front() {
-            return Some(item);
+        if head.queue.is_empty() {
+            self.refill(&mut head);
         }
-        self.lock().tail.pop_front()
+        head.queue.pop_front()
     }
 
-    /// Takes out the oldest waiting item for which `matches` is true (for cancel).
+    /// Takes out a waiting item for which `matches` is true (for cancel): the oldest such in
+    /// the head, else the oldest in the first lane that has one.
     pub(crate) fn remove_if(&self, mut matches: impl FnMut(&T) -> bool) -> Option<T> {
         let mut head = self.lock_head();
         if let Some(item) = head.queue.remove_if(&mut matches) {
             return Some(item);
         }
-        self.lock().tail.remove_if(matches)
+        self.lanes.iter().find_map(|lane| {
+            let mut tasks = lane.lock();
+            let item = tasks.queue.remove_if(&mut matches)?;
+            lane.len.store(tasks.queue.len(), Ordering::Relaxed);
+            Some(item)
+        })
     }
 
     /// Starts shutdown (S1-S2): from now on workers exit once the queue is empty.
@@ -675,24 +813,31 @@ impl<T> Core<T> {
         }
     }
 
-    /// Holds the pool lock until the guard drops, without counting it (tests use it to make
-    /// pushers find the lock held).
+    /// Holds lane `lane`'s lock until the guard drops, without counting it (tests use it to
+    /// make pushers find the lock held).
     #[cfg(test)]
-    pub(crate) fn hold_lock(&self) -> MutexGuard<'_, Synced<T>> {
-        self.synced.lock()
+    pub(crate) fn hold_lane(&self, lane: usize) -> MutexGuard<'_, LaneTasks<T>> {
+        self.lanes[lane % self.lanes.len()].tasks.lock()
     }
 
     /// The state now, without counting the lock acquisitions this takes.
     pub(crate) fn snapshot(&self) -> Snapshot {
         let head = self.head.lock();
+        let (queued, lanes_lock) =
+            self.lanes
+                .iter()
+                .fold((0, LockCounts::default()), |(queued, counts), lane| {
+                    let tasks = lane.tasks.lock();
+                    (queued + tasks.queue.len(), counts.plus(tasks.lock))
+                });
         let synced = self.synced.lock();
         Snapshot {
             workers: synced.workers,
             idle_workers: synced.idle.len(),
             workers_created: synced.workers_created,
             workers_retired: synced.workers_retired,
-            queue_depth: head.queue.len() + synced.tail.len(),
-            lock: head.lock.plus(synced.lock),
+            queue_depth: head.queue.len() + queued,
+            lock: head.lock.plus(lanes_lock).plus(synced.lock),
         }
     }
 }

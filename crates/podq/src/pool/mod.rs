@@ -1,10 +1,12 @@
 //! Worker pools: one queue and a set of worker threads per (attributes, pod).
 //!
 //! The pool is the unit of contention, exactly as in the kernel: every workqueue with equal
-//! [`PoolAttrs`] queues the work of one pod onto the same [`Pool`], behind the same pool lock,
-//! so the scope and the shard size decide how many threads fight over each pool. The queue has
-//! two locks: pushers take the pool lock (the tail and the workers' state), workers the head
-//! lock, and the pool lock only when the head runs dry.
+//! [`PoolAttrs`] queues the work of one pod onto the same [`Pool`], whose workers share one
+//! queue, so the scope and the shard size decide how many threads fight over each pool. The
+//! queue's tail is split into lanes, one per CPU of the pod: a pusher locks only its CPU's
+//! lane; workers take tasks from the head under the head lock and refill it with a whole lane
+//! at a time; the pool lock guards the workers' state, and a push takes it only when a worker
+//! must be woken or started.
 //!
 //! * [`pools_for`] hands out the pools of every pod for a set of attributes from a process-wide
 //!   registry (`registry.rs`).
@@ -48,6 +50,45 @@ pub(crate) const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 /// futex wake-up (docs/benchmarks.md).
 pub(crate) const SPIN_ROUNDS: u32 = 13;
 
+/// Lanes of a pool's tail at most: one per CPU of the pod up to this many, then CPUs share
+/// lanes. A worker's last look before it parks reads every lane's length, so the lanes stay
+/// few even on a pod of 72 CPUs.
+const MAX_LANES: usize = 16;
+
+/// Which lane of a pool's tail the pushers on each CPU use: the CPU's position in the pod,
+/// wrapped to the lanes. Pushers on different CPUs then share no lock and no line.
+#[derive(Debug)]
+struct LaneMap {
+    /// The lane of CPU `cpu` at index `cpu`; CPUs outside the pod are absent or `usize::MAX`.
+    by_cpu: Box<[usize]>,
+}
+
+impl LaneMap {
+    /// The map for a pod with `cpus`, and how many lanes it uses.
+    fn new(cpus: &CpuSet) -> (LaneMap, usize) {
+        let lanes = cpus.len().clamp(1, MAX_LANES);
+        let mut by_cpu = vec![usize::MAX; cpus.last().map_or(0, |cpu| cpu + 1)];
+        for (position, cpu) in cpus.iter().enumerate() {
+            by_cpu[cpu] = position % lanes;
+        }
+        let map = LaneMap {
+            by_cpu: by_cpu.into_boxed_slice(),
+        };
+        (map, lanes)
+    }
+
+    /// The calling thread's lane: its CPU's, or (off the pod, or where the CPU cannot be read)
+    /// the CPU id or thread index, which the core wraps to its lanes.
+    #[inline]
+    fn here(&self) -> usize {
+        let at = crate::here::cpu_or_thread();
+        match self.by_cpu.get(at) {
+            Some(&lane) if lane != usize::MAX => lane,
+            _ => at,
+        }
+    }
+}
+
 /// The workqueue layer's task, which the registry's pools run.
 pub(crate) use crate::workqueue::task::Task;
 
@@ -84,6 +125,8 @@ pub(crate) struct Shared<T> {
     pod: Pod,
     /// I: whether workers stay on the pod's CPUs.
     strict: bool,
+    /// I: the lane of the tail each CPU pushes to.
+    lanes: LaneMap,
     /// I: the workqueue's CPUs, where non-strict workers may move.
     cpus: CpuSet,
     /// A: tasks run to the end by this pool's workers. Relaxed: a statistic.
@@ -111,6 +154,7 @@ pub(crate) struct Pool<T: Job = Task> {
 impl<T: Job> Pool<T> {
     /// A pool with no worker yet, serving `pod` (its CPUs already within `attrs.cpus`).
     pub(crate) fn new(name: String, pod: Pod, attrs: &PoolAttrs) -> Self {
+        let (lanes, lane_count) = LaneMap::new(&pod.cpus);
         Self {
             shared: Arc::new(Shared {
                 core: Core::new(Limits {
@@ -120,10 +164,12 @@ impl<T: Job> Pool<T> {
                     eager_workers: pod.cpus.len(),
                     idle_timeout: attrs.idle_timeout,
                     spin_rounds: SPIN_ROUNDS,
+                    lanes: lane_count,
                 }),
                 name,
                 pod,
                 strict: attrs.strict,
+                lanes,
                 cpus: attrs.cpus.clone(),
                 executed: AtomicU64::new(0),
                 pin_failures: AtomicU64::new(0),
@@ -134,10 +180,10 @@ impl<T: Job> Pool<T> {
         }
     }
 
-    /// Queues `task` at the tail; wakes an idle worker, or starts one when every worker is busy
-    /// and the pool is below `max_workers`.
+    /// Queues `task` in the calling CPU's lane of the tail; wakes an idle worker, or starts one
+    /// when every worker is busy and the pool is below `max_workers`.
     pub(crate) fn push(&self, task: T) {
-        let grow = match self.shared.core.push(task) {
+        let grow = match self.shared.core.push(self.shared.lanes.here(), task) {
             idle::Push::Spawn => Grow::Spawn,
             idle::Push::Watch => Grow::Watch,
             idle::Push::Woken | idle::Push::Queued => Grow::No,
@@ -152,7 +198,9 @@ impl<T: Job> Pool<T> {
     /// Anywhere else it is an ordinary [`Pool::push`].
     pub(crate) fn push_after_run(&self, task: T) {
         if worker::is_worker_of(&self.shared) {
-            self.shared.core.push_for_self(task);
+            self.shared
+                .core
+                .push_for_self(self.shared.lanes.here(), task);
         } else {
             self.push(task);
         }

@@ -285,7 +285,7 @@ fn a_push_that_finds_the_lock_held_counts_as_contended() {
     let p = Arc::new(pool(one_cpu(), &attrs(false, allowed())));
     // The pusher must reach the lock while the test holds it; give it a few chances.
     for _ in 0..50 {
-        let held = p.shared.core.hold_lock();
+        let held = p.shared.core.hold_lane(p.shared.lanes.here());
         let pusher = {
             let p = Arc::clone(&p);
             thread::spawn(move || p.push(job(|| {})))
@@ -432,16 +432,17 @@ fn limits(max_workers: usize) -> idle::Limits {
         eager_workers: max_workers,
         idle_timeout: DEFAULT_IDLE_TIMEOUT,
         spin_rounds: 0,
+        lanes: 2,
     }
 }
 
 #[test]
 fn the_core_asks_for_one_worker_at_a_time() {
     let core = idle::Core::<u32>::new(limits(4));
-    assert_eq!(core.push(1), idle::Push::Spawn);
+    assert_eq!(core.push(0, 1), idle::Push::Spawn);
     // The first worker is on its way: no second one for the next items yet.
-    assert_eq!(core.push(2), idle::Push::Queued);
-    assert_eq!(core.push(3), idle::Push::Queued);
+    assert_eq!(core.push(0, 2), idle::Push::Queued);
+    assert_eq!(core.push(0, 3), idle::Push::Queued);
     let mut slot = idle::WorkerSlot::new();
     // It takes an item while more wait and nobody is idle: it asks for the next worker.
     assert!(matches!(
@@ -468,8 +469,8 @@ fn the_core_asks_for_one_worker_at_a_time() {
 #[test]
 fn a_worker_that_cannot_start_gives_its_items_back_to_the_caller() {
     let core = idle::Core::<u32>::new(limits(4));
-    assert_eq!(core.push(7), idle::Push::Spawn);
-    assert_eq!(core.push(8), idle::Push::Queued);
+    assert_eq!(core.push(0, 7), idle::Push::Spawn);
+    assert_eq!(core.push(0, 8), idle::Push::Queued);
     // No worker at all: the caller must run what is queued.
     assert!(core.spawn_failed());
     assert_eq!(core.pop(), Some(7));
@@ -477,13 +478,13 @@ fn a_worker_that_cannot_start_gives_its_items_back_to_the_caller() {
     let snap = core.snapshot();
     assert_eq!((snap.workers, snap.workers_created), (0, 0));
     // The next push asks for a worker again.
-    assert_eq!(core.push(9), idle::Push::Spawn);
+    assert_eq!(core.push(0, 9), idle::Push::Spawn);
 }
 
 #[test]
 fn a_full_pool_queues_without_asking_for_workers() {
     let core = idle::Core::<u32>::new(limits(1));
-    assert_eq!(core.push(1), idle::Push::Spawn);
+    assert_eq!(core.push(0, 1), idle::Push::Spawn);
     let mut slot = idle::WorkerSlot::new();
     assert!(matches!(
         core.next(&mut slot),
@@ -492,7 +493,51 @@ fn a_full_pool_queues_without_asking_for_workers() {
             grow: idle::Grow::No
         }
     ));
-    assert_eq!(core.push(2), idle::Push::Queued);
+    assert_eq!(core.push(0, 2), idle::Push::Queued);
     assert_eq!(core.remove_if(|&i| i == 2), Some(2));
     assert_eq!(core.snapshot().queue_depth, 0);
+}
+
+#[test]
+fn each_lane_keeps_its_order_and_the_lanes_take_turns() {
+    let core = idle::Core::<u32>::new(limits(1));
+    assert_eq!(core.push(0, 10), idle::Push::Spawn);
+    // Lane numbers wrap: 3 is lane 1 of 2.
+    for (lane, item) in [(3, 20), (0, 11), (1, 21), (0, 12)] {
+        assert_eq!(core.push(lane, item), idle::Push::Queued);
+    }
+    let mut slot = idle::WorkerSlot::new();
+    let mut ran = Vec::new();
+    for _ in 0..5 {
+        match core.next(&mut slot) {
+            idle::Next::Run { item, .. } => ran.push(item),
+            idle::Next::Exit => panic!("exit with items waiting"),
+        }
+    }
+    // One lane's whole batch, then the other's.
+    assert_eq!(ran, vec![10, 11, 12, 20, 21]);
+    assert_eq!(core.snapshot().queue_depth, 0);
+}
+
+#[test]
+fn a_worker_that_cannot_start_gives_back_the_items_of_every_lane() {
+    let core = idle::Core::<u32>::new(limits(4));
+    assert_eq!(core.push(1, 7), idle::Push::Spawn);
+    assert_eq!(core.push(0, 8), idle::Push::Queued);
+    assert!(core.spawn_failed());
+    let mut back = std::iter::from_fn(|| core.pop()).collect::<Vec<_>>();
+    back.sort_unstable();
+    assert_eq!(back, vec![7, 8]);
+    assert_eq!(core.remove_if(|_| true), None);
+}
+
+#[test]
+fn cancel_finds_an_item_in_any_lane() {
+    let core = idle::Core::<u32>::new(limits(1));
+    assert_eq!(core.push(0, 1), idle::Push::Spawn);
+    assert_eq!(core.push(1, 2), idle::Push::Queued);
+    assert_eq!(core.remove_if(|&i| i == 2), Some(2));
+    assert_eq!(core.remove_if(|&i| i == 2), None);
+    assert_eq!(core.snapshot().queue_depth, 1);
+    assert_eq!(core.pop(), Some(1));
 }

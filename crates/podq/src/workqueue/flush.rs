@@ -54,23 +54,6 @@ pub(crate) struct Stripe {
     pub(crate) cancelled: AtomicU64,
 }
 
-/// Source of thread indexes, for threads whose CPU cannot be read.
-static NEXT_THREAD: AtomicUsize = AtomicUsize::new(0);
-
-thread_local! {
-    /// The calling thread's index, given on first use.
-    static THREAD: usize = NEXT_THREAD.fetch_add(1, Ordering::Relaxed);
-}
-
-/// Where the calling thread counts (mask it with the number of stripes): the CPU
-/// it runs on, so that the producers and workers that share a stripe take turns on one CPU
-/// rather than pull its line between CPUs (`sched_getcpu` reads the kernel's rseq area, no
-/// system call); a per-thread index where the CPU cannot be read.
-#[inline]
-fn stripe_index() -> usize {
-    crate::sys::current_cpu().unwrap_or_else(|| THREAD.with(|t| *t))
-}
-
 impl PodCounters {
     /// Counters for a pod of `cpus` CPUs: twice as many stripes as CPUs, so that pods whose
     /// CPU ids are not consecutive rarely put two CPUs on one stripe; a power of two between 2
@@ -85,10 +68,12 @@ impl PodCounters {
         }
     }
 
-    /// The calling thread's stripe (see [`stripe_index`]).
+    /// The calling thread's stripe: the one of the CPU it runs on, so that the producers and
+    /// workers that share a stripe take turns on one CPU rather than pull its line between
+    /// CPUs.
     #[inline]
     pub(crate) fn mine(&self) -> &Stripe {
-        &self.stripes[stripe_index() & (self.stripes.len() - 1)]
+        &self.stripes[crate::here::cpu_or_thread() & (self.stripes.len() - 1)]
     }
 
     /// The sum of one count over the stripes.
