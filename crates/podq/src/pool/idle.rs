@@ -189,7 +189,7 @@ impl Synced {
 
     /// The `hint` word for this state: [`HELP`] and the spinners.
     fn hint(&self, max_workers: usize, eager_workers: usize) -> usize {
-        self.spinning * SPINNER | usize::from(self.wants_help(max_workers, eager_workers))
+        (self.spinning * SPINNER) | usize::from(self.wants_help(max_workers, eager_workers))
     }
 
     /// Counts one more worker, which the caller must start.
