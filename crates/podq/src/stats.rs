@@ -38,12 +38,14 @@ pub struct PoolStats {
     pub workers_retired: u64,
     /// Work items waiting in the queue.
     pub queue_depth: usize,
-    /// Times the pool's lock was taken by a pusher or a worker.
+    /// Times one of the pool's locks was taken by a pusher or a worker: the lane locks of its
+    /// queue's tail, the head lock and the pool lock, together.
     pub lock_acquisitions: u64,
-    /// Times the lock was found held by another thread (a failed `try_lock` before blocking).
+    /// Times such a lock was found held by another thread (a failed `try_lock` before
+    /// blocking).
     pub lock_contended: u64,
-    /// Work items run to the end by this pool's workers (counted just after each run returns,
-    /// so a `flush` may return a moment before this count moves).
+    /// Work items run to the end by this pool's workers (counted when the worker comes back to
+    /// the queue after the run, so a `flush` may return a moment before this count moves).
     pub executed: u64,
     /// Workers that could not be placed on their CPUs and ran where the OS put them (for
     /// instance on a synthetic topology whose CPUs this machine lacks).

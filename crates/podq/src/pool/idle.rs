@@ -55,6 +55,10 @@ pub(crate) struct WorkerSlot {
     /// Whether this worker is counted in [`Synced::coming`] (started or woken, and not yet
     /// arrived at the queue).
     coming: bool,
+    /// Tasks this worker ran to the end since it last took the head lock, where they are added
+    /// to [`Head::executed`]: counting there costs no write to a line that another worker
+    /// also writes.
+    ran: u64,
 }
 
 impl WorkerSlot {
@@ -64,7 +68,14 @@ impl WorkerSlot {
         Self {
             parker: Arc::new(Parker::new()),
             coming: true,
+            ran: 0,
         }
+    }
+
+    /// Counts a task this worker ran to the end; the pool's count gets it at the worker's next
+    /// [`Core::next`].
+    pub(crate) fn ran_one(&mut self) {
+        self.ran += 1;
     }
 }
 
@@ -81,6 +92,8 @@ pub(crate) struct Head<T> {
     /// H: tasks taken from the queue by workers: the pool's progress, which the stall check
     /// (W1-W3) watches. Beside the head lock's word, so that a pop writes one line.
     started: u64,
+    /// H: tasks that workers ran to the end, added from their [`WorkerSlot`]s.
+    executed: u64,
 }
 
 /// What one lane's lock guards.
@@ -270,6 +283,8 @@ pub(crate) struct Snapshot {
     pub(crate) workers_created: u64,
     /// Workers that retired when idle.
     pub(crate) workers_retired: u64,
+    /// Tasks that workers ran to the end (counted when the worker comes back for the next).
+    pub(crate) executed: u64,
     /// Tasks waiting, in the head and the lanes.
     pub(crate) queue_depth: usize,
     /// Acquisitions of the pool lock, the head lock and the lane locks together, and how many
@@ -355,6 +370,7 @@ impl<T> Core<T> {
                 lock: LockCounts::default(),
                 next_lane: 0,
                 started: 0,
+                executed: 0,
             })),
             lanes: (0..limits.lanes.max(1))
                 .map(|_| CachePadded::new(Lane::new()))
@@ -536,6 +552,7 @@ impl<T> Core<T> {
         let mut spinning = false;
         loop {
             let mut head = self.lock_head();
+            head.executed += std::mem::take(&mut slot.ran);
             if spinning {
                 // (P6e) Back from spinning: stop counting as a spinner, then make the last
                 // look's fence (P6f), so that a push that left its item to the spinners is
@@ -836,6 +853,7 @@ impl<T> Core<T> {
             idle_workers: synced.idle.len(),
             workers_created: synced.workers_created,
             workers_retired: synced.workers_retired,
+            executed: head.executed,
             queue_depth: head.queue.len() + queued,
             lock: head.lock.plus(lanes_lock).plus(synced.lock),
         }

@@ -29,7 +29,7 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::sync::atomic::{AtomicU64, Ordering};
-use crate::sync::Arc;
+use crate::sync::{Arc, CachePadded};
 use crate::{AffinityScope, CpuSet, Pod, PoolStats};
 
 use idle::{Core, Grow, Limits};
@@ -125,12 +125,10 @@ pub(crate) struct Shared<T> {
     pod: Pod,
     /// I: whether workers stay on the pod's CPUs.
     strict: bool,
-    /// I: the lane of the tail each CPU pushes to.
-    lanes: LaneMap,
+    /// I: the lane of the tail each CPU pushes to. On lines of its own: every push reads it.
+    lanes: CachePadded<LaneMap>,
     /// I: the workqueue's CPUs, where non-strict workers may move.
     cpus: CpuSet,
-    /// A: tasks run to the end by this pool's workers. Relaxed: a statistic.
-    executed: AtomicU64,
     /// A: workers that could not be pinned as asked and ran unpinned. Relaxed: a statistic.
     pin_failures: AtomicU64,
     /// A: tasks whose `run` unwound into the worker (a bug in the task; the worker goes on).
@@ -169,9 +167,8 @@ impl<T: Job> Pool<T> {
                 name,
                 pod,
                 strict: attrs.strict,
-                lanes,
+                lanes: CachePadded::new(lanes),
                 cpus: attrs.cpus.clone(),
-                executed: AtomicU64::new(0),
                 pin_failures: AtomicU64::new(0),
                 worker_panics: AtomicU64::new(0),
                 spawn_failures: AtomicU64::new(0),
@@ -231,7 +228,7 @@ impl<T: Job> Pool<T> {
             queue_depth: snap.queue_depth,
             lock_acquisitions: snap.lock.acquisitions,
             lock_contended: snap.lock.contended,
-            executed: shared.executed.load(Ordering::Relaxed),
+            executed: snap.executed,
             pin_failures: shared.pin_failures.load(Ordering::Relaxed),
             worker_panics: shared.worker_panics.load(Ordering::Relaxed),
             spawn_failures: shared.spawn_failures.load(Ordering::Relaxed),

@@ -68,23 +68,24 @@ fn run<T: Job>(shared: &Arc<Shared<T>>) {
     // nothing waits that another worker, or one that the next push starts, will not run.
     while let Next::Run { item, grow } = shared.core.next(&mut slot) {
         grow_pool(shared, grow);
-        run_task(shared, item);
+        if run_task(shared, item) {
+            slot.ran_one();
+        }
     }
     WORKER_OF.with(|w| w.set(0));
 }
 
 /// Runs one task, containing a panic that escapes it (a task is not supposed to unwind; the
-/// worker goes on either way).
-fn run_task<T: Job>(shared: &Shared<T>, task: T) {
+/// worker goes on either way). Returns whether it ran to the end.
+fn run_task<T: Job>(shared: &Shared<T>, task: T) -> bool {
     match panic::catch_unwind(AssertUnwindSafe(|| task.run())) {
-        Ok(()) => {
-            shared.executed.fetch_add(1, Ordering::Relaxed);
-        }
+        Ok(()) => true,
         Err(payload) => {
             shared.worker_panics.fetch_add(1, Ordering::Relaxed);
             // Dropping a payload can itself panic (a payload whose Drop panics); contain that
             // too rather than lose the worker.
             let _ = panic::catch_unwind(AssertUnwindSafe(move || drop(payload)));
+            false
         }
     }
 }
