@@ -143,9 +143,6 @@ impl<T> Lane<T> {
 /// The workers' state, under the pool lock.
 #[derive(Debug)]
 pub(crate) struct Synced {
-    /// L: workers that found the queue empty and are spinning (P6s) before they park. A push
-    /// that leaves no more items in its lane than spinners wakes nobody: a spinner takes it.
-    spinning: usize,
     /// L: pool lock acquisitions and contended acquisitions.
     lock: LockCounts,
     /// L: the parkers of idle workers that nobody has woken yet, most recently parked last.
@@ -176,17 +173,16 @@ pub(crate) struct Synced {
 /// The `hint` bit that says "a push must take the pool lock": [`Synced::wants_help`].
 const HELP: usize = 1;
 
-/// One spinning worker in the `hint` word: the bits above [`HELP`] count spinners.
+/// One spinning worker in the `hint` word: the bits above [`HELP`] count the workers that
+/// found the queue empty and spin (P6s) before they park. A push that leaves no more items in
+/// its lane than spinners wakes nobody: a spinner takes it.
 const SPINNER: usize = 2;
 
 impl Synced {
-    /// "need_more_worker": `waiting` tasks wait, more than spinners can take, nobody is idle or
-    /// on the way, and the pool may grow.
-    fn need_more_workers(&self, waiting: usize, max_workers: usize) -> bool {
-        waiting > self.spinning
-            && self.idle.is_empty()
-            && self.coming == 0
-            && self.workers < max_workers
+    /// "need_more_worker": `waiting` tasks wait, more than the `spinners` can take, nobody is
+    /// idle or on the way, and the pool may grow.
+    fn need_more_workers(&self, waiting: usize, spinners: usize, max_workers: usize) -> bool {
+        waiting > spinners && self.idle.is_empty() && self.coming == 0 && self.workers < max_workers
     }
 
     /// Whether a push, or a worker that leaves tasks behind in the head (P4h), must take the
@@ -198,11 +194,6 @@ impl Synced {
             || (self.coming == 0
                 && self.workers < max_workers
                 && (self.workers < eager_workers || !self.watched))
-    }
-
-    /// The `hint` word for this state: [`HELP`] and the spinners.
-    fn hint(&self, max_workers: usize, eager_workers: usize) -> usize {
-        (self.spinning * SPINNER) | usize::from(self.wants_help(max_workers, eager_workers))
     }
 
     /// Counts one more worker, which the caller must start.
@@ -376,7 +367,6 @@ impl<T> Core<T> {
                 .map(|_| CachePadded::new(Lane::new()))
                 .collect(),
             synced: CachePadded::new(Mutex::new(Synced {
-                spinning: 0,
                 lock: LockCounts::default(),
                 idle: Vec::new(),
                 workers: 0,
@@ -401,7 +391,7 @@ impl<T> Core<T> {
     /// below the eager size, else have the watchdog look (once), else nothing. Changes the
     /// state (and so the hint) only when it returns something other than `Grow::No`.
     fn grow(&self, synced: &mut Synced, waiting: usize) -> Grow {
-        if !synced.need_more_workers(waiting, self.max_workers) {
+        if !synced.need_more_workers(waiting, self.spinners(), self.max_workers) {
             return Grow::No;
         }
         if synced.workers < self.eager_workers {
@@ -416,22 +406,34 @@ impl<T> Core<T> {
         Grow::Watch
     }
 
-    /// Stores [`Synced::hint`] in `hint`, if it changed. Called under the pool lock after every
-    /// change to the idle stack, `spinning`, `coming`, `workers` or `watched`.
+    /// Sets the hint's [`HELP`] bit to [`Synced::wants_help`], if it changed. Called under the
+    /// pool lock after every change to the idle stack, `coming`, `workers` or `watched`.
     fn publish(&self, synced: &Synced) {
-        let hint = synced.hint(self.max_workers, self.eager_workers);
-        if self.hint.load(Ordering::Relaxed) != hint {
-            self.hint.store(hint, Ordering::Relaxed);
+        let help = synced.wants_help(self.max_workers, self.eager_workers);
+        if (self.hint.load(Ordering::Relaxed) & HELP != 0) != help {
+            self.set_help(help);
         }
     }
 
-    /// Stores [`Synced::hint`] in `hint` even if unchanged: the store a worker's last look
-    /// pairs with (P6f), which must be its own.
+    /// Sets the hint's [`HELP`] bit to [`Synced::wants_help`] even if unchanged: the write a
+    /// worker's last look pairs with (P6f), which must be its own.
     fn publish_now(&self, synced: &Synced) {
-        self.hint.store(
-            synced.hint(self.max_workers, self.eager_workers),
-            Ordering::Relaxed,
-        );
+        self.set_help(synced.wants_help(self.max_workers, self.eager_workers));
+    }
+
+    /// Writes the [`HELP`] bit (only ever under the pool lock), leaving the spinner count that
+    /// spinners change without the lock.
+    fn set_help(&self, help: bool) {
+        if help {
+            self.hint.fetch_or(HELP, Ordering::Relaxed);
+        } else {
+            self.hint.fetch_and(!HELP, Ordering::Relaxed);
+        }
+    }
+
+    /// Workers spinning now (P6s), as the hint says.
+    fn spinners(&self) -> usize {
+        self.hint.load(Ordering::Relaxed) / SPINNER
     }
 
     /// (P6f) A worker's last look before it stops looking for work (parks, exits, or stops
@@ -556,12 +558,9 @@ impl<T> Core<T> {
             if spinning {
                 // (P6e) Back from spinning: stop counting as a spinner, then make the last
                 // look's fence (P6f), so that a push that left its item to the spinners is
-                // seen below.
+                // seen below. The count is in the hint, changed without the pool lock.
                 spinning = false;
-                let mut synced = self.lock();
-                synced.spinning -= 1;
-                self.publish_now(&synced);
-                drop(synced);
+                self.hint.fetch_sub(SPINNER, Ordering::Relaxed);
                 fence(Ordering::SeqCst);
             }
             // (P4) Take the oldest item from the head: no pusher ever takes this lock.
@@ -574,6 +573,18 @@ impl<T> Core<T> {
                 if let Some(item) = head.queue.pop_front() {
                     return self.started(head, item);
                 }
+            }
+            // (P6s) Empty: spin a little before parking, once per empty queue, without the pool
+            // lock. Counted in the hint, so a push meanwhile leaves its item to us (P2s); we
+            // look again after a last look's fence (P6e), so it is never stranded. After
+            // shutdown this only delays the exit by one spin.
+            if !spun && self.spin_rounds > 0 {
+                spun = true;
+                spinning = true;
+                self.hint.fetch_add(SPINNER, Ordering::Relaxed);
+                drop(head);
+                self.spin();
+                continue;
             }
             let mut synced = self.lock();
             // (P5) Empty and shut down: leave, unless the last look finds a task that a push
@@ -588,19 +599,6 @@ impl<T> Core<T> {
                 }
                 synced.workers += 1;
                 self.publish(&synced);
-                continue;
-            }
-            // (P6s) Empty: spin a little before parking, once per empty queue. Counted in
-            // `spinning` (in the hint), so a push meanwhile leaves its item to us (P2s); we look
-            // again after a last look's fence (P6e), so it is never stranded.
-            if !spun && self.spin_rounds > 0 {
-                spun = true;
-                spinning = true;
-                synced.spinning += 1;
-                self.publish(&synced);
-                drop(synced);
-                drop(head);
-                self.spin();
                 continue;
             }
             // (P6-P8) Park until woken, or retire.
@@ -741,7 +739,7 @@ impl<T> Core<T> {
         // The first look after W1 only records the progress.
         let stalled = synced.watched_started == Some(started);
         synced.watched_started = Some(started);
-        if stalled && synced.need_more_workers(waiting, self.max_workers) {
+        if stalled && synced.need_more_workers(waiting, self.spinners(), self.max_workers) {
             synced.add_worker();
             self.publish(&synced);
             return Grow::Spawn;
