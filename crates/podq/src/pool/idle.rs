@@ -1,6 +1,6 @@
-//! The pool's concurrent core: the pool's queue in two parts (a tail that pushers fill under the
-//! pool lock, a head that workers take from under the head lock), the park/wake protocol,
-//! on-demand worker creation, idle retirement and shutdown.
+//! The pool's concurrent core: the pool's queue (a tail in per-CPU lanes that pushers fill
+//! under their lane's lock, a head that workers take from under the head lock), the park/wake
+//! protocol, on-demand worker creation, idle retirement and shutdown.
 //!
 //! The protocol is written out as numbered steps in `pool/README.md`; the step numbers appear
 //! below as `(Pn)`. This file uses only `crate::sync` and `std` types that do not synchronize,
@@ -10,7 +10,8 @@
 //! must start one ([`Push::Spawn`], `Next::Run { grow: Grow::Spawn, .. }`), so that the loom
 //! models can start loom threads and the pool can start named, pinned OS threads.
 //!
-//! Lock order: the head lock before the pool lock. Pushers take only the pool lock.
+//! Lock order: the head lock, then a lane lock, then the pool lock. A pusher holds one lock at
+//! a time: its lane's, then, only when the hint says so, the pool lock.
 
 use std::time::{Duration, Instant};
 
@@ -307,11 +308,12 @@ pub(crate) struct Core<T> {
     idle_timeout: Duration,
     /// I: backoff rounds a worker spins (P6s) before it parks; 0 parks at once.
     spin_rounds: u32,
-    /// A (L): [`Synced::hint`], stored under the pool lock whenever it changes (and always
-    /// before a worker's last look, P6f); read without a lock by pushes after a `SeqCst`
-    /// fence (P2f), and under the head lock by a worker that leaves tasks behind in the head
-    /// (P4h). On lines of its own: every push reads it, and it changes only when workers spin,
-    /// park, wake, come, go or are watched, so in a busy pool its line stays shared.
+    /// A: bit [`HELP`] is [`Synced::wants_help`], written under the pool lock whenever it
+    /// changes (and always before a worker's last look, P6f); the bits above count spinners
+    /// ([`SPINNER`]), which add and remove themselves without a lock. Read without a lock by
+    /// pushes after a `SeqCst` fence (P2f), and under the head lock by a worker that leaves
+    /// tasks behind in the head (P4h). On lines of its own: every push reads it, and it changes
+    /// only when workers spin, park, wake, come, go or are watched.
     hint: CachePadded<AtomicUsize>,
 }
 

@@ -1,6 +1,7 @@
-//! The pool's queue in two parts, each a FIFO of waiting tasks: the tail, which pushers fill
-//! under the pool lock, and the head, which workers take from under the head lock and refill
-//! from the tail in one swap. Also the counts of how often a lock was taken and found held.
+//! The parts of the pool's queue, each a FIFO of waiting tasks: the lanes of the tail, which
+//! pushers fill under their lane's lock, and the head, which workers take from under the head
+//! lock and refill from one lane in one swap. Also the counts of how often a lock was taken and
+//! found held.
 //!
 //! This is plain data: every function takes `&mut self`, so it can only be reached through
 //! the lock that guards it (see [`super::idle`]).
@@ -33,9 +34,9 @@ impl<T> Queue<T> {
     }
 
     /// Moves every item of `tail` here, in order, and leaves `tail` empty; the caller holds
-    /// both locks. `self` is empty (the head is refilled only when it runs dry), so this is
-    /// one swap of two buffers, whatever the number of items: `tail` keeps the head's old
-    /// buffer and its capacity for the next pushes.
+    /// both locks (the head's and the lane's). `self` is empty (the head is refilled only when
+    /// it runs dry), so this is one swap of two buffers, whatever the number of items: `tail`
+    /// keeps the head's old buffer and its capacity for the next pushes.
     pub(crate) fn refill_from(&mut self, tail: &mut Queue<T>) {
         if self.items.is_empty() {
             std::mem::swap(&mut self.items, &mut tail.items);
