@@ -417,12 +417,6 @@ impl<T> Core<T> {
         }
     }
 
-    /// Sets the hint's [`HELP`] bit to [`Synced::wants_help`] even if unchanged: the write a
-    /// worker's last look pairs with (P6f), which must be its own.
-    fn publish_now(&self, synced: &Synced) {
-        self.set_help(synced.wants_help(self.max_workers, self.eager_workers));
-    }
-
     /// Writes the [`HELP`] bit (only ever under the pool lock), leaving the spinner count that
     /// spinners change without the lock.
     fn set_help(&self, help: bool) {
@@ -438,13 +432,15 @@ impl<T> Core<T> {
         self.hint.load(Ordering::Relaxed) / SPINNER
     }
 
-    /// (P6f) A worker's last look before it stops looking for work (parks, exits, or stops
-    /// counting as a spinner): a `SeqCst` fence, then every lane's length. The caller has just
-    /// stored the hint that tells pushers to act (`publish_now`); a push stores its lane's
-    /// length, then fences, then reads the hint (P2f). Of two `SeqCst` fences one comes
-    /// first: either the push sees this worker's hint and acts on it, or this look sees the
-    /// push's task. Returns whether every lane looked empty.
-    fn last_look_empty(&self) -> bool {
+    /// (P6f) A worker's last look before it stops looking for work (parks, exits, or is undone
+    /// by `spawn_failed`), called under the pool lock after the change to `synced`: writes the
+    /// [`HELP`] bit even if unchanged (the write must be this worker's own), fences (`SeqCst`),
+    /// then reads every lane's length. A push stores its lane's length, then fences, then reads
+    /// the hint (P2f). Of two `SeqCst` fences one comes first: either the push sees this
+    /// worker's hint and acts on it, or this look sees the push's task. Returns whether every
+    /// lane looked empty.
+    fn last_look_empty(&self, synced: &Synced) -> bool {
+        self.set_help(synced.wants_help(self.max_workers, self.eager_workers));
         fence(Ordering::SeqCst);
         self.lanes.iter().all(|lane| lane.len() == 0)
     }
@@ -593,8 +589,7 @@ impl<T> Core<T> {
             // left to this worker.
             if synced.shutdown {
                 synced.workers -= 1;
-                self.publish_now(&synced);
-                if self.last_look_empty() {
+                if self.last_look_empty(&synced) {
                     drop(head);
                     self.exited(synced);
                     return Next::Exit;
@@ -668,8 +663,7 @@ impl<T> Core<T> {
         // (P4h).
         slot.parker.set_notified(false);
         synced.idle.push(Arc::clone(&slot.parker));
-        self.publish_now(&synced);
-        if !self.last_look_empty() {
+        if !self.last_look_empty(&synced) {
             // Nobody could take the parker off the stack: this worker held the pool lock.
             synced.idle.pop();
             self.publish(&synced);
@@ -771,8 +765,8 @@ impl<T> Core<T> {
         synced.workers_created -= 1;
         synced.coming -= 1;
         synced.workers -= 1;
-        self.publish_now(&synced);
-        let orphaned = synced.workers == 0 && (!head.queue.is_empty() || !self.last_look_empty());
+        let lanes_empty = self.last_look_empty(&synced);
+        let orphaned = synced.workers == 0 && !(head.queue.is_empty() && lanes_empty);
         drop(head);
         self.exited(synced);
         orphaned
