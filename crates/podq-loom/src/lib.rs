@@ -83,6 +83,12 @@ pub mod sync {
     #[derive(Debug)]
     pub struct Mutex<T>(loom::sync::Mutex<T>);
 
+    impl<T: Default> Default for Mutex<T> {
+        fn default() -> Self {
+            Self::new(T::default())
+        }
+    }
+
     impl<T> Mutex<T> {
         /// A new, unlocked mutex holding `value`.
         pub fn new(value: T) -> Self {

@@ -7,11 +7,18 @@
 //! on and waits until the old colour's counts are zero in every pod: that is everything queued
 //! before it, and nothing queued after it (later work, self-requeueing items included, lands in
 //! the new colour).
+//!
+//! The counts also keep the pod alive (step 16a): an execution holds its pod without a
+//! reference count (`pod_ref.rs`), so a finisher touches the pod's memory after its decrement
+//! only while it is announced in its stripe's `leaving` count, and the workqueue's drop waits
+//! for those counts too. Flushers sleep on a [`FlushWait`] outside the pod, which a finisher
+//! may use after its decrement whatever happened to the pod.
+//!
+//! This file uses only `crate::sync`, `crate::here` and `std`, so that `podq-loom` compiles it
+//! against loom (`crates/podq-loom/tests/flush.rs`).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-
-use crossbeam_utils::CachePadded;
-use parking_lot::{Condvar, Mutex};
+use crate::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
+use crate::sync::{thread, CachePadded, Condvar, Mutex};
 
 /// Two colours suffice: flushers are serialised, so at most one colour is being waited on
 /// while the other collects new work.
@@ -30,9 +37,10 @@ const MAX_STRIPES: usize = 16;
 /// call and 59 % of a worker's accounting (3 % and 8 % of all samples) on that line. In
 /// stripes, the threads that write one line take turns on one CPU, and only a flusher (rarely)
 /// and the statistics read the others; the worker's accounting then fell from 8.2 % to 5.3 % of
-/// all samples in the same profile (what is left is mostly the pod's reference count). A stripe's in-flight count may wrap below zero (an item queued on one CPU and
-/// finished on another); only the sum over the stripes means anything, and it is never below
-/// zero.
+/// all samples in the same profile (what was left was mostly the pod's reference count, since
+/// removed: see `pod_ref.rs`). A stripe's in-flight count may wrap below zero (an item queued
+/// on one CPU and finished on another); only the sum over the stripes means anything, and it is
+/// never below zero.
 #[derive(Debug)]
 pub(crate) struct PodCounters {
     /// Indexed by CPU id modulo the length, a power of two.
@@ -52,6 +60,9 @@ pub(crate) struct Stripe {
     pub(crate) panicked: AtomicU64,
     /// A: executions discarded by `cancel_sync` before they ran.
     pub(crate) cancelled: AtomicU64,
+    /// A: finishers on this stripe between the announcement before their decrement and the
+    /// end of their wake-up (step 16a); the workqueue's drop waits until it is 0 everywhere.
+    leaving: AtomicUsize,
 }
 
 impl PodCounters {
@@ -98,38 +109,60 @@ impl PodCounters {
     }
 }
 
-/// The flush colours and drain state of one workqueue.
+/// Where flushers sleep: one of a process-wide table (see `workqueue/mod.rs`), never freed, so
+/// that a finisher may wake a flusher after its decrement even when that decrement let the
+/// workqueue go. Workqueues whose ids fall on the same entry share it; a flusher woken for
+/// another workqueue's finisher re-reads its counts and sleeps again.
 #[derive(Debug, Default)]
+pub(crate) struct FlushWait {
+    /// A: flushers that sleep here or are about to (step 15); read by every finisher.
+    flushers: AtomicUsize,
+    /// The flushers' sleeping lock; finishers notify under it.
+    lock: Mutex<()>,
+    /// Where the flushers sleep.
+    wake: Condvar,
+}
+
+/// The flush colours and drain state of one workqueue.
+#[derive(Debug)]
 pub(crate) struct Flush {
     /// A: the colour new executions are counted under; written under `flush_lock` only.
     colour: AtomicUsize,
-    /// A: a flusher sleeps (or is about to) on `wait`.
-    flushing: AtomicBool,
     /// Serialises flushers.
     flush_lock: Mutex<()>,
-    /// The flusher's sleeping lock; finishers notify under it.
-    wait_lock: Mutex<()>,
-    /// Where the flusher sleeps.
-    wait: Condvar,
+    /// I: where this workqueue's flushers sleep.
+    wait: &'static FlushWait,
     /// A: drains in progress; while non-zero, only the workqueue's own running items may queue.
     draining: AtomicUsize,
 }
 
 impl Flush {
+    /// Flush state at colour 0, whose flushers sleep on `wait`.
+    pub(crate) fn new(wait: &'static FlushWait) -> Flush {
+        Flush {
+            colour: AtomicUsize::new(0),
+            flush_lock: Mutex::new(()),
+            wait,
+            draining: AtomicUsize::new(0),
+        }
+    }
+
     /// Step 14: counts a new execution in `pod`'s counts and returns its colour.
     #[inline]
     pub(crate) fn enter(&self, pod: &PodCounters) -> usize {
         loop {
-            // SeqCst on the three steps: if the re-read still sees `c`, the increment is
-            // ordered before any flusher's colour change from `c`, hence before that
-            // flusher's reads of the counts (step 15), which therefore wait for this
-            // execution. Otherwise the count moves to the new colour.
+            // A Dekker pair of SeqCst fences with the flusher's (step 15): it stores the
+            // colour, fences, reads the counts; this raises a count, fences, reads the colour.
+            // One fence comes first in the single order of SeqCst operations: either the
+            // re-read sees the new colour and the count moves to it, or the flusher's reads
+            // see this increment and wait for the execution.
             //
             // The increment and the undo below are on the calling thread's stripe, so a
             // flusher that read the stripe in between sees it no lower than before.
             let stripe = pod.mine();
             let c = self.colour.load(Ordering::SeqCst);
             stripe.in_flight[c].fetch_add(1, Ordering::SeqCst);
+            fence(Ordering::SeqCst);
             if self.colour.load(Ordering::SeqCst) == c {
                 return c;
             }
@@ -145,16 +178,40 @@ impl Flush {
     }
 
     /// [`Flush::leave`] on a given stripe of `pod`.
+    ///
+    /// After its decrement a finisher may have let the pod and the workqueue go: a drop that
+    /// saw the count reach zero frees them. So it reads the pod after the decrement only when
+    /// it announced itself in the stripe's `leaving` count before it (step 16a), and otherwise
+    /// touches only `wait`, which is never freed.
     #[inline]
     fn leave_from(&self, pod: &PodCounters, stripe: &Stripe, colour: usize) {
-        // SeqCst: the Dekker pair with the flusher's `flushing` store and count reads: either
-        // the flusher sees this decrement, or we see `flushing`, add the stripes up and wake
-        // it at zero. In the single order of SeqCst operations, the last decrement's reads
-        // come after every other decrement, so the last finisher sees the zero.
+        let wait = self.wait;
+        // Relaxed: a stale 0 only means no announcement; the SeqCst read below decides.
+        let announced = wait.flushers.load(Ordering::Relaxed) != 0;
+        if announced {
+            // SeqCst: ordered before the decrement, so a drop that sees the decrement sees
+            // the announcement (or its withdrawal, which it synchronises with).
+            stripe.leaving.fetch_add(1, Ordering::SeqCst);
+        }
+        // A Dekker pair of SeqCst fences with the flusher's: it raises `flushers`, fences,
+        // reads the counts; this lowers a count, fences, reads `flushers`. Either the flusher
+        // sees this decrement, or this sees the flusher and wakes it. Between two finishers
+        // the fences order the same way, so the last one that adds the stripes up sees every
+        // other decrement: the zero.
         stripe.in_flight[colour].fetch_sub(1, Ordering::SeqCst);
-        if self.flushing.load(Ordering::SeqCst) && pod.in_flight_of(colour) == 0 {
-            let _guard = self.wait_lock.lock();
-            self.wait.notify_all();
+        fence(Ordering::SeqCst);
+        if wait.flushers.load(Ordering::SeqCst) != 0
+            && (!announced || pod.in_flight_of(colour) == 0)
+        {
+            // Not announced: the pod may be gone, so its stripes cannot be added up; wake the
+            // flushers and let them read.
+            let _guard = wait.lock.lock();
+            wait.wake.notify_all();
+        }
+        if announced {
+            // Release: the drop that reads 0 here sees this finisher done with the pod. The
+            // last access to the pod's memory.
+            stripe.leaving.fetch_sub(1, Ordering::Release);
         }
     }
 
@@ -166,20 +223,39 @@ impl Flush {
         let _flusher = self.flush_lock.lock();
         let old = self.colour.load(Ordering::SeqCst);
         self.colour.store((old + 1) % COLOURS, Ordering::SeqCst);
-        let mut guard = self.wait_lock.lock();
-        loop {
-            self.flushing.store(true, Ordering::SeqCst);
-            // The stripes are read one after the other while runs finish. After the colour
-            // moved, a stripe's count of `old` only goes down (an increment that enter() undoes
-            // is undone on the same stripe), so a sum of zero means none was left at the last
-            // read.
-            let busy = pods().any(|p| p.in_flight_of(old) != 0);
-            if !busy {
-                break;
-            }
-            self.wait.wait(&mut guard);
+        let wait = self.wait;
+        wait.flushers.fetch_add(1, Ordering::SeqCst);
+        // The flusher's half of both Dekker pairs: with `enter` (the colour written above)
+        // and with `leave_from` (`flushers`).
+        fence(Ordering::SeqCst);
+        let mut guard = wait.lock.lock();
+        // The stripes are read one after the other while runs finish. After the colour moved,
+        // a stripe's count of `old` only goes down (an increment that enter() undoes is undone
+        // on the same stripe), so a sum of zero means none was left at the last read. The
+        // lock is held from before the reads until the wait releases it, so a finisher's
+        // notify (under the lock) cannot fall between them.
+        while pods().any(|p| p.in_flight_of(old) != 0) {
+            guard = wait.wake.wait(guard);
         }
-        self.flushing.store(false, Ordering::SeqCst);
+        drop(guard);
+        wait.flushers.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// Step 16a: waits until no finisher of `pods` is still announced, that is, between its
+    /// decrement and the end of its wake-up. Called by the workqueue's drop after a drain: the
+    /// counts are zero, so no finisher comes later, and once this returns the pods' memory may
+    /// be freed.
+    pub(crate) fn wait_for_leavers<'a>(pods: impl Iterator<Item = &'a PodCounters>) {
+        for pod in pods {
+            for stripe in pod.stripes.iter() {
+                // SeqCst: after the drain's SeqCst reads of the counts (see `leave_from`);
+                // reading the withdrawal synchronises with it (Release).
+                while stripe.leaving.load(Ordering::SeqCst) != 0 {
+                    // A finisher announced here runs a few reads and maybe one notify.
+                    thread::yield_now();
+                }
+            }
+        }
     }
 
     /// Step 17: marks a drain as started (see `Workqueue::drain`).
@@ -198,73 +274,5 @@ impl Flush {
         // Relaxed: a queue call concurrent with the start of a drain may go either way; the
         // drain's flushes wait for it if it got in.
         self.draining.load(Ordering::Relaxed) != 0
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::sync::Arc;
-    use std::thread;
-    use std::time::Duration;
-
-    /// Runs `f` on a thread pinned to `cpu` (or unpinned where pinning is not supported).
-    fn on_cpu<R: Send + 'static>(cpu: usize, f: impl FnOnce() -> R + Send + 'static) -> R {
-        thread::spawn(move || {
-            let _ = crate::sys::pin_current_thread(&[cpu]);
-            f()
-        })
-        .join()
-        .expect("counting thread")
-    }
-
-    #[test]
-    fn counts_raised_on_one_cpu_and_lowered_on_another_add_up_to_zero() {
-        let cpus = crate::sys::allowed_cpus().expect("sched_getaffinity");
-        let (first, last) = (cpus[0], cpus[cpus.len() - 1]);
-        let pod = Arc::new(PodCounters::new(cpus.len()));
-        let flush = Arc::new(Flush::default());
-        let colours: Vec<usize> = {
-            let (pod, flush) = (Arc::clone(&pod), Arc::clone(&flush));
-            on_cpu(first, move || (0..3).map(|_| flush.enter(&pod)).collect())
-        };
-        assert_eq!(pod.in_flight(), 3);
-        {
-            let (pod, flush) = (Arc::clone(&pod), Arc::clone(&flush));
-            on_cpu(last, move || {
-                for c in colours {
-                    flush.leave(&pod, c);
-                    pod.mine().completed.fetch_add(1, Ordering::Relaxed);
-                }
-            });
-        }
-        // On a machine with two CPUs or more, one stripe is at 3 and another wrapped to -3.
-        assert_eq!(pod.in_flight(), 0);
-        assert_eq!(pod.total(|s| &s.completed), 3);
-    }
-
-    #[test]
-    fn a_flush_waits_for_counts_lowered_on_other_cpus() {
-        let cpus = crate::sys::allowed_cpus().expect("sched_getaffinity");
-        let pod = Arc::new(PodCounters::new(cpus.len()));
-        let flush = Arc::new(Flush::default());
-        let colour = flush.enter(&pod);
-        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let flusher = {
-            let (pod, flush, done) = (Arc::clone(&pod), Arc::clone(&flush), Arc::clone(&done));
-            thread::spawn(move || {
-                flush.flush(|| std::iter::once(&*pod));
-                done.store(true, Ordering::SeqCst);
-            })
-        };
-        // The flusher cannot finish while the execution is counted (a bounded look, not a
-        // speed check: it only gives a wrongly finishing flusher time to show).
-        thread::sleep(Duration::from_millis(20));
-        assert!(!done.load(Ordering::SeqCst));
-        let (pod2, flush2) = (Arc::clone(&pod), Arc::clone(&flush));
-        on_cpu(cpus[cpus.len() - 1], move || flush2.leave(&pod2, colour));
-        flusher.join().expect("flusher");
-        assert!(done.load(Ordering::SeqCst));
-        assert_eq!(pod.in_flight(), 0);
     }
 }

@@ -7,12 +7,16 @@
 //! Files: `builder.rs` (attributes, validation), `work.rs` ([`Work`], cancel and flush of one
 //! item), `delayed.rs` ([`DelayedWork`]), `task.rs` (one queued execution and its accounting),
 //! `state.rs` (an item's state word), `active.rs` (`max_active`), `flush.rs` (flush colours,
-//! drain), `timer.rs` (the delayed-work timer thread).
+//! drain), `pod_ref.rs` (an execution's uncounted hold on its pod), `timer.rs` (the
+//! delayed-work timer thread).
 
 mod active;
 mod builder;
 mod delayed;
 mod flush;
+#[cfg(test)]
+mod flush_tests;
+mod pod_ref;
 pub(crate) mod state;
 pub(crate) mod task;
 mod timer;
@@ -20,7 +24,7 @@ mod work;
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
@@ -32,7 +36,8 @@ use crate::stats::WorkqueueStats;
 use crate::{AffinityScope, CpuSet};
 
 use active::ActiveLimit;
-use flush::{Flush, PodCounters};
+use flush::{Flush, FlushWait, PodCounters};
+use pod_ref::Counted;
 use state::{Claim, RUNNING};
 use task::{Acct, Job, Task};
 use work::WorkInner;
@@ -123,6 +128,22 @@ pub(crate) struct PodShared {
 /// Source of workqueue ids; starts at 1 so that 0 means "none".
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
+/// Entries of the table of flush waits: workqueue `id` sleeps on entry `id % FLUSH_WAITS`.
+/// Enough that workqueues flushing at once rarely share one.
+pub(crate) const FLUSH_WAITS: usize = 64;
+
+/// The process's flush waits (see [`FlushWait`]): leaked on purpose, because a finisher may
+/// use its workqueue's entry after the workqueue is gone.
+static FLUSH_WAIT_TABLE: OnceLock<&'static [CachePadded<FlushWait>]> = OnceLock::new();
+
+/// The flush wait of workqueue `id`.
+fn flush_wait(id: u64) -> &'static FlushWait {
+    let table = FLUSH_WAIT_TABLE
+        .get_or_init(|| Box::leak((0..FLUSH_WAITS).map(|_| CachePadded::default()).collect()));
+    // The remainder is below FLUSH_WAITS, so it fits.
+    &table[(id % FLUSH_WAITS as u64) as usize]
+}
+
 impl Workqueue {
     /// A builder for a workqueue named `name` (the name shows in statistics).
     pub fn builder(name: impl Into<String>) -> WorkqueueBuilder {
@@ -156,14 +177,15 @@ impl Workqueue {
         // A limit of at least every worker the pools may ever have cannot be reached by
         // running items, so it needs no counter: items then never touch a workqueue-wide word.
         let reachable = max_active.filter(|&m| m < used.saturating_mul(max_workers));
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         let shared = Arc::new(WqShared {
-            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            id,
             name,
             scope,
             cpus,
             placement,
             rotation: AtomicUsize::new(0),
-            flush: Flush::default(),
+            flush: Flush::new(flush_wait(id)),
             max_active,
             active: reachable.map(ActiveLimit::new),
             pools: Arc::clone(&pools),
@@ -348,12 +370,7 @@ impl Workqueue {
             return false;
         }
         self.shared.flush.start_drain();
-        loop {
-            self.flush();
-            if self.pods.iter().all(|p| p.counters.in_flight() == 0) {
-                break;
-            }
-        }
+        until_empty(&self.shared, &self.pods);
         self.shared.flush.end_drain();
         true
     }
@@ -417,7 +434,7 @@ impl Workqueue {
 
     /// Arms the timer for a claimed delayed item (or queues it now for a zero delay).
     fn arm(&self, item: &Arc<WorkInner>, delay: Duration) {
-        let pod = Arc::clone(&self.pods[self.pod_here()]);
+        let pod = &self.pods[self.pod_here()];
         if delay.is_zero() {
             enqueue_claimed(Arc::clone(item), pod);
             return;
@@ -426,7 +443,7 @@ impl Workqueue {
         let deadline = timer::deadline_after(delay);
         let fire = timer::Armed {
             work: Arc::clone(item),
-            pod,
+            pod: Arc::clone(pod),
         };
         // Under the item's lock, so that the key it keeps is never older than the entry.
         item.state
@@ -436,7 +453,7 @@ impl Workqueue {
     /// Counts a new execution in `pod` and sends it on (step 2).
     #[inline]
     fn submit(&self, job: Job, pod: usize) {
-        submit(&self.shared, Arc::clone(&self.pods[pod]), job);
+        submit(&self.shared, &self.pods[pod], job);
     }
 
     /// The pod of the calling thread's CPU (or its round-robin replacement).
@@ -473,13 +490,23 @@ impl Drop for Workqueue {
     /// now), then lets the pools go; they stop their workers once no workqueue uses them.
     ///
     /// Dropped from one of its own items, it does not wait (it would wait for itself): the
-    /// queued items still run, as the pools stay alive until they are done.
+    /// queued items still run, and a `podq/reaper` thread waits for them and then lets the
+    /// pools go.
     fn drop(&mut self) {
         for fire in timer::take_for(self.shared.id) {
             fire.fire();
         }
-        // From one of its own items, drain returns at once (it would wait for itself).
-        self.drain();
+        let pods = std::mem::take(&mut self.pods);
+        if self.called_from_own_item() {
+            reap(Arc::clone(&self.shared), pods);
+            return;
+        }
+        self.shared.flush.start_drain();
+        until_empty(&self.shared, &pods);
+        // Step 16a: the executions hold the pods without a count; their `Arc`s go only when
+        // no finisher reads them any more.
+        Flush::wait_for_leavers(pods.iter().map(|p| &p.counters));
+        self.shared.flush.end_drain();
     }
 }
 
@@ -495,26 +522,52 @@ impl fmt::Debug for Workqueue {
     }
 }
 
+/// Flushes until every pod's counts are zero (step 17).
+fn until_empty(wq: &WqShared, pods: &[Arc<CachePadded<PodShared>>]) {
+    loop {
+        wq.flush.flush(|| pods.iter().map(|p| &p.counters));
+        if pods.iter().all(|p| p.counters.in_flight() == 0) {
+            break;
+        }
+    }
+}
+
+/// The drop of a workqueue from one of its own items: a `podq/reaper` thread waits until its
+/// executions are done (as the drop would) and then lets the pods go. Where the OS refuses the
+/// thread, the pods are leaked: their memory stays, so the executions still run safely.
+fn reap(wq: Arc<WqShared>, pods: Box<[Arc<CachePadded<PodShared>>]>) {
+    // Two handles: a refused spawn drops the closure, and with it `kept`; `pods` is then
+    // leaked rather than dropped.
+    let pods = Arc::new(pods);
+    let kept = Arc::clone(&pods);
+    let spawned = std::thread::Builder::new()
+        .name("podq/reaper".into())
+        .spawn(move || {
+            until_empty(&wq, &kept);
+            Flush::wait_for_leavers(kept.iter().map(|p| &p.counters));
+        });
+    if spawned.is_err() {
+        std::mem::forget(pods);
+    }
+}
+
 /// Counts a new execution in its pod's colour and sends it through `max_active` to its pool
 /// (steps 2 and 10).
 ///
 /// `wq` is `pod.wq`, passed borrowed so that the hot path writes no workqueue-wide reference
-/// count.
+/// count, and the pod is held by the count alone (`pod_ref.rs`).
 #[inline]
-fn submit(wq: &WqShared, pod: Arc<CachePadded<PodShared>>, job: Job) {
-    let colour = wq.flush.enter(&pod.counters);
-    submit_counted(wq, pod, job, colour);
+fn submit(wq: &WqShared, pod: &Arc<CachePadded<PodShared>>, job: Job) {
+    submit_counted(wq, Counted::enter(pod), job);
 }
 
-/// Sends an execution already counted under `colour` through `max_active` to its pool
-/// (step 10).
+/// Sends an execution already counted through `max_active` to its pool (step 10).
 #[inline]
-fn submit_counted(wq: &WqShared, pod: Arc<CachePadded<PodShared>>, job: Job, colour: usize) {
+fn submit_counted(wq: &WqShared, counted: Counted, job: Job) {
     let task = Task {
         job,
         acct: Acct {
-            pod,
-            colour,
+            counted,
             holds_slot: false,
         },
     };
@@ -525,22 +578,19 @@ fn submit_counted(wq: &WqShared, pod: Arc<CachePadded<PodShared>>, job: Job, col
 }
 
 /// Queues an item whose claim the caller owns (a zero delay) to `pod`.
-pub(crate) fn enqueue_claimed(item: Arc<WorkInner>, pod: Arc<CachePadded<PodShared>>) {
-    let wq = Arc::clone(&pod.wq);
-    item.record_home(&wq, pod.index);
-    submit(&wq, pod, Job::Work(item));
+pub(crate) fn enqueue_claimed(item: Arc<WorkInner>, pod: &Arc<CachePadded<PodShared>>) {
+    item.record_home(&pod.wq, pod.index);
+    submit(&pod.wq, pod, Job::Work(item));
 }
 
-/// Queues an item whose claim the caller owns and whose execution is already counted under
-/// `colour` (a fired timer) to `pod`.
-pub(crate) fn enqueue_counted(
-    item: Arc<WorkInner>,
-    pod: Arc<CachePadded<PodShared>>,
-    colour: usize,
-) {
-    let wq = Arc::clone(&pod.wq);
-    item.record_home(&wq, pod.index);
-    submit_counted(&wq, pod, Job::Work(item), colour);
+/// Queues an item whose claim the caller owns and whose execution is already counted (a fired
+/// timer) to its pod.
+pub(crate) fn enqueue_counted(item: Arc<WorkInner>, counted: Counted) {
+    // Its own handle: once pushed, the execution may finish and the workqueue go before the
+    // push returns.
+    let wq = Arc::clone(&counted.pod().wq);
+    item.record_home(&wq, counted.pod().index);
+    submit_counted(&wq, counted, Job::Work(item));
 }
 
 /// An execution got a `max_active` slot: it holds it until it finishes.
@@ -561,7 +611,7 @@ pub(crate) fn dispatch(wq: &WqShared, task: Task) {
         }
         _ => task,
     };
-    wq.pools.pools[task.acct.pod.index].push(task);
+    wq.pools.pools[task.acct.counted.pod().index].push(task);
 }
 
 /// How many of `pools` serve at least one of the workqueue's CPUs.

@@ -8,12 +8,10 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crossbeam_utils::CachePadded;
-
 use super::flush::Stripe;
+use super::pod_ref::Counted;
 use super::state::Start;
 use super::work::WorkInner;
-use super::PodShared;
 
 /// What a task runs.
 pub(crate) enum Job {
@@ -33,11 +31,8 @@ pub(crate) struct Task {
 
 /// Where an execution is counted: its workqueue's pod, flush colour and `max_active` slot.
 pub(crate) struct Acct {
-    /// The workqueue's part for the pod it was queued to. Holding the pod's part (not the
-    /// workqueue's) keeps the reference count that every queue call writes per pod.
-    pub(crate) pod: Arc<CachePadded<PodShared>>,
-    /// The flush colour it is counted under.
-    pub(crate) colour: usize,
+    /// Its count in the pod it was queued to, which also holds that pod (`pod_ref.rs`).
+    pub(crate) counted: Counted,
     /// Whether it holds a `max_active` slot (it was activated by a reachable limit).
     pub(crate) holds_slot: bool,
 }
@@ -90,8 +85,8 @@ impl Task {
     /// colour, `max_active`, statistics). Never unwinds.
     pub(crate) fn run(self) {
         let Task { job, acct } = self;
-        let counters = acct.pod.counters.mine();
-        let wq_id = acct.pod.wq.id;
+        let counters = acct.counted.pod().counters.mine();
+        let wq_id = acct.counted.pod().wq.id;
         // The item's handle is dropped only after the accounting (see `drop_item`).
         let item = match job {
             Job::Once(f) => {
@@ -122,8 +117,11 @@ impl Task {
                     // Claimed while this run went on: it goes to the pool its queue call chose.
                     // Nobody else can start it (it is in no queue, and PENDING is ours), so it
                     // goes straight to the pool; this worker takes it next if it is its own.
-                    let wq = Arc::clone(&next.acct.pod.wq);
-                    wq.pools.pools[next.acct.pod.index].push_after_run(next);
+                    // Its own handle of the workqueue: once pushed, `next` may finish and its
+                    // workqueue (not necessarily this one) go before the push returns.
+                    let wq = Arc::clone(&next.acct.counted.pod().wq);
+                    let pod = next.acct.counted.pod().index;
+                    wq.pools.pools[pod].push_after_run(next);
                 }
                 Some(item)
             }
@@ -175,15 +173,20 @@ fn count_completion(counters: &Stripe, panicked: bool) {
 
 impl Acct {
     /// Frees the `max_active` slot (activating waiting executions), then uncounts the colour,
-    /// last, so that a flush that returns sees everything about this execution done.
+    /// last, so that a flush that returns sees everything about this execution done (and the
+    /// workqueue may go as soon as it is uncounted).
     pub(crate) fn retire(self) {
-        let wq = &self.pod.wq;
-        if self.holds_slot {
+        let Acct {
+            counted,
+            holds_slot,
+        } = self;
+        if holds_slot {
+            let wq = &counted.pod().wq;
             if let Some(active) = &wq.active {
                 active.release(|next| super::activate(wq, next));
             }
         }
-        wq.flush.leave(&self.pod.counters, self.colour);
+        drop(counted);
     }
 }
 
@@ -201,9 +204,7 @@ impl fmt::Debug for Task {
         };
         f.debug_struct("Task")
             .field("job", &kind)
-            .field("workqueue", &self.acct.pod.wq.name)
-            .field("pod", &self.acct.pod.index)
-            .field("colour", &self.acct.colour)
+            .field("counted", &self.acct.counted)
             .finish()
     }
 }

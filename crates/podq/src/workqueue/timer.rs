@@ -14,6 +14,7 @@ use parking_lot::{Condvar, Mutex};
 
 use crossbeam_utils::CachePadded;
 
+use super::pod_ref::Counted;
 use super::work::WorkInner;
 use super::PodShared;
 
@@ -36,10 +37,8 @@ pub(crate) struct Armed {
 pub(crate) struct Fire {
     /// The item; this execution owns its claim.
     work: Arc<WorkInner>,
-    /// The workqueue's part for the pod of the CPU the delayed item was issued on.
-    pub(crate) pod: Arc<CachePadded<PodShared>>,
-    /// The flush colour it is counted under.
-    colour: usize,
+    /// Its count in the pod of the CPU the delayed item was issued on, which holds that pod.
+    pub(crate) counted: Counted,
 }
 
 impl Armed {
@@ -47,24 +46,24 @@ impl Armed {
     /// lock as the entry leaves the heap.
     fn take(self) -> Fire {
         let Armed { work, pod } = self;
-        let colour = pod.wq.flush.enter(&pod.counters);
-        Fire { work, pod, colour }
+        Fire {
+            work,
+            counted: Counted::enter(&pod),
+        }
     }
 }
 
 impl Fire {
     /// Queues the execution now, on its workqueue, to the pod of the CPU that armed it.
     pub(crate) fn fire(self) {
-        let Fire { work, pod, colour } = self;
-        super::enqueue_counted(work, pod, colour);
+        let Fire { work, counted } = self;
+        super::enqueue_counted(work, counted);
     }
 
     /// Drops the execution without running (cancel, `mod_delayed`): uncounts its colour
-    /// (step 16). The claim stays with the caller. Returns the workqueue's part for its pod.
-    pub(crate) fn discard(self) -> Arc<CachePadded<PodShared>> {
-        let Fire { pod, colour, .. } = self;
-        pod.wq.flush.leave(&pod.counters, colour);
-        pod
+    /// (step 16). The claim stays with the caller.
+    pub(crate) fn discard(self) {
+        drop(self.counted);
     }
 }
 

@@ -9,10 +9,9 @@ use parking_lot::Mutex;
 
 use super::state::{self, ItemState, CANCELING, PENDING, RUNNING};
 use super::task::{self, Task};
-use crossbeam_utils::CachePadded;
 
 use super::timer::{self, Fire, TimerKey};
-use super::{PodShared, WqShared};
+use super::WqShared;
 
 /// A reusable work item: a closure that can be queued again and again.
 ///
@@ -173,17 +172,28 @@ impl WorkInner {
 }
 
 impl Grabbed {
-    /// Uncounts the execution from its workqueue; the claim stays with the caller. Returns the
-    /// workqueue's part for the pod it was headed for.
-    pub(crate) fn unqueue(self) -> Arc<CachePadded<PodShared>> {
+    /// Uncounts the execution from its workqueue; the claim stays with the caller.
+    pub(crate) fn unqueue(self) {
         match self {
-            Grabbed::Task(task) => {
-                let pod = Arc::clone(&task.acct.pod);
-                task.unqueue();
-                pod
-            }
+            Grabbed::Task(task) => drop(task.unqueue()),
             Grabbed::Timer(fire) => fire.discard(),
         }
+    }
+
+    /// Counts the execution as cancelled in its pod, then uncounts it as
+    /// [`Grabbed::unqueue`] does. In that order: once uncounted, its workqueue may go.
+    pub(crate) fn cancel(self) {
+        let counted = match &self {
+            Grabbed::Task(task) => &task.acct.counted,
+            Grabbed::Timer(fire) => &fire.counted,
+        };
+        counted
+            .pod()
+            .counters
+            .mine()
+            .cancelled
+            .fetch_add(1, Ordering::Relaxed);
+        self.unqueue();
     }
 }
 
@@ -220,12 +230,8 @@ pub(crate) fn cancel_item(item: &Arc<WorkInner>) -> bool {
     while item.state.load() & PENDING != 0 {
         match item.grab() {
             Some(grabbed) => {
-                let pod = grabbed.unqueue();
+                grabbed.cancel();
                 item.state.release_claim();
-                pod.counters
-                    .mine()
-                    .cancelled
-                    .fetch_add(1, Ordering::Relaxed);
             }
             // Between two places (a queuer about to push, a worker about to start): short.
             None => std::thread::yield_now(),
