@@ -71,6 +71,8 @@ mod pool;
 mod stats;
 mod sync;
 mod sys;
+#[cfg(test)]
+mod test_support;
 mod workqueue;
 
 pub use cpuset::CpuSet;

@@ -8,11 +8,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use super::*;
+use crate::test_support::{eventually, PATIENCE};
 use crate::Topology;
-
-/// Long enough for anything in these tests to happen on a loaded 2-core CI machine; a test
-/// that waits this long has failed (it bounds a hang, it is not a speed check).
-const PATIENCE: Duration = Duration::from_secs(60);
 
 /// A one-shot closure, as a pool job.
 struct TestJob(Box<dyn FnOnce() + Send>);
@@ -63,18 +60,6 @@ fn pool(pod_cpus: CpuSet, attrs: &PoolAttrs) -> Pool<TestJob> {
         node: 0,
     };
     Pool::new(pool_name(attrs.scope, attrs.shard_size, 0), pod, attrs)
-}
-
-/// Waits until `done` holds, polling; false after [`PATIENCE`].
-fn eventually(mut done: impl FnMut() -> bool) -> bool {
-    let start = Instant::now();
-    while start.elapsed() < PATIENCE {
-        if done() {
-            return true;
-        }
-        thread::sleep(Duration::from_millis(5));
-    }
-    done()
 }
 
 /// Runs `f` on a pool worker and returns what it computed.

@@ -2,6 +2,7 @@
 //! compiled against loom, where `crate::sys` does not exist).
 
 use super::flush::{Flush, FlushWait, PodCounters};
+use crate::test_support::eventually;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread;
@@ -70,18 +71,6 @@ fn a_flush_waits_for_counts_lowered_on_other_cpus() {
 /// A flush state with a wait of its own (leaked: a test's worth of bytes).
 fn new_flush() -> Flush {
     Flush::new(Box::leak(Box::<FlushWait>::default()))
-}
-
-/// Waits (bounded, polling) until `done` holds; false after a minute.
-fn eventually(mut done: impl FnMut() -> bool) -> bool {
-    let start = std::time::Instant::now();
-    while start.elapsed() < Duration::from_secs(60) {
-        if done() {
-            return true;
-        }
-        thread::sleep(Duration::from_millis(1));
-    }
-    false
 }
 
 #[test]
