@@ -5,12 +5,12 @@
 //! parallel never share a pool and every count seen is the test's own.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{mpsc, Arc};
 use std::thread;
 use std::time::Duration;
 
 mod support;
-use support::{eventually, PATIENCE};
+use support::eventually;
 
 use podq::{AffinityScope, Workqueue};
 
@@ -120,40 +120,4 @@ fn dropping_the_last_workqueue_runs_everything_queued() {
     release.send(()).expect("worker waits");
     drop(wq);
     assert_eq!(ran.load(Ordering::SeqCst), 500);
-}
-
-#[test]
-fn an_item_may_drop_the_last_workqueue_of_its_own_pool() {
-    let slot = Arc::new(Mutex::new(Some(
-        Workqueue::builder("self-drop")
-            .scope(AffinityScope::System)
-            .max_workers(1)
-            .idle_timeout(private_timeout(5))
-            .build()
-            .expect("workqueue"),
-    )));
-    let (tx, rx) = mpsc::channel();
-    let (release, gate) = mpsc::channel::<()>();
-    {
-        let guard = slot.lock().expect("slot");
-        let wq = guard.as_ref().expect("workqueue");
-        let slot = Arc::clone(&slot);
-        wq.queue(move || {
-            gate.recv().expect("released");
-            // The last workqueue goes away on a worker of its own pool: nothing waits for
-            // itself, and the items behind this one still run.
-            let wq = slot.lock().expect("slot").take();
-            drop(wq);
-        });
-        for i in 0..20 {
-            let tx = tx.clone();
-            wq.queue(move || tx.send(i).expect("test alive"));
-        }
-    }
-    release.send(()).expect("worker waits");
-    let got: Vec<i32> = (0..20)
-        .map(|_| rx.recv_timeout(PATIENCE).expect("queued items still run"))
-        .collect();
-    assert_eq!(got, (0..20).collect::<Vec<_>>());
-    assert!(slot.lock().expect("slot").is_none());
 }

@@ -5,7 +5,7 @@ use std::sync::atomic::AtomicUsize;
 use std::sync::mpsc;
 use std::sync::Barrier;
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::*;
 use crate::test_support::{eventually, PATIENCE};

@@ -74,21 +74,23 @@ fn new_flush() -> Flush {
 }
 
 #[test]
-fn a_workqueue_dropped_from_its_own_item_is_freed_once_its_items_ran() {
+fn a_workqueue_dropped_from_its_own_item_runs_the_rest_then_is_freed() {
     use super::Workqueue;
+    use crate::test_support::PATIENCE;
     use crate::AffinityScope;
-    use std::sync::atomic::AtomicUsize;
     use std::sync::Mutex;
 
     let wq = Workqueue::builder("reaped")
         .scope(AffinityScope::System)
         .max_workers(1)
+        // An idle timeout no other test uses: the pool, and its one worker, are this test's.
+        .idle_timeout(Duration::from_secs(7_300))
         .build()
         .expect("workqueue");
     let shared = Arc::downgrade(&wq.shared);
     let pod = Arc::downgrade(&wq.pods[0]);
     let slot = Arc::new(Mutex::new(Some(wq)));
-    let ran = Arc::new(AtomicUsize::new(0));
+    let (tx, rx) = std::sync::mpsc::channel();
     let (release, gate) = std::sync::mpsc::channel::<()>();
     {
         let guard = slot.lock().expect("slot");
@@ -96,19 +98,24 @@ fn a_workqueue_dropped_from_its_own_item_is_freed_once_its_items_ran() {
         let slot = Arc::clone(&slot);
         wq.queue(move || {
             gate.recv().expect("released");
+            // The last workqueue of its pool goes away on that pool's only worker: nothing
+            // waits for itself.
             let wq = slot.lock().expect("slot").take();
             drop(wq);
         });
-        for _ in 0..50 {
-            let ran = Arc::clone(&ran);
-            wq.queue(move || {
-                ran.fetch_add(1, Ordering::SeqCst);
-            });
+        for i in 0..20 {
+            let tx = tx.clone();
+            wq.queue(move || tx.send(i).expect("test alive"));
         }
     }
     release.send(()).expect("worker waits");
-    // The items behind the dropping one still run, holding their pod without a count...
-    assert!(eventually(|| ran.load(Ordering::SeqCst) == 50));
+    // The items behind the dropping one still run, in order, holding their pod without a
+    // count...
+    let got: Vec<i32> = (0..20)
+        .map(|_| rx.recv_timeout(PATIENCE).expect("queued items still run"))
+        .collect();
+    assert_eq!(got, (0..20).collect::<Vec<_>>());
+    assert!(slot.lock().expect("slot").is_none());
     // ...and the reaper lets the pod and the workqueue go once they have.
     assert!(eventually(
         || pod.upgrade().is_none() && shared.upgrade().is_none()

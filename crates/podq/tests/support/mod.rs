@@ -1,20 +1,8 @@
-//! Helpers shared by the pool integration tests.
+//! Helpers shared by the pool integration tests: the crate's own test helpers, compiled in.
 
-use std::thread;
-use std::time::{Duration, Instant};
+#[path = "../../src/test_support.rs"]
+mod shared;
 
-/// Long enough for anything here on a loaded 2-core CI machine (a bound on a hang).
-pub(crate) const PATIENCE: Duration = Duration::from_secs(60);
-
-/// Waits until `done` holds, polling; false after [`PATIENCE`]. A pool counts an item as
-/// executed just after its run returns, so a flush may return a moment before the count moves.
-pub(crate) fn eventually(mut done: impl FnMut() -> bool) -> bool {
-    let start = Instant::now();
-    while start.elapsed() < PATIENCE {
-        if done() {
-            return true;
-        }
-        thread::sleep(Duration::from_millis(2));
-    }
-    done()
-}
+// Each test crate that includes this module uses only some of the helpers.
+#[allow(unused_imports)]
+pub(crate) use shared::{eventually, PATIENCE};
