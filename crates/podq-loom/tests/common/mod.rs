@@ -12,6 +12,9 @@ mod queue;
 #[path = "../../../podq/src/pool/idle.rs"]
 mod idle;
 
+#[path = "../../../podq/src/pool/mailbox.rs"]
+mod mailbox;
+
 pub(crate) use idle::{Core, Grow, Limits, Next, Push, WorkerSlot};
 
 /// A task in the models: a closure, as the pool's tasks are.
@@ -46,6 +49,9 @@ pub(crate) fn spinning_core(max_workers: usize, spin_rounds: u32) -> Arc<Core<It
 /// (P6f) at both.
 pub(crate) const LANES: usize = 2;
 
+/// The lane of the CPU the models' workers run on.
+pub(crate) const WORKER_LANE: usize = 1;
+
 /// Pushes `item` on lane 0 (the models' main thread), starting a worker when the core asks
 /// for one (P2').
 pub(crate) fn push(core: &Arc<Core<Item>>, item: Item) {
@@ -64,7 +70,9 @@ pub(crate) fn start(core: &Arc<Core<Item>>) {
     let core = Arc::clone(core);
     drop(thread::spawn(move || {
         let mut slot = WorkerSlot::new();
-        while let Next::Run { item, grow } = core.next(&mut slot) {
+        // Workers spin on lane 1's CPU: pushes on lane 0 may hand their task over through the
+        // mailbox (P1m), pushes on lane 1 may not (the spinner would be on their own CPU).
+        while let Next::Run { item, grow } = core.next(&mut slot, || WORKER_LANE) {
             // Every worker is eager in the models, so the core never asks for the watchdog.
             assert_ne!(grow, Grow::Watch);
             if grow == Grow::Spawn {

@@ -15,6 +15,7 @@
 
 use std::time::{Duration, Instant};
 
+use super::mailbox::Mailbox;
 use super::queue::{LockCounts, Queue};
 use crate::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering};
 use crate::sync::{Arc, CachePadded, Condvar, Mutex, MutexGuard};
@@ -117,6 +118,11 @@ pub(crate) struct Lane<T> {
     /// fence by a worker about to stop looking for work (P6f), which is what makes a lost
     /// wake-up impossible (see `pool/README.md`).
     len: AtomicUsize,
+    /// A: spinners (P6s) whose CPU pushes to this lane, as they counted themselves in when they
+    /// began to spin. A pusher on such a CPU is running, so those spinners are not: it does
+    /// not leave its task to them (P2s). Only a heuristic: the hint's count is what the
+    /// protocol rests on.
+    spinners: AtomicUsize,
 }
 
 impl<T> Lane<T> {
@@ -127,6 +133,7 @@ impl<T> Lane<T> {
                 lock: LockCounts::default(),
             }),
             len: AtomicUsize::new(0),
+            spinners: AtomicUsize::new(0),
         }
     }
 
@@ -232,6 +239,8 @@ pub(crate) enum Push {
     Spawn,
     /// The item waits for a busy, spinning or coming worker (or the pool is at `max_workers`).
     Queued,
+    /// The item went straight to a spinning worker, through the mailbox (P1m).
+    Handed,
     /// The item waits with every worker busy and the pool at its eager size: the caller must
     /// have the stall watchdog watch the pool (W1), which adds a worker if nothing is taken from
     /// the queue for a while (the busy workers may be blocked).
@@ -294,6 +303,9 @@ pub(crate) struct Core<T> {
     /// The tail of the queue, in lanes, each on lines of its own: a pusher locks and writes
     /// only its own CPU's lane, so pushers on different CPUs share no line.
     lanes: Box<[CachePadded<Lane<T>>]>,
+    /// The spinners' mailbox (P1m, P6m): one spinner at a time waits there for a task that a
+    /// pusher hands it directly. On lines of its own.
+    mailbox: CachePadded<Mailbox<T>>,
     /// The pool lock: the workers' state. On lines of its own. Pushers take it only when the
     /// `hint` says so.
     synced: CachePadded<Mutex<Synced>>,
@@ -368,6 +380,7 @@ impl<T> Core<T> {
             lanes: (0..limits.lanes.max(1))
                 .map(|_| CachePadded::new(Lane::new()))
                 .collect(),
+            mailbox: CachePadded::new(Mailbox::new()),
             synced: CachePadded::new(Mutex::new(Synced {
                 lock: LockCounts::default(),
                 idle: Vec::new(),
@@ -432,6 +445,15 @@ impl<T> Core<T> {
         self.hint.load(Ordering::Relaxed) / SPINNER
     }
 
+    /// Spinners in `hint` less those counted on lane `lane` (wrapped): the ones a pusher on
+    /// that lane's CPU is not keeping off their CPU.
+    fn spinners_elsewhere(&self, hint: usize, lane: usize) -> usize {
+        let here = self.lanes[lane % self.lanes.len()]
+            .spinners
+            .load(Ordering::Relaxed);
+        (hint / SPINNER).saturating_sub(here)
+    }
+
     /// (P6f) A worker's last look before it stops looking for work (parks, exits, or is undone
     /// by `spawn_failed`), called under the pool lock after the change to `synced`: writes the
     /// [`HELP`] bit even if unchanged (the write must be this worker's own), fences (`SeqCst`),
@@ -463,6 +485,17 @@ impl<T> Core<T> {
     /// Queues `item` in lane `lane` (wrapped to the lanes there are) and wakes or asks for a
     /// worker if needed (P1-P3).
     pub(crate) fn push(&self, lane: usize, item: T) -> Push {
+        // (P1m) A spinner on another CPU owns the mailbox, and nothing waits in this lane that
+        // the item could overtake: hand it over, and that is all.
+        let lane = lane % self.lanes.len();
+        let item = if self.lanes[lane].len() == 0 {
+            match self.mailbox.hand(lane, item) {
+                Ok(()) => return Push::Handed,
+                Err(item) => item,
+            }
+        } else {
+            item
+        };
         // (P1) The item is in its lane, and the lane's length stored, before anything else.
         let waiting = self.push_to_lane(lane, item);
         // (P2f) Fence, then read the hint: a worker that stops looking for work stores the
@@ -471,8 +504,10 @@ impl<T> Core<T> {
         fence(Ordering::SeqCst);
         let hint = self.hint.load(Ordering::Relaxed);
         // (P2s) Nobody idle and a worker running, spinning or coming: it takes the item. Or
-        // no more items in this lane than spinners: one of them takes it.
-        if hint & HELP == 0 || hint / SPINNER >= waiting {
+        // no more items in this lane than spinners on other CPUs: one of them takes it. A
+        // spinner on this lane's CPU has been preempted by this pusher, and cannot take the
+        // item before the pusher blocks.
+        if hint & HELP == 0 || self.spinners_elsewhere(hint, lane) >= waiting {
             return Push::Queued;
         }
         let mut synced = self.lock();
@@ -541,25 +576,34 @@ impl<T> Core<T> {
     }
 
     /// The worker's step: takes the next item, or parks until there is one, or says to exit
-    /// (P4-P8).
-    pub(crate) fn next(&self, slot: &mut WorkerSlot) -> Next<T> {
+    /// (P4-P8). `lane_here` gives the lane of the CPU the worker runs on (wrapped to the lanes
+    /// there are), where it counts itself while it spins.
+    pub(crate) fn next(&self, slot: &mut WorkerSlot, lane_here: impl Fn() -> usize) -> Next<T> {
         if slot.coming {
             let mut synced = self.lock();
             synced.arrive(slot);
             self.publish(&synced);
         }
         let mut spun = false;
-        let mut spinning = false;
+        // The lane whose CPU this worker spins on, while it spins.
+        let mut spinning: Option<&Lane<T>> = None;
+        // A task handed over through the mailbox while this worker spun.
+        let mut handed = None;
         loop {
             let mut head = self.lock_head();
             head.executed += std::mem::take(&mut slot.ran);
-            if spinning {
+            if let Some(lane) = spinning.take() {
                 // (P6e) Back from spinning: stop counting as a spinner, then make the last
                 // look's fence (P6f), so that a push that left its item to the spinners is
                 // seen below. The count is in the hint, changed without the pool lock.
-                spinning = false;
                 self.hint.fetch_sub(SPINNER, Ordering::Relaxed);
+                lane.spinners.fetch_sub(1, Ordering::Relaxed);
                 fence(Ordering::SeqCst);
+            }
+            if let Some(item) = handed.take() {
+                // (P6m) Behind whatever another worker moved to the head meanwhile, which was
+                // queued before it.
+                head.queue.push_back(item);
             }
             // (P4) Take the oldest item from the head: no pusher ever takes this lock.
             if let Some(item) = head.queue.pop_front() {
@@ -578,10 +622,19 @@ impl<T> Core<T> {
             // shutdown this only delays the exit by one spin.
             if !spun && self.spin_rounds > 0 {
                 spun = true;
-                spinning = true;
+                let at = lane_here() % self.lanes.len();
+                let lane = &self.lanes[at];
+                lane.spinners.fetch_add(1, Ordering::Relaxed);
+                spinning = Some(lane);
                 self.hint.fetch_add(SPINNER, Ordering::Relaxed);
+                // (P6m) Own the mailbox if no other spinner does, and close it (or take the
+                // task handed over) before looking again.
+                let owner = self.mailbox.open(at);
                 drop(head);
-                self.spin();
+                self.spin(owner);
+                if owner {
+                    handed = self.mailbox.close();
+                }
                 continue;
             }
             let mut synced = self.lock();
@@ -707,9 +760,9 @@ impl<T> Core<T> {
     }
 
     /// Spins with backoff until a lane looks non-empty or the rounds are spent (P6s).
-    fn spin(&self) {
+    fn spin(&self, owner: bool) {
         crate::sync::spin_until(self.spin_rounds, || {
-            self.lanes.iter().any(|lane| lane.len() > 0)
+            (owner && self.mailbox.is_full()) || self.lanes.iter().any(|lane| lane.len() > 0)
         });
     }
 

@@ -20,6 +20,7 @@
 //! * When the last user of a pool lets go, its workers run everything still queued and exit.
 
 mod idle;
+mod mailbox;
 mod queue;
 mod registry;
 mod watchdog;
@@ -183,7 +184,7 @@ impl<T: Job> Pool<T> {
         let grow = match self.shared.core.push(self.shared.lanes.here(), task) {
             idle::Push::Spawn => Grow::Spawn,
             idle::Push::Watch => Grow::Watch,
-            idle::Push::Woken | idle::Push::Queued => Grow::No,
+            idle::Push::Woken | idle::Push::Queued | idle::Push::Handed => Grow::No,
         };
         worker::grow_pool(&self.shared, grow);
     }

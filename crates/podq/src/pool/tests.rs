@@ -431,14 +431,14 @@ fn the_core_asks_for_one_worker_at_a_time() {
     let mut slot = idle::WorkerSlot::new();
     // It takes an item while more wait and nobody is idle: it asks for the next worker.
     assert!(matches!(
-        core.next(&mut slot),
+        core.next(&mut slot, || 0),
         idle::Next::Run {
             item: 1,
             grow: idle::Grow::Spawn
         }
     ));
     assert!(matches!(
-        core.next(&mut slot),
+        core.next(&mut slot, || 0),
         idle::Next::Run {
             item: 2,
             grow: idle::Grow::No
@@ -472,7 +472,7 @@ fn a_full_pool_queues_without_asking_for_workers() {
     assert_eq!(core.push(0, 1), idle::Push::Spawn);
     let mut slot = idle::WorkerSlot::new();
     assert!(matches!(
-        core.next(&mut slot),
+        core.next(&mut slot, || 0),
         idle::Next::Run {
             item: 1,
             grow: idle::Grow::No
@@ -494,7 +494,7 @@ fn each_lane_keeps_its_order_and_the_lanes_take_turns() {
     let mut slot = idle::WorkerSlot::new();
     let mut ran = Vec::new();
     for _ in 0..5 {
-        match core.next(&mut slot) {
+        match core.next(&mut slot, || 0) {
             idle::Next::Run { item, .. } => ran.push(item),
             idle::Next::Exit => panic!("exit with items waiting"),
         }

@@ -66,7 +66,7 @@ fn run<T: Job>(shared: &Arc<Shared<T>>) {
     let mut slot = WorkerSlot::new();
     // Leaves on `Next::Exit` (retired when idle, or shut down with nothing queued): either way
     // nothing waits that another worker, or one that the next push starts, will not run.
-    while let Next::Run { item, grow } = shared.core.next(&mut slot) {
+    while let Next::Run { item, grow } = shared.core.next(&mut slot, || shared.lanes.here()) {
         grow_pool(shared, grow);
         if run_task(shared, item) {
             slot.ran_one();

@@ -1,0 +1,139 @@
+//! The spinners' mailbox (P6m of `pool/README.md`): a pusher hands its task straight to a
+//! spinning worker, on one cache line, instead of through a lane and the head.
+//!
+//! Through a lane, a task that a spinner takes moves the lane's lock line, the lane's buffer,
+//! its length and the hint between the two CPUs, each of them once or twice: in the closed
+//! loop on 2 CPUs that was about eleven line transfers per item where a crossbeam channel
+//! makes six, and the producer's wait often ran past its spin and paid a futex round trip.
+//! Here the pusher and the spinner share one line: the state word and the slot beside it.
+//!
+//! One spinner at a time owns the mailbox: it opens it when it starts to spin and closes it
+//! when it stops. A pusher whose own lane is empty (so the task cannot overtake one queued
+//! before it on that CPU) claims an open mailbox with one compare-and-swap, writes its task
+//! and marks it full. An owner that finds its close refused waits for the task, which is on
+//! its way, and takes it: a claimed mailbox is never left behind.
+//!
+//! This file uses only `crate::sync`, so that `crates/podq-loom` checks it with the pool.
+
+use crate::sync::atomic::{AtomicUsize, Ordering};
+use crate::sync::{thread, Mutex, MutexGuard};
+
+/// Nobody owns the mailbox.
+const CLOSED: usize = 0;
+/// A pusher claimed the open mailbox and is writing its task.
+const WRITING: usize = 1;
+/// The task is in the slot, for the owner to take.
+const FULL: usize = 2;
+/// Owned by a spinner, which waits for a task; the bits above say its lane.
+const OPEN: usize = 3;
+/// The bits of the state word that say which of the above it is.
+const TAG: usize = 3;
+/// Where the owner's lane starts in an `OPEN` state word.
+const LANE_SHIFT: u32 = 2;
+
+/// Backoff rounds of an owner waiting for a pusher to finish writing, between yields.
+const WAIT_ROUNDS: u32 = 6;
+
+/// A one-task hand-off from pushers to one spinning worker.
+#[derive(Debug)]
+pub(crate) struct Mailbox<T> {
+    /// A: [`CLOSED`], [`WRITING`], [`FULL`], or [`OPEN`] with the owner's lane above [`TAG`].
+    /// Only the owner moves it out of `OPEN` (close) or `FULL` (take), only a pusher out of
+    /// `OPEN` into `WRITING` and on to `FULL`.
+    state: AtomicUsize,
+    /// The handed task: filled by the pusher between `WRITING` and `FULL`, emptied by the owner
+    /// after `FULL`. The states make every access exclusive; the lock is never contended and
+    /// only keeps this file free of `unsafe`.
+    slot: Mutex<Option<T>>,
+}
+
+impl<T> Mailbox<T> {
+    /// A closed, empty mailbox.
+    pub(crate) fn new() -> Self {
+        Self {
+            state: AtomicUsize::new(CLOSED),
+            slot: Mutex::new(None),
+        }
+    }
+
+    /// A spinner on lane `lane` tries to own the mailbox; `true` when it does and must
+    /// [`Mailbox::close`] it before it stops spinning.
+    pub(crate) fn open(&self, lane: usize) -> bool {
+        self.state.load(Ordering::Relaxed) == CLOSED
+            && self
+                .state
+                .compare_exchange(
+                    CLOSED,
+                    OPEN | (lane << LANE_SHIFT),
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                )
+                .is_ok()
+    }
+
+    /// A pusher on lane `lane`, whose lane is empty, hands `task` to the owner; gives it back
+    /// when the mailbox is not open, or is owned by a spinner on the same lane (that is, on the
+    /// pusher's own CPU: it has been preempted by the pusher and cannot take the task before
+    /// the pusher blocks).
+    pub(crate) fn hand(&self, lane: usize, task: T) -> Result<(), T> {
+        let state = self.state.load(Ordering::Relaxed);
+        if state & TAG != OPEN || state >> LANE_SHIFT == lane {
+            return Err(task);
+        }
+        if self
+            .state
+            .compare_exchange(state, WRITING, Ordering::Relaxed, Ordering::Relaxed)
+            .is_err()
+        {
+            return Err(task);
+        }
+        *self.lock() = Some(task);
+        // Release: the owner that sees FULL (Acquire) finds the task in the slot.
+        self.state.store(FULL, Ordering::Release);
+        Ok(())
+    }
+
+    /// Whether a task waits for the owner (its spin's stop condition).
+    pub(crate) fn is_full(&self) -> bool {
+        self.state.load(Ordering::Relaxed) == FULL
+    }
+
+    /// The owner stops spinning: closes the mailbox, or takes the task a pusher claimed it for
+    /// (waiting for the pusher to finish writing it, which it is doing now).
+    pub(crate) fn close(&self) -> Option<T> {
+        let mut state = self.state.load(Ordering::Acquire);
+        loop {
+            match state & TAG {
+                OPEN => match self.state.compare_exchange_weak(
+                    state,
+                    CLOSED,
+                    Ordering::Acquire,
+                    Ordering::Acquire,
+                ) {
+                    Ok(_) => return None,
+                    Err(now) => state = now,
+                },
+                FULL => {
+                    let task = self.lock().take();
+                    debug_assert!(task.is_some(), "a full mailbox holds a task");
+                    // Release: the slot is empty before the next owner opens the mailbox.
+                    self.state.store(CLOSED, Ordering::Release);
+                    return task;
+                }
+                _ => {
+                    // WRITING: the pusher is between its claim and its store of FULL, a few
+                    // instructions unless it was preempted there.
+                    if !crate::sync::spin_until(WAIT_ROUNDS, || self.is_full()) {
+                        thread::yield_now();
+                    }
+                    state = self.state.load(Ordering::Acquire);
+                }
+            }
+        }
+    }
+
+    /// Locks the slot.
+    fn lock(&self) -> MutexGuard<'_, Option<T>> {
+        self.slot.lock()
+    }
+}
