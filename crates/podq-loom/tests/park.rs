@@ -48,6 +48,27 @@ fn push_vs_spin_never_loses_a_task() {
     });
 }
 
+/// As above, but the pusher is on another lane than the spinner, so it may hand its task over
+/// through the mailbox (P1m) while the spinner opens it, spins, and closes it or takes the task
+/// (P6m): the task runs exactly once whichever comes first.
+#[test]
+fn hand_over_vs_spin_never_loses_a_task() {
+    check(|| {
+        let core = spinning_core(1, 1);
+        let ran = Ran::new(2);
+        push(&core, Ran::task(&ran));
+        let pusher = {
+            let (core, ran) = (core.clone(), ran.clone());
+            thread::spawn(move || push_on(&core, 0, Ran::task(&ran)))
+        };
+        pusher.join().expect("pusher");
+        ran.wait_for_all();
+        core.shutdown();
+        core.wait_for_exit();
+        assert_eq!(ran.total(), 2);
+    });
+}
+
 /// Two tasks pushed (from two threads) while one worker spins in a pool of two: the second
 /// push must not count on the spinner for both, so it starts or wakes the second worker; all
 /// run, none twice. (Four threads: main, one pusher, two workers: loom's limit.)
