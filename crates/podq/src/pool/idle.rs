@@ -120,9 +120,11 @@ pub(crate) struct Lane<T> {
     len: AtomicUsize,
     /// A: spinners (P6s) whose CPU pushes to this lane, as they counted themselves in when they
     /// began to spin. A pusher on such a CPU is running, so those spinners are not: it does
-    /// not leave its task to them (P2s). Only a heuristic: the hint's count is what the
-    /// protocol rests on.
-    spinners: AtomicUsize,
+    /// not leave its task to them (P2s). Only a heuristic, which only ever makes a push wake
+    /// more: any value it is read with is safe (the hint's count is what the protocol rests
+    /// on). So it is a plain `std` atomic, which loom does not interleave: it would multiply
+    /// the models' states without a wrong outcome to find.
+    spinners: std::sync::atomic::AtomicUsize,
 }
 
 impl<T> Lane<T> {
@@ -133,7 +135,7 @@ impl<T> Lane<T> {
                 lock: LockCounts::default(),
             }),
             len: AtomicUsize::new(0),
-            spinners: AtomicUsize::new(0),
+            spinners: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 
