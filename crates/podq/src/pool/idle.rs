@@ -4,7 +4,8 @@
 //!
 //! The protocol is written out as numbered steps in `pool/README.md`; the step numbers appear
 //! below as `(Pn)`. This file uses only `crate::sync` and `std` types that do not synchronize,
-//! so that `crates/podq-loom` compiles it against loom and checks it there.
+//! so that `crates/podq-loom` compiles it against loom and checks it there; the one exception,
+//! `Lane::spinners`, is a heuristic whose every value is safe (see there).
 //!
 //! The core never starts a thread itself: [`Core::push`] and [`Core::next`] say when the caller
 //! must start one ([`Push::Spawn`], `Next::Run { grow: Grow::Spawn, .. }`), so that the loom
