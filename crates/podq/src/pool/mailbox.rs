@@ -1,4 +1,4 @@
-//! The spinners' mailbox (P6m of `pool/README.md`): a pusher hands its task straight to a
+//! The spinners' mailbox (P1m and P6m of `pool/README.md`): a pusher hands its task straight to a
 //! spinning worker, on one cache line, instead of through a lane and the head.
 //!
 //! Through a lane, a task that a spinner takes moves the lane's lock line, the lane's buffer,
@@ -38,8 +38,8 @@ const WAIT_ROUNDS: u32 = 6;
 #[derive(Debug)]
 pub(crate) struct Mailbox<T> {
     /// A: [`CLOSED`], [`WRITING`], [`FULL`], or [`OPEN`] with the owner's lane above [`TAG`].
-    /// Only the owner moves it out of `OPEN` (close) or `FULL` (take), only a pusher out of
-    /// `OPEN` into `WRITING` and on to `FULL`.
+    /// A spinner moves it from `CLOSED` to `OPEN` (and so becomes the owner); the owner from
+    /// `OPEN` or `FULL` back to `CLOSED`; a pusher from `OPEN` to `WRITING` and on to `FULL`.
     state: AtomicUsize,
     /// The handed task: filled by the pusher between `WRITING` and `FULL`, emptied by the owner
     /// after `FULL`. The states make every access exclusive; the lock is never contended and
@@ -99,7 +99,8 @@ impl<T> Mailbox<T> {
     }
 
     /// The owner stops spinning: closes the mailbox, or takes the task a pusher claimed it for
-    /// (waiting for the pusher to finish writing it, which it is doing now).
+    /// (waiting for the pusher to finish writing it, which it is doing now). `None` on a
+    /// mailbox that is not open (nobody owns it).
     pub(crate) fn close(&self) -> Option<T> {
         let mut state = self.state.load(Ordering::Acquire);
         loop {
@@ -120,14 +121,16 @@ impl<T> Mailbox<T> {
                     self.state.store(CLOSED, Ordering::Release);
                     return task;
                 }
-                _ => {
-                    // WRITING: the pusher is between its claim and its store of FULL, a few
+                WRITING => {
+                    // The pusher is between its claim and its store of FULL, a few
                     // instructions unless it was preempted there.
                     if !crate::sync::spin_until(WAIT_ROUNDS, || self.is_full()) {
                         thread::yield_now();
                     }
                     state = self.state.load(Ordering::Acquire);
                 }
+                // Not open: there is nothing to close or take (only an owner calls this).
+                _ => return None,
             }
         }
     }
@@ -135,5 +138,55 @@ impl<T> Mailbox<T> {
     /// Locks the slot.
     fn lock(&self) -> MutexGuard<'_, Option<T>> {
         self.slot.lock()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_closed_mailbox_gives_the_task_back() {
+        let mailbox = Mailbox::new();
+        assert_eq!(mailbox.hand(0, 7), Err(7));
+        assert_eq!(mailbox.close(), None);
+    }
+
+    #[test]
+    fn an_open_mailbox_takes_one_task_from_another_lane() {
+        let mailbox = Mailbox::new();
+        assert!(mailbox.open(1));
+        assert!(!mailbox.open(0), "one owner at a time");
+        assert_eq!(
+            mailbox.hand(1, 1),
+            Err(1),
+            "the owner's own lane is skipped"
+        );
+        assert!(!mailbox.is_full());
+        assert_eq!(mailbox.hand(0, 2), Ok(()));
+        assert!(mailbox.is_full());
+        assert_eq!(
+            mailbox.hand(0, 3),
+            Err(3),
+            "full: a second task goes to its lane"
+        );
+        assert_eq!(mailbox.close(), Some(2));
+        assert_eq!(mailbox.hand(0, 4), Err(4), "closed again");
+    }
+
+    #[test]
+    fn an_owner_that_closes_unused_can_open_again() {
+        let mailbox = Mailbox::new();
+        assert!(mailbox.open(3));
+        assert_eq!(mailbox.close(), None);
+        assert!(mailbox.open(5));
+        assert_eq!(mailbox.hand(5, 6), Err(6));
+        assert_eq!(mailbox.hand(2, 6), Ok(()));
+        assert_eq!(mailbox.close(), Some(6));
+    }
+
+    #[test]
+    fn the_pools_task_and_the_state_fit_one_cache_line() {
+        assert!(std::mem::size_of::<Mailbox<crate::pool::Task>>() <= 64);
     }
 }
