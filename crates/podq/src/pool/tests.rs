@@ -7,6 +7,7 @@ use std::sync::Barrier;
 use std::thread;
 use std::time::Duration;
 
+use super::mailbox::Mailbox;
 use super::*;
 use crate::test_support::{eventually, PATIENCE};
 use crate::Topology;
@@ -525,4 +526,50 @@ fn cancel_finds_an_item_in_any_lane() {
     assert_eq!(core.remove_if(|&i| i == 2), None);
     assert_eq!(core.snapshot().queue_depth, 1);
     assert_eq!(core.pop(), Some(1));
+}
+
+// The spinners' mailbox (P1m, P6m), one call at a time; crates/podq-loom races them.
+#[test]
+fn a_closed_mailbox_gives_the_task_back() {
+    let mailbox = Mailbox::new();
+    assert_eq!(mailbox.hand(0, 7), Err(7));
+    assert_eq!(mailbox.close(), None);
+}
+
+#[test]
+fn an_open_mailbox_takes_one_task_from_another_lane() {
+    let mailbox = Mailbox::new();
+    assert!(mailbox.open(1));
+    assert!(!mailbox.open(0), "one owner at a time");
+    assert_eq!(
+        mailbox.hand(1, 1),
+        Err(1),
+        "the owner's own lane is skipped"
+    );
+    assert!(!mailbox.is_full());
+    assert_eq!(mailbox.hand(0, 2), Ok(()));
+    assert!(mailbox.is_full());
+    assert_eq!(
+        mailbox.hand(0, 3),
+        Err(3),
+        "full: a second task goes to its lane"
+    );
+    assert_eq!(mailbox.close(), Some(2));
+    assert_eq!(mailbox.hand(0, 4), Err(4), "closed again");
+}
+
+#[test]
+fn an_owner_that_closes_unused_can_open_again() {
+    let mailbox = Mailbox::new();
+    assert!(mailbox.open(3));
+    assert_eq!(mailbox.close(), None);
+    assert!(mailbox.open(5));
+    assert_eq!(mailbox.hand(5, 6), Err(6));
+    assert_eq!(mailbox.hand(2, 6), Ok(()));
+    assert_eq!(mailbox.close(), Some(6));
+}
+
+#[test]
+fn the_pools_task_and_the_state_fit_one_cache_line() {
+    assert!(std::mem::size_of::<Mailbox<super::Task>>() <= 64);
 }
