@@ -80,9 +80,12 @@ impl<T> Mailbox<T> {
         if state & TAG != OPEN || state >> LANE_SHIFT == lane {
             return Err(task);
         }
+        // Acquire: the owner before this one emptied the slot and then stored CLOSED (Release);
+        // this claim reads the OPEN that followed, in that store's release sequence, so the
+        // slot is empty when the task goes in.
         if self
             .state
-            .compare_exchange(state, WRITING, Ordering::Relaxed, Ordering::Relaxed)
+            .compare_exchange(state, WRITING, Ordering::Acquire, Ordering::Relaxed)
             .is_err()
         {
             return Err(task);
