@@ -30,22 +30,10 @@ fn push_vs_park_never_loses_a_wake_up() {
 /// A worker that found the queue empty spins before it parks (P6s) while the next task is
 /// pushed from another thread: the push leaves the task to the spinner (P2s), and the task
 /// runs whether the spinner saw it while spinning or only when it looked again under the lock.
+/// The pusher is on the spinner's lane (`common::WORKER_LANE`), so it cannot use the mailbox.
 #[test]
 fn push_vs_spin_never_loses_a_task() {
-    check(|| {
-        let core = spinning_core(1, 1);
-        let ran = Ran::new(2);
-        push(&core, Ran::task(&ran));
-        let pusher = {
-            let (core, ran) = (core.clone(), ran.clone());
-            thread::spawn(move || push_on(&core, 1, Ran::task(&ran)))
-        };
-        pusher.join().expect("pusher");
-        ran.wait_for_all();
-        core.shutdown();
-        core.wait_for_exit();
-        assert_eq!(ran.total(), 2);
-    });
+    check(|| push_while_one_worker_spins(1));
 }
 
 /// As above, but the pusher is on another lane than the spinner, so it may hand its task over
@@ -53,20 +41,24 @@ fn push_vs_spin_never_loses_a_task() {
 /// (P6m): the task runs exactly once whichever comes first.
 #[test]
 fn hand_over_vs_spin_never_loses_a_task() {
-    check(|| {
-        let core = spinning_core(1, 1);
-        let ran = Ran::new(2);
-        push(&core, Ran::task(&ran));
-        let pusher = {
-            let (core, ran) = (core.clone(), ran.clone());
-            thread::spawn(move || push_on(&core, 0, Ran::task(&ran)))
-        };
-        pusher.join().expect("pusher");
-        ran.wait_for_all();
-        core.shutdown();
-        core.wait_for_exit();
-        assert_eq!(ran.total(), 2);
-    });
+    check(|| push_while_one_worker_spins(0));
+}
+
+/// One spinning worker's first task pushed from the main thread, then a second from a thread
+/// on `lane`, racing the worker's spin: both run, once each.
+fn push_while_one_worker_spins(lane: usize) {
+    let core = spinning_core(1, 1);
+    let ran = Ran::new(2);
+    push(&core, Ran::task(&ran));
+    let pusher = {
+        let (core, ran) = (core.clone(), ran.clone());
+        thread::spawn(move || push_on(&core, lane, Ran::task(&ran)))
+    };
+    pusher.join().expect("pusher");
+    ran.wait_for_all();
+    core.shutdown();
+    core.wait_for_exit();
+    assert_eq!(ran.total(), 2);
 }
 
 /// Two tasks pushed (from two threads) while one worker spins in a pool of two: the second
