@@ -12,7 +12,8 @@
 //! models can start loom threads and the pool can start named, pinned OS threads.
 //!
 //! Lock order: the head lock, then a lane lock, then the pool lock. A pusher holds one lock at
-//! a time: its lane's, then, only when the hint says so, the pool lock.
+//! a time: the mailbox's slot lock (P1m), or its lane's, then, only when the hint says so, the
+//! pool lock. A spinner takes the slot lock holding no other.
 
 use std::time::{Duration, Instant};
 
@@ -20,6 +21,8 @@ use super::mailbox::Mailbox;
 use super::queue::{LockCounts, Queue};
 use crate::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering};
 use crate::sync::{Arc, CachePadded, Condvar, Mutex, MutexGuard};
+// Std's, on purpose, also under loom: only for `Lane::spinners`.
+use std::sync::atomic::AtomicUsize as UnmodelledAtomicUsize;
 
 /// Where one idle worker sleeps, and the flag that says it was woken on purpose.
 #[derive(Debug)]
@@ -125,7 +128,7 @@ pub(crate) struct Lane<T> {
     /// more: any value it is read with is safe (the hint's count is what the protocol rests
     /// on). So it is a plain `std` atomic, which loom does not interleave: it would multiply
     /// the models' states without a wrong outcome to find.
-    spinners: std::sync::atomic::AtomicUsize,
+    spinners: UnmodelledAtomicUsize,
 }
 
 impl<T> Lane<T> {
@@ -136,7 +139,7 @@ impl<T> Lane<T> {
                 lock: LockCounts::default(),
             }),
             len: AtomicUsize::new(0),
-            spinners: std::sync::atomic::AtomicUsize::new(0),
+            spinners: UnmodelledAtomicUsize::new(0),
         }
     }
 
@@ -448,13 +451,10 @@ impl<T> Core<T> {
         self.hint.load(Ordering::Relaxed) / SPINNER
     }
 
-    /// Spinners in `hint` less those counted on lane `lane` (wrapped): the ones a pusher on
-    /// that lane's CPU is not keeping off their CPU.
-    fn spinners_elsewhere(&self, hint: usize, lane: usize) -> usize {
-        let here = self.lanes[lane % self.lanes.len()]
-            .spinners
-            .load(Ordering::Relaxed);
-        (hint / SPINNER).saturating_sub(here)
+    /// Spinners in `hint` less those counted on `lane`: the ones a pusher on that lane's CPU
+    /// is not keeping off their CPU.
+    fn spinners_elsewhere(&self, hint: usize, lane: &Lane<T>) -> usize {
+        (hint / SPINNER).saturating_sub(lane.spinners.load(Ordering::Relaxed))
     }
 
     /// (P6f) A worker's last look before it stops looking for work (parks, exits, or is undone
@@ -510,7 +510,7 @@ impl<T> Core<T> {
         // no more items in this lane than spinners on other CPUs: one of them takes it. A
         // spinner on this lane's CPU has been preempted by this pusher, and cannot take the
         // item before the pusher blocks.
-        if hint & HELP == 0 || self.spinners_elsewhere(hint, lane) >= waiting {
+        if hint & HELP == 0 || self.spinners_elsewhere(hint, &self.lanes[lane]) >= waiting {
             return Push::Queued;
         }
         let mut synced = self.lock();
