@@ -1,8 +1,8 @@
-//! loom models of the flush colours (`crates/podq/src/workqueue/README.md`, steps 14-16a),
-//! compiled from `crates/podq/src/workqueue/flush.rs` against loom: a flush returns only after
-//! every execution counted before it has finished, whether its finisher announced itself
-//! (a flusher was seen) or not, and it is never left asleep (no lost wake-up), also when the
-//! finisher is on another stripe or an execution enters while the colour moves.
+//! loom models of the flush colours (`crates/podq/src/workqueue/README.md`, steps 2, 10, 11
+//! and 17), compiled from `crates/podq/src/workqueue/flush.rs` against loom: a flush returns
+//! only after every execution counted before it has finished, whether its finisher announced
+//! itself (a flusher was seen) or not, and it is never left asleep (no lost wake-up), also when
+//! the finisher is on another stripe or an execution enters while the colour moves.
 
 // The protocol file names `crate::sync` and `crate::here`: here they are loom's and the
 // model's.

@@ -1,5 +1,5 @@
 //! Workqueue flush and drain without a workqueue-wide lock on the hot path: kernel-style flush
-//! colours (steps 14-17 of `README.md` in this folder).
+//! colours (steps 2, 10, 11, 17 and 18 of `README.md` in this folder).
 //!
 //! The workqueue has a current colour, written only by flushers (one at a time, under
 //! `flush_lock`). Each execution is counted, at queue time, in its pod's in-flight count for
@@ -8,7 +8,7 @@
 //! before it, and nothing queued after it (later work, self-requeueing items included, lands in
 //! the new colour).
 //!
-//! The counts also keep the pod alive (step 16a): an execution holds its pod without a
+//! The counts also keep the pod alive (step 11): an execution holds its pod without a
 //! reference count (`pod_ref.rs`), so a finisher touches the pod's memory after its decrement
 //! only while it is announced in its stripe's `leaving` count, and the workqueue's drop waits
 //! for those counts too. Flushers sleep on a [`FlushWait`] outside the pod, which a finisher
@@ -32,15 +32,13 @@ const MAX_STRIPES: usize = 16;
 /// cache lines of its own), and readers add the stripes up.
 ///
 /// Every queue call raises an in-flight count and every finished run lowers one. Kept in one
-/// place, those counts were one cache line written by every producer and every worker of the
-/// pod for every item; `perf annotate` of the flood workload on 2 CPUs put 19 % of the queue
-/// call and 59 % of a worker's accounting (3 % and 8 % of all samples) on that line. In
-/// stripes, the threads that write one line take turns on one CPU, and only a flusher (rarely)
-/// and the statistics read the others; the worker's accounting then fell from 8.2 % to 5.3 % of
-/// all samples in the same profile (what was left was mostly the pod's reference count, since
-/// removed: see `pod_ref.rs`). A stripe's in-flight count may wrap below zero (an item queued
-/// on one CPU and finished on another); only the sum over the stripes means anything, and it is
-/// never below zero.
+/// place, those counts would be one cache line written by every producer and every worker of
+/// the pod for every item (`perf annotate` of the flood workload on 2 CPUs: 19 % of the queue
+/// call and 59 % of a worker's accounting on that line; `docs/benchmarks-history.md`, third
+/// pass). In stripes, the threads that write one line take turns on one CPU, and only a flusher
+/// (rarely) and the statistics read the others. A stripe's in-flight count may wrap below zero
+/// (an item queued on one CPU and finished on another); only the sum over the stripes means
+/// anything, and it is never below zero.
 #[derive(Debug)]
 pub(crate) struct PodCounters {
     /// Indexed by CPU id modulo the length, a power of two.
@@ -61,7 +59,7 @@ pub(crate) struct Stripe {
     /// A: executions discarded by `cancel_sync` before they ran.
     pub(crate) cancelled: AtomicU64,
     /// A: finishers on this stripe between the announcement before their decrement and the
-    /// end of their wake-up (step 16a); the workqueue's drop waits until it is 0 everywhere.
+    /// end of their wake-up (step 11); the workqueue's drop waits until it is 0 everywhere.
     leaving: AtomicUsize,
 }
 
@@ -96,7 +94,7 @@ impl PodCounters {
     }
 
     /// Executions of colour `colour` queued and not finished, over the stripes. SeqCst: the
-    /// flusher's and the last finisher's reads (step 15, 16).
+    /// flusher's and the last finisher's reads (steps 17, 10).
     fn in_flight_of(&self, colour: usize) -> usize {
         self.stripes.iter().fold(0usize, |sum, s| {
             sum.wrapping_add(s.in_flight[colour].load(Ordering::SeqCst))
@@ -115,7 +113,7 @@ impl PodCounters {
 /// another workqueue's finisher re-reads its counts and sleeps again.
 #[derive(Debug, Default)]
 pub(crate) struct FlushWait {
-    /// A: flushers that sleep here or are about to (step 15); read by every finisher.
+    /// A: flushers that sleep here or are about to (step 17); read by every finisher.
     flushers: AtomicUsize,
     /// The flushers' sleeping lock; finishers notify under it.
     lock: Mutex<()>,
@@ -147,11 +145,11 @@ impl Flush {
         }
     }
 
-    /// Step 14: counts a new execution in `pod`'s counts and returns its colour.
+    /// Step 2: counts a new execution in `pod`'s counts and returns its colour.
     #[inline]
     pub(crate) fn enter(&self, pod: &PodCounters) -> usize {
         loop {
-            // A Dekker pair of SeqCst fences with the flusher's (step 15): it stores the
+            // A Dekker pair of SeqCst fences with the flusher's (step 17): it stores the
             // colour, fences, reads the counts; this raises a count, fences, reads the colour.
             // One fence comes first in the single order of SeqCst operations: either the
             // re-read sees the new colour and the count moves to it, or the flusher's reads
@@ -170,7 +168,7 @@ impl Flush {
         }
     }
 
-    /// Step 16: uncounts a finished (or discarded) execution of colour `colour` in the calling
+    /// Step 10: uncounts a finished (or discarded) execution of colour `colour` in the calling
     /// thread's stripe, waking a flusher when the pod's count of that colour reaches zero.
     #[inline]
     pub(crate) fn leave(&self, pod: &PodCounters, colour: usize) {
@@ -181,7 +179,7 @@ impl Flush {
     ///
     /// After its decrement a finisher may have let the pod and the workqueue go: a drop that
     /// saw the count reach zero frees them. So it reads the pod after the decrement only when
-    /// it announced itself in the stripe's `leaving` count before it (step 16a), and otherwise
+    /// it announced itself in the stripe's `leaving` count before it (step 11), and otherwise
     /// touches only `wait`, which is never freed.
     #[inline]
     fn leave_from(&self, pod: &PodCounters, stripe: &Stripe, colour: usize) {
@@ -215,7 +213,7 @@ impl Flush {
         }
     }
 
-    /// Step 15: waits for every execution counted before the call.
+    /// Step 17: waits for every execution counted before the call.
     pub(crate) fn flush<'a, I>(&self, pods: impl Fn() -> I)
     where
         I: Iterator<Item = &'a PodCounters>,
@@ -241,7 +239,7 @@ impl Flush {
         wait.flushers.fetch_sub(1, Ordering::SeqCst);
     }
 
-    /// Step 16a: waits until no finisher of `pods` is still announced, that is, between its
+    /// Step 11: waits until no finisher of `pods` is still announced, that is, between its
     /// decrement and the end of its wake-up. Called by the workqueue's drop after a drain: the
     /// counts are zero, so no finisher comes later, and once this returns the pods' memory may
     /// be freed.
@@ -258,7 +256,7 @@ impl Flush {
         }
     }
 
-    /// Step 17: marks a drain as started (see `Workqueue::drain`).
+    /// Step 18: marks a drain as started (see `Workqueue::drain`).
     pub(crate) fn start_drain(&self) {
         self.draining.fetch_add(1, Ordering::SeqCst);
     }

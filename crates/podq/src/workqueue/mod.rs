@@ -503,7 +503,7 @@ impl Drop for Workqueue {
         }
         self.shared.flush.start_drain();
         until_empty(&self.shared, &pods);
-        // Step 16a: the executions hold the pods without a count; their `Arc`s go only when
+        // Step 11: the executions hold the pods without a count; their `Arc`s go only when
         // no finisher reads them any more.
         Flush::wait_for_leavers(pods.iter().map(|p| &p.counters));
         self.shared.flush.end_drain();
@@ -522,7 +522,7 @@ impl fmt::Debug for Workqueue {
     }
 }
 
-/// Flushes until every pod's counts are zero (step 17).
+/// Flushes until every pod's counts are zero (step 18).
 fn until_empty(wq: &WqShared, pods: &[Arc<CachePadded<PodShared>>]) {
     loop {
         wq.flush.flush(|| pods.iter().map(|p| &p.counters));
@@ -552,7 +552,7 @@ fn reap(wq: Arc<WqShared>, pods: Box<[Arc<CachePadded<PodShared>>]>) {
 }
 
 /// Counts a new execution in its pod's colour and sends it through `max_active` to its pool
-/// (steps 2 and 10).
+/// (steps 2 and 3).
 ///
 /// `wq` is `pod.wq`, passed borrowed so that the hot path writes no workqueue-wide reference
 /// count, and the pod is held by the count alone (`pod_ref.rs`).
@@ -561,7 +561,7 @@ fn submit(wq: &WqShared, pod: &Arc<CachePadded<PodShared>>, job: Job) {
     submit_counted(wq, Counted::enter(pod), job);
 }
 
-/// Sends an execution already counted through `max_active` to its pool (step 10).
+/// Sends an execution already counted through `max_active` to its pool (step 3).
 #[inline]
 fn submit_counted(wq: &WqShared, counted: Counted, job: Job) {
     let task = Task {
@@ -599,7 +599,7 @@ pub(crate) fn activate(wq: &WqShared, mut task: Task) {
     dispatch(wq, task);
 }
 
-/// Pushes an execution to its pool, or hands it to the worker running its item (step 3).
+/// Pushes an execution to its pool, or hands it to the worker running its item (step 5).
 pub(crate) fn dispatch(wq: &WqShared, task: Task) {
     let task = match &task.job {
         Job::Work(item) if item.state.load() & RUNNING != 0 => {

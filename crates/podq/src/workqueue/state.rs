@@ -1,5 +1,5 @@
 //! The state of one reusable work item: pending, running, canceling, and the waiters of flush
-//! and cancel (steps 1-9 of `README.md` in this folder).
+//! and cancel (steps 1, 5-8 and 12-16 of `README.md` in this folder).
 //!
 //! This file uses only `crate::sync` and `std`, so that `podq-loom` compiles it against loom
 //! and explores its interleavings (`crates/podq-loom/tests/work_state.rs`).
@@ -12,8 +12,11 @@
 use crate::sync::atomic::{AtomicU64, Ordering};
 use crate::sync::{Condvar, Mutex};
 
-/// Backoff rounds a waiter looks before it sleeps: the same budget as an idle pool worker's
-/// spin (9 rounds of spinning, about 10 us, then 4 yields; see `sync::SPIN_ONLY_ROUNDS`).
+/// Backoff rounds a waiter (item flush, cancel) looks at the word before it sleeps: the same
+/// budget as an idle pool worker's spin (`pool::SPIN_ROUNDS`; what a round costs, and how that
+/// budget was measured, is at `sync::SPIN_ONLY_ROUNDS`). Measured with criterion on the 2-CPU
+/// test machine: `queue_work` + `Work::flush` on one thread takes 15.4-16.1 us when the waiter
+/// sleeps at once, 1.57-1.68 us with this budget (`docs/benchmarks-history.md`, first pass).
 const WAIT_SPIN_ROUNDS: u32 = 13;
 
 /// Claimed by a queuer: queued, waiting in a FIFO or timer, or handed to its runner.
@@ -136,11 +139,11 @@ impl<D, X> ItemState<D, X> {
         }
     }
 
-    /// Step 3: the owner of a claim made while the item was running hands its execution to
+    /// Step 5: the owner of a claim made while the item was running hands its execution to
     /// the runner. Returns it back when the run has ended meanwhile, for the caller to push.
     pub(crate) fn defer(&self, execution: D) -> Option<D> {
         let mut slot = self.slot.lock();
-        // RUNNING is only cleared under `slot` once PENDING is set (step 6), so this check
+        // RUNNING is only cleared under `slot` once PENDING is set (step 8), so this check
         // and the runner's `finish` cannot miss each other.
         if self.word.load(Ordering::Acquire) & RUNNING != 0 {
             slot.deferred = Some(execution);
@@ -150,7 +153,7 @@ impl<D, X> ItemState<D, X> {
         }
     }
 
-    /// Step 4: a worker popped the pending execution: it runs, or is discarded when a cancel
+    /// Step 6: a worker popped the pending execution: it runs, or is discarded when a cancel
     /// is in progress (the claim ends either way).
     pub(crate) fn start(&self) -> Start {
         let mut s = self.word.load(Ordering::Relaxed);
@@ -181,7 +184,7 @@ impl<D, X> ItemState<D, X> {
         }
     }
 
-    /// Step 6: the runner's closure returned. Clears RUNNING and returns the execution a
+    /// Step 8: the runner's closure returned. Clears RUNNING and returns the execution a
     /// queuer deferred meanwhile, which the caller must push.
     pub(crate) fn finish(&self) -> Option<D> {
         let mut s = self.word.load(Ordering::Relaxed);
@@ -210,7 +213,7 @@ impl<D, X> ItemState<D, X> {
         slot.deferred.take()
     }
 
-    /// Step 7: a grabber took the pending execution out of a queue, FIFO or timer, and
+    /// Step 13: a grabber took the pending execution out of a queue, FIFO or timer, and
     /// discards it: the claim ends.
     pub(crate) fn release_claim(&self) {
         let prev = self.word.fetch_and(!(PENDING | WAITERS), Ordering::AcqRel);
@@ -228,7 +231,7 @@ impl<D, X> ItemState<D, X> {
         f(&mut self.slot.lock().extra)
     }
 
-    /// Step 8: starts a cancel: sets CANCELING (waiting for a concurrent cancel to end first)
+    /// Step 12: starts a cancel: sets CANCELING (waiting for a concurrent cancel to end first)
     /// and returns the state just before.
     pub(crate) fn begin_cancel(&self) -> u64 {
         loop {
@@ -240,7 +243,7 @@ impl<D, X> ItemState<D, X> {
         }
     }
 
-    /// Step 8, from the item's own closure: sets CANCELING and returns the state just before,
+    /// Step 12, from the item's own closure: sets CANCELING and returns the state just before,
     /// or returns `Err` with the state when another cancel is in progress (that cancel waits
     /// for the running closure, which therefore must not wait for it).
     pub(crate) fn begin_cancel_or_join(&self) -> Result<u64, u64> {
@@ -252,7 +255,7 @@ impl<D, X> ItemState<D, X> {
         }
     }
 
-    /// Step 9: ends a cancel (the item is neither pending nor running).
+    /// Step 16: ends a cancel (the item is neither pending nor running).
     pub(crate) fn end_cancel(&self) {
         let prev = self
             .word
@@ -264,9 +267,8 @@ impl<D, X> ItemState<D, X> {
     /// CANCELING wakes the sleepers.
     pub(crate) fn wait_until(&self, done: impl Fn(u64) -> bool) {
         // Most waits (a flush of an item that is about to finish) end within microseconds:
-        // look with backoff first, and only then sleep on the condvar, whose wake-up costs the
-        // finishing worker a lock and a futex call (measured: queue_work+flush took 15.7 us
-        // sleeping at once on 2 CPUs; docs/benchmarks.md).
+        // look with backoff first (`WAIT_SPIN_ROUNDS`), and only then sleep on the condvar,
+        // whose wake-up costs the finishing worker a lock and a futex call.
         if crate::sync::spin_until(WAIT_SPIN_ROUNDS, || done(self.load())) {
             return;
         }

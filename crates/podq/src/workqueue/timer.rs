@@ -42,7 +42,7 @@ pub(crate) struct Fire {
 }
 
 impl Armed {
-    /// Counts the execution in its workqueue's flush colour (step 14); called under the heap's
+    /// Counts the execution in its workqueue's flush colour (step 2); called under the heap's
     /// lock as the entry leaves the heap.
     fn take(self) -> Fire {
         let Armed { work, pod } = self;
@@ -61,7 +61,7 @@ impl Fire {
     }
 
     /// Drops the execution without running (cancel, `mod_delayed`): uncounts its colour
-    /// (step 16). The claim stays with the caller.
+    /// (step 10). The claim stays with the caller.
     pub(crate) fn discard(self) {
         drop(self.counted);
     }
