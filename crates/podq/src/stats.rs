@@ -5,10 +5,6 @@ use serde::Serialize;
 
 use crate::CpuSet;
 
-// ---------------------------------------------------------------------------------------------
-// PoolStats (owner: pool layer)
-// ---------------------------------------------------------------------------------------------
-
 /// One pool's workers, queue and lock, at the moment `Workqueue::stats` was called.
 ///
 /// A pool serves one pod and is shared by every workqueue with equal attributes, so its counts
@@ -56,10 +52,6 @@ pub struct PoolStats {
     /// Worker threads the OS refused to start.
     pub spawn_failures: u64,
 }
-
-// ---------------------------------------------------------------------------------------------
-// WorkqueueStats (owner: workqueue layer)
-// ---------------------------------------------------------------------------------------------
 
 /// One workqueue's counters and the state of its pools, at the moment
 /// [`Workqueue::stats`](crate::Workqueue::stats) was called.
