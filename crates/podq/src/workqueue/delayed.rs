@@ -8,8 +8,9 @@ use super::work::{self, Work};
 /// A reusable work item queued after a delay, with [`Workqueue::queue_delayed`] or
 /// [`Workqueue::mod_delayed`].
 ///
-/// While it waits for its delay it is pending (queueing it again returns `false`). When the
-/// delay ends it is queued to the pod of the CPU that armed it. It never runs early.
+/// While it waits for its delay it is pending (queueing it again returns `false`: every case
+/// of `false` is listed at [`Workqueue::queue_delayed`] and [`Workqueue::mod_delayed`]). When
+/// the delay ends it is queued to the pod of the CPU that armed it. It never runs early.
 ///
 /// ```
 /// use std::time::{Duration, Instant};

@@ -279,14 +279,25 @@ impl Workqueue {
         Ok(true)
     }
 
-    /// Queues `work` to the pool of the calling thread's pod. Returns `false` when it was
-    /// already pending (it will run once for both requests), while a cancel of it is in
-    /// progress, or when refused during a drain.
+    /// Queues `work` to the pool of the calling thread's pod.
+    ///
+    /// Returns `true` when this call queued it. `false` when it did not:
+    ///
+    /// * `work` was already pending (queued and not started, waiting for its delay, or for a
+    ///   `max_active` slot): that pending execution runs once for both requests, and it sees
+    ///   everything stored before this call;
+    /// * a [`Work::cancel_sync`] of it is in progress: nothing is queued;
+    /// * a [`Workqueue::drain`] runs and the caller is not one of this workqueue's own items:
+    ///   nothing is queued.
     pub fn queue_work(&self, work: &Work) -> bool {
         self.queue_work_to(work, self.pod_here())
     }
 
-    /// Queues `work` to the pool of `cpu`'s pod; `Ok(false)` as [`Workqueue::queue_work`].
+    /// Queues `work` to the pool of `cpu`'s pod.
+    ///
+    /// Returns `Ok(true)` when this call queued it, and `Ok(false)` in the cases where
+    /// [`Workqueue::queue_work`] returns `false`: already pending (it runs once for both
+    /// requests), being cancelled, or refused while a drain runs.
     ///
     /// # Errors
     ///
@@ -297,11 +308,16 @@ impl Workqueue {
     }
 
     /// Queues `work` after `delay` (at once for a zero delay), to the pod of the calling
-    /// thread's CPU when the delay ends. Returns `false` when it was already pending (its
-    /// delay is left as it was: see [`Workqueue::mod_delayed`]), being cancelled, or refused
-    /// during a drain.
+    /// thread's CPU when the delay ends. The work never runs before `delay` has passed.
     ///
-    /// The work never runs before `delay` has passed.
+    /// Returns `true` when this call armed it. `false` when it did not:
+    ///
+    /// * `work` was already pending (waiting for its delay, or queued and not started): its
+    ///   delay is left as it was (to replace it, see [`Workqueue::mod_delayed`]), and that
+    ///   pending execution runs once for both requests;
+    /// * a [`DelayedWork::cancel_sync`] of it is in progress: nothing is armed;
+    /// * a [`Workqueue::drain`] runs and the caller is not one of this workqueue's own items:
+    ///   nothing is armed.
     pub fn queue_delayed(&self, work: &DelayedWork, delay: Duration) -> bool {
         if self.refused() {
             return false;
@@ -316,9 +332,15 @@ impl Workqueue {
         }
     }
 
-    /// Sets `work` to run after `delay` from now, whether it was pending or not. Returns `true`
-    /// when it was pending (its old delay is replaced), `false` when it was idle (it is queued
-    /// as by [`Workqueue::queue_delayed`]) or is being cancelled (nothing is queued).
+    /// Sets `work` to run after `delay` from now, whether it was pending or not.
+    ///
+    /// Returns `true` when it was pending: its old delay is replaced by `delay`. `false` when
+    /// it was not:
+    ///
+    /// * `work` was idle: it is armed as by [`Workqueue::queue_delayed`];
+    /// * a [`DelayedWork::cancel_sync`] of it is in progress: nothing is armed;
+    /// * a [`Workqueue::drain`] runs and the caller is not one of this workqueue's own items:
+    ///   nothing is armed.
     pub fn mod_delayed(&self, work: &DelayedWork, delay: Duration) -> bool {
         let item = &work.work.inner;
         loop {

@@ -16,8 +16,10 @@ use super::WqShared;
 /// A reusable work item: a closure that can be queued again and again.
 ///
 /// Clones share the same item. While an item is pending, queueing it again returns `false`
-/// (it runs once for both requests). It may be queued while it runs; the new execution then
-/// starts when the running one ends, so the closure never runs on two workers at once.
+/// (it runs once for both requests; every case of `false` is listed at
+/// [`Workqueue::queue_work`](super::Workqueue::queue_work)). It may be queued while it runs;
+/// the new execution then starts when the running one ends, so the closure never runs on two
+/// workers at once.
 ///
 /// ```
 /// use std::sync::atomic::{AtomicUsize, Ordering};
