@@ -94,7 +94,7 @@ impl PodCounters {
     }
 
     /// Executions of colour `colour` queued and not finished, over the stripes. SeqCst: the
-    /// flusher's and the last finisher's reads (steps 17, 10).
+    /// flusher's and the last finisher's reads (steps 17 and 10).
     fn in_flight_of(&self, colour: usize) -> usize {
         self.stripes.iter().fold(0usize, |sum, s| {
             sum.wrapping_add(s.in_flight[colour].load(Ordering::SeqCst))

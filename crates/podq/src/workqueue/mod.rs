@@ -397,7 +397,7 @@ impl Workqueue {
         true
     }
 
-    /// Whether the calling thread is running one of this workqueue's items.
+    /// Whether the calling thread is running one of this workqueue's items (step 19).
     fn called_from_own_item(&self) -> bool {
         task::running_wq() == self.shared.id
     }

@@ -263,7 +263,7 @@ impl<D, X> ItemState<D, X> {
         self.wake(prev);
     }
 
-    /// Sleeps until `done(state)` holds. Every transition that clears PENDING, RUNNING or
+    /// Step 15: sleeps until `done(state)` holds. Every transition that clears PENDING, RUNNING or
     /// CANCELING wakes the sleepers.
     pub(crate) fn wait_until(&self, done: impl Fn(u64) -> bool) {
         // Most waits (a flush of an item that is about to finish) end within microseconds:

@@ -81,8 +81,8 @@ impl Drop for Marker {
 }
 
 impl Task {
-    /// Runs the execution, catches a panic, and does all accounting (pending state, flush
-    /// colour, `max_active`, statistics). Never unwinds.
+    /// Steps 6-10: runs the execution, catches a panic, and does all accounting (pending
+    /// state, flush colour, `max_active`, statistics). Never unwinds.
     pub(crate) fn run(self) {
         let Task { job, acct } = self;
         let counters = acct.counted.pod().counters.mine();

@@ -140,9 +140,9 @@ impl WorkInner {
         }
     }
 
-    /// Takes the pending execution back from wherever it waits: the runner's hand, the timer,
-    /// the `max_active` FIFO or a pool's queue. `None` when it is not in any of them (nothing
-    /// pending, or it is moving between two of them).
+    /// Step 13: takes the pending execution back from wherever it waits: the runner's hand,
+    /// the timer, the `max_active` FIFO or a pool's queue. `None` when it is not in any of them
+    /// (nothing pending, or it is moving between two of them).
     pub(crate) fn grab(self: &Arc<Self>) -> Option<Grabbed> {
         if let Some(task) = self.state.take_deferred() {
             return Some(Grabbed::Task(task));
@@ -199,7 +199,7 @@ impl Grabbed {
     }
 }
 
-/// Waits until the last queueing of `item` has finished (see [`Work::flush`]).
+/// Waits until the last queueing of `item` has finished (see [`Work::flush`]; step 15).
 pub(crate) fn flush_item(item: &Arc<WorkInner>) -> bool {
     let s = item.state.load();
     if s & (PENDING | RUNNING) == 0 || task::is_running_item(item) {
@@ -210,7 +210,7 @@ pub(crate) fn flush_item(item: &Arc<WorkInner>) -> bool {
     true
 }
 
-/// Cancels `item` (see [`Work::cancel_sync`]).
+/// Cancels `item` (see [`Work::cancel_sync`]): steps 12-16.
 pub(crate) fn cancel_item(item: &Arc<WorkInner>) -> bool {
     let own = task::is_running_item(item);
     let before = if own {
