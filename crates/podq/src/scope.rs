@@ -73,8 +73,7 @@ impl AffinityScope {
 /// [`CacheShard`](AffinityScope::CacheShard) and one trailing newline is stripped (as when the
 /// name comes from a sysfs write).
 ///
-/// Whole-string matching matters: the kernel once matched by prefix, so `cache` selected
-/// `cache_shard`.
+/// Whole-string matching matters: a match by prefix would take `cache` for `cache_shard`.
 impl FromStr for AffinityScope {
     type Err = Error;
 
