@@ -181,7 +181,7 @@ pub struct Topology {
     /// Where the topology came from, for people.
     source: String,
     /// `cache_domain[i]`: the cache domain of `cpus[i]`, its index in
-    /// [`Topology::cache_domains`].
+    /// [`Topology::cache_domains`]. Domains are numbered in order of their lowest CPU.
     cache_domain: Vec<u32>,
 }
 
@@ -334,7 +334,16 @@ impl Topology {
 
     /// The cache domains, in order of their lowest CPU.
     pub fn cache_domains(&self) -> Vec<CacheDomain> {
-        pods_from_predicate(&self.cpu_set(), |a, b| self.shares_cache(a, b))
+        let count = self
+            .cache_domain
+            .iter()
+            .max()
+            .map_or(0, |&d| d as usize + 1);
+        let mut domains = vec![CpuSet::new(); count];
+        for (cpu, &domain) in self.cpus.iter().zip(&self.cache_domain) {
+            domains[domain as usize].insert(cpu.id);
+        }
+        domains
             .into_iter()
             .map(|cpus| {
                 let cores = pods_from_predicate(&cpus, |a, b| self.shares_core(a, b)).len();
