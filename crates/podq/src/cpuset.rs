@@ -6,9 +6,6 @@
 use std::fmt;
 use std::str::FromStr;
 
-use serde::de::{Deserialize, Deserializer};
-use serde::ser::{Serialize, Serializer};
-
 /// Bits per word of the bitset.
 const WORD_BITS: usize = 64;
 
@@ -354,16 +351,18 @@ impl FromStr for CpuSet {
 }
 
 /// Serializes as an array of CPU ids, ascending.
-impl Serialize for CpuSet {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+#[cfg(feature = "serde")]
+impl serde::Serialize for CpuSet {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.collect_seq(self.iter())
     }
 }
 
 /// Deserializes from an array of CPU ids, in any order.
-impl<'de> Deserialize<'de> for CpuSet {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let ids = Vec::<usize>::deserialize(deserializer)?;
+#[cfg(feature = "serde")]
+impl<'de> serde::Deserialize<'de> for CpuSet {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let ids = <Vec<usize> as serde::Deserialize>::deserialize(deserializer)?;
         if let Some(&bad) = ids.iter().find(|&&c| c > MAX_CPU_ID) {
             return Err(serde::de::Error::custom(format!(
                 "CPU {bad} is above the largest supported id {MAX_CPU_ID}"
@@ -525,6 +524,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "serde")]
     fn serializes_as_an_array() {
         let a = set(&[0, 1, 88]);
         let json = serde_json::to_string(&a).unwrap();

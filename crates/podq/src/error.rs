@@ -80,5 +80,16 @@ pub enum Error {
     ZeroMaxActive,
 }
 
+impl Error {
+    /// [`Error::EmptyCpuSet`] for a workqueue's CPUs: the one wording of that error, given by
+    /// [`WorkqueueBuilder::build`](crate::WorkqueueBuilder::build) and
+    /// [`Placement::new`](crate::policy::Placement::new).
+    pub(crate) fn empty_workqueue_cpus() -> Error {
+        Error::EmptyCpuSet {
+            what: "the workqueue".into(),
+        }
+    }
+}
+
 /// podq's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -3,7 +3,7 @@
 //! On a many-core machine, one work queue (one lock) per last-level cache, or per machine,
 //! becomes the hottest lock in the process. podq queues each work item to the pool of the
 //! issuing CPU's *pod*: a group of CPUs under a *scope*. The default scope, `cache_shard`,
-//! splits each cache domain into shards of about 8 cores, as the Linux kernel now does, so
+//! splits each cache domain into shards of about 8 cores, as the Linux kernel does, so
 //! that each pool's lock is shared by a few CPUs that also share a cache.
 //!
 //! # Glossary
@@ -53,6 +53,11 @@
 //! println!("{:?}", wq.stats());
 //! # Ok::<(), podq::Error>(())
 //! ```
+//!
+//! # Features
+//!
+//! * `serde` (off by default): `Serialize` for [`CpuSet`] (an array of CPU ids), [`AffinityScope`]
+//!   (its name), [`Pod`], [`WorkqueueStats`] and [`PoolStats`]; `Deserialize` for [`CpuSet`].
 //!
 //! The protocols behind the guarantees (pending, cancel, flush, `max_active`) are written down
 //! as numbered steps in `src/workqueue/README.md`; the pools' park/wake protocol in

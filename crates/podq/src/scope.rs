@@ -10,25 +10,24 @@
 //! let epyc = Topology::from_machine("epyc-9d64").unwrap();
 //! let pods = Pods::new(&epyc, AffinityScope::CacheShard, 8).unwrap();
 //! assert_eq!(pods.len(), 11);
-//! assert_eq!(pods.pods()[0].cpus.to_string(), "0-7,88-95");
+//! assert_eq!(pods.pods()[0].cpus().to_string(), "0-7,88-95");
 //! assert_eq!(pods.pod_of(90), Some(0));
 //! ```
 
 use std::fmt;
 use std::str::FromStr;
 
-use serde::Serialize;
-
 use crate::cpuset::CpuSet;
 use crate::error::{Error, Result};
-use crate::topology::Topology;
+use crate::topology::{pods_from_predicate, Topology};
 
 /// The kernel's default cache shard size: 8 cores (`wq_cache_shard_size`).
 pub const DEFAULT_SHARD_SIZE: usize = 8;
 
 /// How CPUs are grouped into pods.
-#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, Default, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum AffinityScope {
     /// One pod per CPU.
     Cpu,
@@ -74,8 +73,7 @@ impl AffinityScope {
 /// [`CacheShard`](AffinityScope::CacheShard) and one trailing newline is stripped (as when the
 /// name comes from a sysfs write).
 ///
-/// Whole-string matching matters: the kernel once matched by prefix, so `cache` selected
-/// `cache_shard`.
+/// Whole-string matching matters: a match by prefix would take `cache` for `cache_shard`.
 impl FromStr for AffinityScope {
     type Err = Error;
 
@@ -97,15 +95,76 @@ impl fmt::Display for AffinityScope {
     }
 }
 
-/// One group of CPUs under a scope.
-#[derive(Clone, PartialEq, Eq, Debug, Serialize)]
+/// One group of CPUs under a scope: its id, its CPUs, and the node and cache domain it lies in.
+///
+/// ```
+/// use podq::{AffinityScope, Pods, Topology};
+/// let topo = Topology::from_machine("sockets=2,nodes=2,caches=4,cores=16,smt=2").unwrap();
+/// let cache = Pods::new(&topo, AffinityScope::Cache, 8).unwrap();
+/// let pod = &cache.pods()[1];
+/// assert_eq!(pod.id(), 1);
+/// assert_eq!(pod.cpus().to_string(), "4-7,20-23");
+/// assert_eq!(pod.node(), Some(0));
+/// assert_eq!(pod.cache_domain(), Some(1));
+/// // The one `system` pod spans both nodes and all four cache domains.
+/// let system = Pods::new(&topo, AffinityScope::System, 8).unwrap();
+/// assert_eq!(system.pods()[0].node(), None);
+/// assert_eq!(system.pods()[0].cache_domain(), None);
+/// ```
+#[derive(Clone, PartialEq, Eq, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
 pub struct Pod {
+    /// Its position in [`Pods::pods`].
+    pub(crate) id: usize,
+    /// Its CPUs.
+    pub(crate) cpus: CpuSet,
+    /// The node of all its CPUs; `None` when they span several.
+    pub(crate) node: Option<usize>,
+    /// The cache domain of all its CPUs; `None` when they span several.
+    pub(crate) cache_domain: Option<usize>,
+}
+
+impl Pod {
     /// Its position in [`Pods::pods`]; pods are numbered in order of their lowest CPU.
-    pub id: usize,
-    /// Its CPUs (never empty).
-    pub cpus: CpuSet,
-    /// The NUMA node of its lowest CPU.
-    pub node: usize,
+    #[must_use]
+    #[inline]
+    pub fn id(&self) -> usize {
+        self.id
+    }
+
+    /// Its CPUs (never empty in [`Pods::pods`]).
+    #[must_use]
+    #[inline]
+    pub fn cpus(&self) -> &CpuSet {
+        &self.cpus
+    }
+
+    /// The NUMA node all its CPUs are on ([`Cpu::node`](crate::topology::Cpu::node)); `None`
+    /// when they are on several nodes (the `system` pod of a two-node machine).
+    #[must_use]
+    #[inline]
+    pub fn node(&self) -> Option<usize> {
+        self.node
+    }
+
+    /// The cache domain all its CPUs share, as its index in
+    /// [`Topology::cache_domains`] ([`Topology::cache_domain_of`]); `None` when they span
+    /// several (a `numa` or `system` pod over several last-level caches).
+    #[must_use]
+    #[inline]
+    pub fn cache_domain(&self) -> Option<usize> {
+        self.cache_domain
+    }
+
+    /// The same pod (id, node, cache domain) with `cpus` for its CPUs: the part of a pod that a
+    /// pool serves when a workqueue's CPUs narrow it.
+    pub(crate) fn with_cpus(&self, cpus: CpuSet) -> Pod {
+        Pod {
+            cpus,
+            ..self.clone()
+        }
+    }
 }
 
 /// The pods of one scope on one topology: every usable CPU is in exactly one pod.
@@ -154,9 +213,14 @@ impl Pods {
                 for cpu in cpus.iter() {
                     pod_of[cpu] = tag;
                 }
-                let lowest = cpus.first().expect("pods are never empty");
-                let node = topo.cpu(lowest).map_or(0, |c| c.node);
-                Pod { id, cpus, node }
+                let node = common(cpus.iter().map(|c| topo.cpu(c).map(|c| c.node)));
+                let cache_domain = common(cpus.iter().map(|c| topo.cache_domain_of(c)));
+                Pod {
+                    id,
+                    cpus,
+                    node,
+                    cache_domain,
+                }
             })
             .collect();
         Ok(Pods {
@@ -203,28 +267,11 @@ impl Pods {
     }
 }
 
-/// Groups `cpus` into pods, like the kernel's `init_pod_type`: each CPU, in ascending order,
-/// joins the first existing pod whose lowest CPU shares with it (`share(lowest, cpu)`), or else
-/// opens a new pod. Pods come out in order of their lowest CPU.
-///
-/// ```
-/// use podq::{scope::pods_from_predicate, CpuSet};
-/// let cpus: CpuSet = (0..6).collect();
-/// let pods = pods_from_predicate(&cpus, |a, b| a / 4 == b / 4);
-/// assert_eq!(pods, vec![(0..4).collect::<CpuSet>(), (4..6).collect()]);
-/// ```
-pub fn pods_from_predicate(cpus: &CpuSet, share: impl Fn(usize, usize) -> bool) -> Vec<CpuSet> {
-    // (lowest CPU, members) per pod; the lowest CPU is the first one to join.
-    let mut pods: Vec<(usize, CpuSet)> = Vec::new();
-    for cpu in cpus.iter() {
-        match pods.iter_mut().find(|(lowest, _)| share(*lowest, cpu)) {
-            Some((_, members)) => {
-                members.insert(cpu);
-            }
-            None => pods.push((cpu, std::iter::once(cpu).collect())),
-        }
-    }
-    pods.into_iter().map(|(_, members)| members).collect()
+/// The value every item of `values` has, or `None` when they differ, one is `None` or there
+/// is none.
+fn common(mut values: impl Iterator<Item = Option<usize>>) -> Option<usize> {
+    let first = values.next()??;
+    values.all(|v| v == Some(first)).then_some(first)
 }
 
 /// The number of shards for a cache domain of `cores` cores: `max(1, round_half_up(cores /

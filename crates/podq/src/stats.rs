@@ -1,8 +1,6 @@
 //! Counters a user reads to see what a scope does: per pool (workers, queue depth, lock
 //! contention) and per workqueue.
 
-use serde::Serialize;
-
 use crate::CpuSet;
 
 /// One pool's workers, queue and lock, at the moment `Workqueue::stats` was called.
@@ -14,7 +12,8 @@ use crate::CpuSet;
 /// The lock counts show what the scope does to contention: `lock_contended` out of
 /// `lock_acquisitions` is how often a pusher or a worker found the pool's lock held by another
 /// thread.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct PoolStats {
     /// The pool's short name (`cs8-p2`: scope, shard size, pod); its worker threads are named
@@ -59,7 +58,8 @@ pub struct PoolStats {
 /// Counts run from the workqueue's creation. They are summed over per-pod counters, each read
 /// on its own, so while work runs the sums may be a moment apart (`completed` never exceeds
 /// what was queued).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct WorkqueueStats {
     /// The workqueue's name.

@@ -16,7 +16,7 @@ use machines::Machine;
 fn pod_lists(pods: &Pods) -> Vec<Vec<usize>> {
     pods.pods()
         .iter()
-        .map(|p| p.cpus.iter().collect())
+        .map(|p| p.cpus().iter().collect())
         .collect()
 }
 

@@ -3,7 +3,8 @@
 
 use std::fs;
 
-use podq::scope::{pods_from_predicate, shard_count, DEFAULT_SHARD_SIZE};
+use podq::scope::{shard_count, DEFAULT_SHARD_SIZE};
+use podq::topology::pods_from_predicate;
 use podq::{AffinityScope, CpuSet, Error, Pods, Topology};
 use proptest::prelude::*;
 
@@ -12,7 +13,7 @@ fn pod_lists(topo: &Topology, scope: AffinityScope, shard_size: usize) -> Vec<St
         .unwrap()
         .pods()
         .iter()
-        .map(|p| p.cpus.to_string())
+        .map(|p| p.cpus().to_string())
         .collect()
 }
 
@@ -23,7 +24,7 @@ fn shard_sizes(desc: &str, shard_size: usize) -> Vec<usize> {
         .unwrap()
         .pods()
         .iter()
-        .map(|p| p.cpus.len())
+        .map(|p| p.cpus().len())
         .collect()
 }
 
@@ -123,8 +124,8 @@ fn pods_know_their_node_and_pod_of_is_total_on_usable_cpus() {
     let topo = Topology::from_machine("sockets=2,nodes=2,caches=4,cores=16,smt=2").unwrap();
     let numa = Pods::new(&topo, AffinityScope::Numa, 8).unwrap();
     assert_eq!(numa.len(), 2);
-    assert_eq!(numa.pods()[1].node, 1);
-    assert_eq!(numa.pods()[1].cpus.to_string(), "8-15,24-31");
+    assert_eq!(numa.pods()[1].node(), Some(1));
+    assert_eq!(numa.pods()[1].cpus().to_string(), "8-15,24-31");
     assert_eq!(numa.pod_of(24), Some(1));
     assert_eq!(numa.pod_of(32), None);
     assert_eq!(numa.scope(), AffinityScope::Numa);
@@ -133,6 +134,24 @@ fn pods_know_their_node_and_pod_of_is_total_on_usable_cpus() {
         Pods::new(&topo, AffinityScope::CacheShard, 0),
         Err(Error::ZeroShardSize)
     ));
+}
+
+#[test]
+fn pods_spanning_nodes_or_cache_domains_have_none() {
+    let topo = Topology::from_machine("sockets=2,nodes=2,caches=4,cores=16,smt=2").unwrap();
+    let numa = Pods::new(&topo, AffinityScope::Numa, 8).unwrap();
+    assert_eq!(numa.pods()[1].node(), Some(1));
+    assert_eq!(numa.pods()[1].cache_domain(), None);
+    let system = Pods::new(&topo, AffinityScope::System, 8).unwrap();
+    assert_eq!(system.pods()[0].node(), None);
+    assert_eq!(system.pods()[0].cache_domain(), None);
+    let cache = Pods::new(&topo, AffinityScope::Cache, 8).unwrap();
+    let domains: Vec<Option<usize>> = cache.pods().iter().map(|p| p.cache_domain()).collect();
+    assert_eq!(domains, [Some(0), Some(1), Some(2), Some(3)]);
+    let nodes: Vec<Option<usize>> = cache.pods().iter().map(|p| p.node()).collect();
+    assert_eq!(nodes, [Some(0), Some(0), Some(1), Some(1)]);
+    let smt = Pods::new(&topo, AffinityScope::Smt, 8).unwrap();
+    assert_eq!(smt.pods()[5].cache_domain(), topo.cache_domain_of(5));
 }
 
 #[test]
@@ -160,7 +179,7 @@ fn machines() -> impl Strategy<Value = String> {
 
 /// The pod of `scope` holding `cpu`.
 fn pod_cpus(pods: &Pods, cpu: usize) -> &CpuSet {
-    &pods.pods()[pods.pod_of(cpu).expect("usable CPU has a pod")].cpus
+    pods.pods()[pods.pod_of(cpu).expect("usable CPU has a pod")].cpus()
 }
 
 proptest! {
@@ -181,12 +200,22 @@ proptest! {
             let mut seen = CpuSet::new();
             let mut last_lowest = None;
             for (i, pod) in pods.pods().iter().enumerate() {
-                prop_assert_eq!(pod.id, i);
-                prop_assert!(!pod.cpus.is_empty());
-                prop_assert!(pod.cpus.first() > last_lowest);
-                last_lowest = pod.cpus.first();
-                prop_assert_eq!(pod.node, topo.cpu(pod.cpus.first().unwrap()).unwrap().node);
-                for cpu in pod.cpus.iter() {
+                prop_assert_eq!(pod.id(), i);
+                prop_assert!(!pod.cpus().is_empty());
+                prop_assert!(pod.cpus().first() > last_lowest);
+                last_lowest = pod.cpus().first();
+                // The node and cache domain of all its CPUs, or None when they span several.
+                let lowest = topo.cpu(pod.cpus().first().unwrap()).unwrap();
+                let one_node = pod.cpus().iter().all(|c| topo.cpu(c).unwrap().node() == lowest.node());
+                prop_assert_eq!(pod.node(), one_node.then_some(lowest.node()));
+                let domain = topo.cache_domain_of(lowest.id()).unwrap();
+                let one_domain = pod.cpus().iter().all(|c| topo.cache_domain_of(c) == Some(domain));
+                prop_assert_eq!(pod.cache_domain(), one_domain.then_some(domain));
+                prop_assert_eq!(
+                    pod.cache_domain().map(|d| topo.cache_domains()[d].cpus.clone()),
+                    one_domain.then(|| lowest.cache_cpus().clone())
+                );
+                for cpu in pod.cpus().iter() {
                     prop_assert!(seen.insert(cpu), "CPU {} twice in {}", cpu, pods.scope());
                     prop_assert_eq!(pods.pod_of(cpu), Some(i));
                 }
@@ -205,10 +234,10 @@ proptest! {
         ];
         for (inner, outer) in nest {
             for pod in get(inner).pods() {
-                let lowest = pod.cpus.first().unwrap();
+                let lowest = pod.cpus().first().unwrap();
                 prop_assert!(
-                    pod.cpus.is_subset(pod_cpus(get(outer), lowest)),
-                    "{} pod {} is not inside one {} pod", inner, pod.cpus, outer
+                    pod.cpus().is_subset(pod_cpus(get(outer), lowest)),
+                    "{} pod {} is not inside one {} pod", inner, pod.cpus(), outer
                 );
             }
         }
@@ -218,12 +247,12 @@ proptest! {
         let smt = get(AffinityScope::Smt);
         let shards = get(AffinityScope::CacheShard);
         for domain in get(AffinityScope::Cache).pods() {
-            let cores = smt.pods().iter().filter(|c| c.cpus.is_subset(&domain.cpus)).count();
+            let cores = smt.pods().iter().filter(|c| c.cpus().is_subset(domain.cpus())).count();
             let cores_per_shard: Vec<usize> = shards
                 .pods()
                 .iter()
-                .filter(|s| s.cpus.is_subset(&domain.cpus))
-                .map(|s| smt.pods().iter().filter(|c| c.cpus.is_subset(&s.cpus)).count())
+                .filter(|s| s.cpus().is_subset(domain.cpus()))
+                .map(|s| smt.pods().iter().filter(|c| c.cpus().is_subset(s.cpus())).count())
                 .collect();
             prop_assert_eq!(cores_per_shard.len(), shard_count(cores, shard_size));
             prop_assert_eq!(cores_per_shard.iter().sum::<usize>(), cores);

@@ -71,7 +71,7 @@ fn pods(topo: &Topology, scope: AffinityScope) -> Vec<String> {
         .unwrap()
         .pods()
         .iter()
-        .map(|p| p.cpus.to_string())
+        .map(|p| p.cpus().to_string())
         .collect()
 }
 
@@ -95,12 +95,12 @@ fn reads_list_form() {
     let topo = tree.read().unwrap();
     assert_eq!(topo.cpu_set(), set("0-3"));
     let cpu2 = topo.cpu(2).unwrap();
-    assert_eq!(cpu2.core_cpus, set("0,2"));
-    assert_eq!(cpu2.cache_cpus, set("0-3"));
-    assert_eq!(cpu2.cache_level, Some(3));
-    assert_eq!(cpu2.package, 0);
-    assert_eq!(cpu2.node, 0);
-    assert_eq!(cpu2.cluster_cpus, None);
+    assert_eq!(*cpu2.core_cpus(), set("0,2"));
+    assert_eq!(*cpu2.cache_cpus(), set("0-3"));
+    assert_eq!(cpu2.cache_level(), Some(3));
+    assert_eq!(cpu2.package(), 0);
+    assert_eq!(cpu2.node(), 0);
+    assert_eq!(cpu2.cluster_cpus(), None);
     assert!(topo.fallbacks().is_empty(), "{:?}", topo.fallbacks());
     assert_eq!(topo.core_count(), 2);
     assert_eq!(topo.smt_width(), 2);
@@ -132,10 +132,10 @@ fn reads_mask_form_with_nuls_and_newlines() {
     tree.file("node/node0/cpumap", "00000000,00000003\n")
         .file("node/node1/cpumap", "0000000c\0\n");
     let topo = tree.read().unwrap();
-    assert_eq!(topo.cpu(1).unwrap().core_cpus, set("0-1"));
-    assert_eq!(topo.cpu(3).unwrap().core_cpus, set("2-3"));
-    assert_eq!(topo.cpu(3).unwrap().cache_cpus, set("0-3"));
-    assert_eq!(topo.cpu(3).unwrap().cache_level, Some(2));
+    assert_eq!(*topo.cpu(1).unwrap().core_cpus(), set("0-1"));
+    assert_eq!(*topo.cpu(3).unwrap().core_cpus(), set("2-3"));
+    assert_eq!(*topo.cpu(3).unwrap().cache_cpus(), set("0-3"));
+    assert_eq!(topo.cpu(3).unwrap().cache_level(), Some(2));
     assert_eq!(topo.node_ids(), vec![0, 1]);
     assert_eq!(topo.node_cpus(1), set("2-3"));
     assert_eq!(pods(&topo, AffinityScope::Numa), ["0-1", "2-3"]);
@@ -152,7 +152,7 @@ fn list_form_wins_over_mask_form() {
         )
         .cache(0, 0, 3, "Unified", "0");
     let topo = tree.read().unwrap();
-    assert_eq!(topo.cpu(0).unwrap().core_cpus, set("0"));
+    assert_eq!(*topo.cpu(0).unwrap().core_cpus(), set("0"));
 }
 
 #[test]
@@ -168,7 +168,7 @@ fn offline_cpus_and_cpus_without_topology_are_not_usable() {
     assert_eq!(topo.cpu_set(), set("0,2"));
     assert!(topo.cpu(1).is_none() && topo.cpu(3).is_none() && topo.cpu(4).is_none());
     // Sets are cut down to the usable CPUs.
-    assert_eq!(topo.cpu(0).unwrap().cache_cpus, set("0,2"));
+    assert_eq!(*topo.cpu(0).unwrap().cache_cpus(), set("0,2"));
     assert_eq!(pods(&topo, AffinityScope::Cpu), ["0", "2"]);
     assert_eq!(pods(&topo, AffinityScope::Smt), ["0,2"]);
 }
@@ -192,8 +192,8 @@ fn missing_caches_fall_back_to_the_package() {
     // cpu3 has an L1 only; its package still stands in, as an L1 is not shared.
     tree.cache(3, 0, 1, "Instruction", "3");
     let topo = tree.read().unwrap();
-    assert_eq!(topo.cpu(0).unwrap().cache_cpus, set("0-1"));
-    assert_eq!(topo.cpu(0).unwrap().cache_level, None);
+    assert_eq!(*topo.cpu(0).unwrap().cache_cpus(), set("0-1"));
+    assert_eq!(topo.cpu(0).unwrap().cache_level(), None);
     assert_eq!(pods(&topo, AffinityScope::Cache), ["0-1", "2-3"]);
     assert_eq!(
         topo.fallbacks(),
@@ -222,7 +222,7 @@ fn an_unknown_cache_sharing_defers_to_the_level_below() {
             );
     }
     let topo = tree.read().unwrap();
-    assert_eq!(topo.cpu(0).unwrap().cache_level, Some(2));
+    assert_eq!(topo.cpu(0).unwrap().cache_level(), Some(2));
     assert_eq!(pods(&topo, AffinityScope::Cache), ["0-1", "2-3"]);
 }
 
@@ -234,7 +234,7 @@ fn missing_core_information_makes_each_cpu_its_own_core() {
             .cache(id, 0, 3, "Unified", "0-1");
     }
     let topo = tree.read().unwrap();
-    assert_eq!(topo.cpu(1).unwrap().core_cpus, set("1"));
+    assert_eq!(*topo.cpu(1).unwrap().core_cpus(), set("1"));
     assert_eq!(
         topo.fallbacks(),
         [Fallback::CpuForCore { cpus: set("0-1") }]
@@ -242,7 +242,7 @@ fn missing_core_information_makes_each_cpu_its_own_core() {
     assert!(topo.fallbacks()[0].to_string().contains("own core"));
     // No physical_package_id either: the kernel's "unknown" package.
     fs::remove_file(tree.cpu_dir().join("cpu0/topology/physical_package_id")).unwrap();
-    assert_eq!(tree.read().unwrap().cpu(0).unwrap().package, -1);
+    assert_eq!(tree.read().unwrap().cpu(0).unwrap().package(), -1);
 }
 
 #[test]
@@ -252,8 +252,8 @@ fn every_set_holds_its_own_cpu() {
     tree.cpu(0, "1", 0).cache(0, 0, 3, "Unified", "1");
     tree.cpu(1, "1", 0).cache(1, 0, 3, "Unified", "1");
     let topo = tree.read().unwrap();
-    assert_eq!(topo.cpu(0).unwrap().core_cpus, set("0-1"));
-    assert_eq!(topo.cpu(0).unwrap().cache_cpus, set("0-1"));
+    assert_eq!(*topo.cpu(0).unwrap().core_cpus(), set("0-1"));
+    assert_eq!(*topo.cpu(0).unwrap().cache_cpus(), set("0-1"));
     for scope in AffinityScope::ALL {
         let pods = Pods::new(&topo, scope, 8).unwrap();
         assert!(pods.pod_of(0).is_some() && pods.pod_of(1).is_some());
@@ -275,11 +275,11 @@ fn sparse_cpu_numbers() {
     let topo = tree.read().unwrap();
     assert_eq!(topo.cpu_set(), set("0,4,8,100"));
     assert_eq!(topo.node_ids(), vec![0, 2]);
-    assert_eq!(topo.cpu(100).unwrap().node, 2);
+    assert_eq!(topo.cpu(100).unwrap().node(), 2);
     assert_eq!(pods(&topo, AffinityScope::Smt), ["0,4", "8,100"]);
     let p = Pods::new(&topo, AffinityScope::Numa, 8).unwrap();
     assert_eq!(p.pod_of(100), Some(1));
-    assert_eq!(p.pods()[1].node, 2);
+    assert_eq!(p.pods()[1].node(), Some(2));
     assert_eq!(p.pod_of(5), None);
     assert_eq!(p.pod_of(100_000), None);
 }
@@ -290,8 +290,8 @@ fn cpus_in_no_node_are_put_on_node_zero() {
     smt_box(&tree);
     tree.file("node/node1/cpulist", "0-2\n");
     let topo = tree.read().unwrap();
-    assert_eq!(topo.cpu(0).unwrap().node, 1);
-    assert_eq!(topo.cpu(3).unwrap().node, 0);
+    assert_eq!(topo.cpu(0).unwrap().node(), 1);
+    assert_eq!(topo.cpu(3).unwrap().node(), 0);
     assert_eq!(topo.fallbacks(), [Fallback::NodeZero { cpus: set("3") }]);
 }
 
@@ -304,7 +304,7 @@ fn clusters_are_read_where_present() {
         tree.file(&format!("cpu/cpu{id}/topology/cluster_cpus"), cluster);
     }
     let topo = tree.read().unwrap();
-    assert_eq!(topo.cpu(0).unwrap().cluster_cpus, Some(set("0-1")));
+    assert_eq!(topo.cpu(0).unwrap().cluster_cpus(), Some(&set("0-1")));
     assert_eq!(topo.clusters(), vec![set("0-1"), set("2-3")]);
 }
 
@@ -314,7 +314,7 @@ fn an_allowed_set_restricts_the_usable_cpus() {
     smt_box(&tree);
     let topo = Topology::from_sysfs_allowed(tree.root(), &set("1-3,9")).unwrap();
     assert_eq!(topo.cpu_set(), set("1-3"));
-    assert_eq!(topo.cpu(2).unwrap().core_cpus, set("2"));
+    assert_eq!(*topo.cpu(2).unwrap().core_cpus(), set("2"));
     assert_eq!(pods(&topo, AffinityScope::Smt), ["1,3", "2"]);
     assert_eq!(pods(&topo, AffinityScope::System), ["1-3"]);
     let err = Topology::from_sysfs_allowed(tree.root(), &set("7")).unwrap_err();
@@ -395,11 +395,11 @@ fn discover_reads_this_machine_within_the_allowed_cpus() {
         topo.cpu_set()
     );
     for cpu in topo.cpus() {
-        assert!(cpu.core_cpus.contains(cpu.id) && cpu.cache_cpus.contains(cpu.id));
-        assert!(cpu.core_cpus.is_subset(&topo.cpu_set()));
+        assert!(cpu.core_cpus().contains(cpu.id()) && cpu.cache_cpus().contains(cpu.id()));
+        assert!(cpu.core_cpus().is_subset(&topo.cpu_set()));
     }
     for scope in AffinityScope::ALL {
         let pods = Pods::new(&topo, scope, 8).unwrap();
-        assert!(topo.cpus().iter().all(|c| pods.pod_of(c.id).is_some()));
+        assert!(topo.cpus().iter().all(|c| pods.pod_of(c.id()).is_some()));
     }
 }

@@ -40,7 +40,7 @@ impl Machine {
             cpus: cpus.len(),
             cores: topology.core_count(),
             cache_domains: topology.cache_domains().len(),
-            cache_level: cpus.first().and_then(|cpu| cpu.cache_level),
+            cache_level: cpus.first().and_then(|cpu| cpu.cache_level()),
             nodes: topology.node_ids().len(),
             fallbacks: topology
                 .fallbacks()

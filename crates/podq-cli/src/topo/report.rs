@@ -162,9 +162,9 @@ impl Report {
                         .pods()
                         .iter()
                         .map(|pod| PodReport {
-                            id: pod.id,
-                            cpus: CpuGroup::new(&pod.cpus),
-                            node: pod.node,
+                            id: pod.id(),
+                            cpus: CpuGroup::new(pod.cpus()),
+                            node: lowest_node(topology, pod.cpus()),
                         })
                         .collect(),
                 })
@@ -183,6 +183,14 @@ impl Report {
             scopes,
         })
     }
+}
+
+/// The node of the lowest of `cpus` (0 for an empty set, which no pod is): a pod's node as
+/// `podq topo` shows it, a number even for a pod that spans nodes.
+fn lowest_node(topology: &Topology, cpus: &CpuSet) -> usize {
+    cpus.first()
+        .and_then(|cpu| topology.cpu(cpu))
+        .map_or(0, |cpu| cpu.node())
 }
 
 impl Machine {
@@ -204,8 +212,8 @@ impl Machine {
                 let cpus: CpuSet = topology
                     .cpus()
                     .iter()
-                    .filter(|cpu| cpu.package == package)
-                    .map(|cpu| cpu.id)
+                    .filter(|cpu| cpu.package() == package)
+                    .map(|cpu| cpu.id())
                     .collect();
                 Group {
                     id: package,

@@ -1,8 +1,9 @@
 //! [`Placement`]: CPU to pod, the round-robin replacement of CPUs outside a workqueue's CPUs,
 //! and node to pod.
 
+use crate::cpuset::CpuSet;
 use crate::error::{Error, Result};
-use crate::{CpuSet, Pods};
+use crate::scope::Pods;
 
 /// Marks a CPU that is not one of the workqueue's CPUs in [`Placement`]'s table.
 const NO_POD: u32 = u32::MAX;
@@ -20,7 +21,7 @@ const NO_POD: u32 = u32::MAX;
 /// let topo = Topology::from_machine("sockets=1,nodes=1,caches=2,cores=4,smt=1").unwrap();
 /// let pods = Pods::new(&topo, AffinityScope::Cache, 8).unwrap();
 /// let cpus: CpuSet = [0, 1, 3].into_iter().collect();
-/// let place = Placement::new(&pods, &cpus, |cpu| topo.cpu(cpu).unwrap().node).unwrap();
+/// let place = Placement::new(&pods, &cpus, |cpu| topo.cpu(cpu).unwrap().node()).unwrap();
 /// assert_eq!(place.pod_of(0), Some(0));
 /// assert_eq!(place.pod_of(3), Some(1));
 /// assert_eq!(place.pod_of(2), None); // not one of the workqueue's CPUs
@@ -61,9 +62,7 @@ impl Placement {
             }
         }
         if kept.is_empty() {
-            return Err(Error::EmptyCpuSet {
-                what: format!("a workqueue (none of CPUs '{cpus}' is usable)"),
-            });
+            return Err(Error::empty_workqueue_cpus());
         }
         Ok(Placement {
             table,
@@ -117,7 +116,8 @@ impl Placement {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{AffinityScope, Topology};
+    use crate::scope::AffinityScope;
+    use crate::topology::Topology;
 
     fn machine() -> Topology {
         Topology::from_machine("sockets=2,nodes=2,caches=2,cores=8,smt=1").unwrap()
@@ -131,7 +131,7 @@ mod tests {
             let place = Placement::new(&pods, &topo.cpu_set(), |_| 0).unwrap();
             for cpu in topo.cpu_set().iter() {
                 let pod = place.pod_of(cpu).unwrap();
-                assert!(pods.pods()[pod].cpus.contains(cpu), "{scope}: CPU {cpu}");
+                assert!(pods.pods()[pod].cpus().contains(cpu), "{scope}: CPU {cpu}");
             }
         }
     }
@@ -157,12 +157,13 @@ mod tests {
     fn nodes_map_to_their_own_pods() {
         let topo = machine();
         let pods = Pods::new(&topo, AffinityScope::Cpu, 8).unwrap();
-        let place = Placement::new(&pods, &topo.cpu_set(), |c| topo.cpu(c).unwrap().node).unwrap();
+        let place =
+            Placement::new(&pods, &topo.cpu_set(), |c| topo.cpu(c).unwrap().node()).unwrap();
         for node in topo.node_ids() {
             for r in 0..8 {
                 let pod = place.pod_for_node(node, r).unwrap();
-                let cpu = pods.pods()[pod].cpus.first().unwrap();
-                assert_eq!(topo.cpu(cpu).unwrap().node, node);
+                let cpu = pods.pods()[pod].cpus().first().unwrap();
+                assert_eq!(topo.cpu(cpu).unwrap().node(), node);
             }
         }
         assert_eq!(place.pod_for_node(99, 0), None);

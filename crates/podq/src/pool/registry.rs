@@ -8,7 +8,7 @@ use std::sync::{LazyLock, Weak};
 use super::{pool_name, Pool, PoolAttrs};
 use crate::error::{Error, Result};
 use crate::sync::{Arc, Mutex};
-use crate::{CpuSet, Pod, Pods, Topology};
+use crate::{CpuSet, Pods, Topology};
 
 /// What identifies a pool: the attributes and the pod (its id and CPUs before they are
 /// narrowed to the workqueue's CPUs, so pods of different topologies never meet).
@@ -69,11 +69,7 @@ pub(crate) fn pools_for(topology: &Topology, attrs: &PoolAttrs) -> Result<Arc<Po
             if let Some(pool) = registry.get(&key).and_then(Weak::upgrade) {
                 return pool;
             }
-            let served = Pod {
-                id: pod.id,
-                cpus: pod.cpus.intersection(&attrs.cpus),
-                node: pod.node,
-            };
+            let served = pod.with_cpus(pod.cpus.intersection(&attrs.cpus));
             let mut pool = Pool::new(
                 pool_name(attrs.scope, attrs.shard_size, pod.id),
                 served,

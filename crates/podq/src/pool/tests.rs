@@ -58,7 +58,8 @@ fn pool(pod_cpus: CpuSet, attrs: &PoolAttrs) -> Pool<TestJob> {
     let pod = Pod {
         id: 0,
         cpus: pod_cpus,
-        node: 0,
+        node: Some(0),
+        cache_domain: Some(0),
     };
     Pool::new(pool_name(attrs.scope, attrs.shard_size, 0), pod, attrs)
 }

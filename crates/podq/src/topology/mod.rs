@@ -17,7 +17,6 @@ use std::path::Path;
 
 use crate::cpuset::CpuSet;
 use crate::error::Result;
-use crate::scope::pods_from_predicate;
 
 mod presets;
 pub mod synthetic;
@@ -25,24 +24,85 @@ mod sysfs;
 
 pub use presets::PRESETS;
 
-/// One usable CPU. Every set here is within the usable CPUs and contains `id` itself.
+/// One usable CPU, as its [`Topology`] describes it. Every set here is within the usable CPUs
+/// and contains the CPU itself.
+///
+/// ```
+/// let topo = podq::Topology::from_machine("sockets=2,nodes=2,caches=2,cores=4,smt=2").unwrap();
+/// let cpu = topo.cpu(5).unwrap();
+/// assert_eq!(cpu.id(), 5);
+/// assert_eq!(cpu.core_cpus().to_string(), "1,5");
+/// assert_eq!(cpu.cache_cpus().to_string(), "0-1,4-5");
+/// assert_eq!(cpu.node(), 0);
+/// ```
 #[derive(Clone, PartialEq, Eq, Debug)]
+#[non_exhaustive]
 pub struct Cpu {
     /// The Linux CPU id.
-    pub id: usize,
-    /// The SMT siblings of this CPU's core (`core_cpus`, older kernels `thread_siblings`).
-    pub core_cpus: CpuSet,
-    /// The CPUs sharing its last-level cache (or its package when there is no cache
-    /// information).
-    pub cache_cpus: CpuSet,
+    pub(crate) id: usize,
+    /// The SMT siblings of this CPU's core.
+    pub(crate) core_cpus: CpuSet,
+    /// The CPUs sharing its last-level cache (or its package).
+    pub(crate) cache_cpus: CpuSet,
     /// The level of that cache; `None` when the package stands in.
-    pub cache_level: Option<u8>,
-    /// The NUMA node id (0 when there is no node information).
-    pub node: usize,
-    /// `physical_package_id` (may be -1 on odd machines).
-    pub package: i64,
+    pub(crate) cache_level: Option<u8>,
+    /// The NUMA node id.
+    pub(crate) node: usize,
+    /// `physical_package_id`.
+    pub(crate) package: i64,
     /// `cluster_cpus` where sysfs has them.
-    pub cluster_cpus: Option<CpuSet>,
+    pub(crate) cluster_cpus: Option<CpuSet>,
+}
+
+impl Cpu {
+    /// The Linux CPU id.
+    #[must_use]
+    #[inline]
+    pub fn id(&self) -> usize {
+        self.id
+    }
+
+    /// The SMT siblings of this CPU's core, itself included (sysfs `core_cpus`, older kernels
+    /// `thread_siblings`).
+    #[must_use]
+    #[inline]
+    pub fn core_cpus(&self) -> &CpuSet {
+        &self.core_cpus
+    }
+
+    /// The CPUs sharing its last-level cache, itself included (its package's CPUs when there is
+    /// no cache information).
+    #[must_use]
+    #[inline]
+    pub fn cache_cpus(&self) -> &CpuSet {
+        &self.cache_cpus
+    }
+
+    /// The level of its last-level cache; `None` when the package stands in for it.
+    #[must_use]
+    pub fn cache_level(&self) -> Option<u8> {
+        self.cache_level
+    }
+
+    /// The NUMA node id (0 when there is no node information).
+    #[must_use]
+    #[inline]
+    pub fn node(&self) -> usize {
+        self.node
+    }
+
+    /// `physical_package_id` (may be -1 on odd machines).
+    #[must_use]
+    pub fn package(&self) -> i64 {
+        self.package
+    }
+
+    /// The CPUs of its cluster (sysfs `cluster_cpus`), itself included; `None` where sysfs
+    /// has no cluster information.
+    #[must_use]
+    pub fn cluster_cpus(&self) -> Option<&CpuSet> {
+        self.cluster_cpus.as_ref()
+    }
 }
 
 /// Something a topology source could not read and had to guess, in words (`Display`).
@@ -109,7 +169,7 @@ pub struct CacheDomain {
 
 /// The usable CPUs of a machine and how they share cores, caches and nodes.
 ///
-/// Pure data: build it once, then form [`Pods`](crate::Pods) of any scope from it.
+/// Pure data: build it once, then form [`Pods`](crate::scope::Pods) of any scope from it.
 #[derive(Clone, Debug)]
 pub struct Topology {
     /// The usable CPUs, ascending id.
@@ -120,6 +180,9 @@ pub struct Topology {
     fallbacks: Vec<Fallback>,
     /// Where the topology came from, for people.
     source: String,
+    /// `cache_domain[i]`: the cache domain of `cpus[i]`, its index in
+    /// [`Topology::cache_domains`]. Domains are numbered in order of their lowest CPU.
+    cache_domain: Vec<u32>,
 }
 
 /// Marks a CPU id that is not usable in [`Topology::index`].
@@ -135,12 +198,23 @@ impl Topology {
         for (i, cpu) in cpus.iter().enumerate() {
             index[cpu.id] = u32::try_from(i).expect("fewer than 2^32 CPUs");
         }
-        Topology {
+        let mut topology = Topology {
             cpus,
             index,
             fallbacks,
             source,
+            cache_domain: Vec::new(),
+        };
+        let mut cache_domain = vec![0; topology.cpus.len()];
+        let domains = pods_from_predicate(&topology.cpu_set(), |a, b| topology.shares_cache(a, b));
+        for (domain, cpus) in domains.iter().enumerate() {
+            let tag = u32::try_from(domain).expect("fewer than 2^32 cache domains");
+            for cpu in cpus.iter() {
+                cache_domain[topology.index[cpu] as usize] = tag;
+            }
         }
+        topology.cache_domain = cache_domain;
+        topology
     }
 
     /// This machine: sysfs at `/` and the CPUs this process may run on (`sched_getaffinity`).
@@ -260,7 +334,16 @@ impl Topology {
 
     /// The cache domains, in order of their lowest CPU.
     pub fn cache_domains(&self) -> Vec<CacheDomain> {
-        pods_from_predicate(&self.cpu_set(), |a, b| self.shares_cache(a, b))
+        let count = self
+            .cache_domain
+            .iter()
+            .max()
+            .map_or(0, |&d| d as usize + 1);
+        let mut domains = vec![CpuSet::new(); count];
+        for (cpu, &domain) in self.cpus.iter().zip(&self.cache_domain) {
+            domains[domain as usize].insert(cpu.id);
+        }
+        domains
             .into_iter()
             .map(|cpus| {
                 let cores = pods_from_predicate(&cpus, |a, b| self.shares_core(a, b)).len();
@@ -271,6 +354,24 @@ impl Topology {
                 CacheDomain { cpus, cores, level }
             })
             .collect()
+    }
+
+    /// The cache domain of the usable CPU `cpu`: its index in
+    /// [`cache_domains`](Self::cache_domains); `None` when `cpu` is not usable.
+    ///
+    /// ```
+    /// let topo = podq::Topology::from_machine("caches=2,cores=4").unwrap();
+    /// assert_eq!(topo.cache_domain_of(1), Some(0));
+    /// assert_eq!(topo.cache_domain_of(3), Some(1));
+    /// assert_eq!(topo.cache_domain_of(4), None);
+    /// ```
+    #[must_use]
+    #[inline]
+    pub fn cache_domain_of(&self, cpu: usize) -> Option<usize> {
+        match self.index.get(cpu) {
+            Some(&i) if i != NO_CPU => Some(self.cache_domain[i as usize] as usize),
+            _ => None,
+        }
     }
 
     /// The packages (`physical_package_id`) that have usable CPUs, ascending.
@@ -315,4 +416,31 @@ impl Topology {
             _ => false,
         }
     }
+}
+
+/// Groups `cpus` by a predicate, like the kernel's `init_pod_type`: each CPU, in ascending
+/// order, joins the first existing group whose lowest CPU shares with it (`share(lowest, cpu)`),
+/// or else opens a new group. Groups come out in order of their lowest CPU.
+///
+/// This one function makes the cores, cache domains and clusters of a [`Topology`] and the pods
+/// of every scope but `cache_shard` ([`Pods`](crate::scope::Pods)).
+///
+/// ```
+/// use podq::{topology::pods_from_predicate, CpuSet};
+/// let cpus: CpuSet = (0..6).collect();
+/// let pods = pods_from_predicate(&cpus, |a, b| a / 4 == b / 4);
+/// assert_eq!(pods, vec![(0..4).collect::<CpuSet>(), (4..6).collect()]);
+/// ```
+pub fn pods_from_predicate(cpus: &CpuSet, share: impl Fn(usize, usize) -> bool) -> Vec<CpuSet> {
+    // (lowest CPU, members) per group; the lowest CPU is the first one to join.
+    let mut pods: Vec<(usize, CpuSet)> = Vec::new();
+    for cpu in cpus.iter() {
+        match pods.iter_mut().find(|(lowest, _)| share(*lowest, cpu)) {
+            Some((_, members)) => {
+                members.insert(cpu);
+            }
+            None => pods.push((cpu, std::iter::once(cpu).collect())),
+        }
+    }
+    pods.into_iter().map(|(_, members)| members).collect()
 }

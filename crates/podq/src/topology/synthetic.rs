@@ -26,18 +26,26 @@ const SYNTHETIC_CACHE_LEVEL: u8 = 3;
 const KEYS: [&str; 5] = ["sockets", "nodes", "caches", "cores", "smt"];
 
 /// A parsed machine description: totals for the whole machine.
+///
+/// ```
+/// use podq::topology::synthetic::MachineShape;
+/// let shape = MachineShape::parse("sockets=2,nodes=4,caches=8,cores=64,smt=2").unwrap();
+/// assert_eq!((shape.sockets(), shape.nodes(), shape.caches()), (2, 4, 8));
+/// assert_eq!((shape.cores(), shape.smt(), shape.cpus()), (64, 2, 128));
+/// ```
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[non_exhaustive]
 pub struct MachineShape {
     /// Packages.
-    pub sockets: usize,
+    pub(crate) sockets: usize,
     /// NUMA nodes.
-    pub nodes: usize,
-    /// Cache domains (last-level caches).
-    pub caches: usize,
+    pub(crate) nodes: usize,
+    /// Cache domains.
+    pub(crate) caches: usize,
     /// Cores.
-    pub cores: usize,
+    pub(crate) cores: usize,
     /// Threads (CPUs) per core.
-    pub smt: usize,
+    pub(crate) smt: usize,
 }
 
 impl MachineShape {
@@ -117,7 +125,38 @@ impl MachineShape {
         Ok(shape)
     }
 
+    /// The number of packages (`sockets`).
+    #[must_use]
+    pub fn sockets(&self) -> usize {
+        self.sockets
+    }
+
+    /// The number of NUMA nodes (`nodes`).
+    #[must_use]
+    pub fn nodes(&self) -> usize {
+        self.nodes
+    }
+
+    /// The number of cache domains, that is of last-level caches (`caches`).
+    #[must_use]
+    pub fn caches(&self) -> usize {
+        self.caches
+    }
+
+    /// The number of cores (`cores`).
+    #[must_use]
+    pub fn cores(&self) -> usize {
+        self.cores
+    }
+
+    /// The number of threads (CPUs) per core (`smt`).
+    #[must_use]
+    pub fn smt(&self) -> usize {
+        self.smt
+    }
+
     /// The number of CPUs: cores times threads per core.
+    #[must_use]
     pub fn cpus(&self) -> usize {
         self.cores * self.smt
     }

@@ -1,13 +1,15 @@
-//! [`WorkqueueBuilder`]: a workqueue's attributes, checked once in [`WorkqueueBuilder::build`].
+//! [`WorkqueueBuilder`]: a workqueue's attributes, all checked in one place (`check`) when
+//! [`WorkqueueBuilder::build`] is called.
 
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use crate::cpuset::CpuSet;
 use crate::error::{Error, Result};
 use crate::policy::Placement;
 use crate::pool::{self, PoolAttrs};
-use crate::scope::DEFAULT_SHARD_SIZE;
-use crate::{AffinityScope, CpuSet, Topology};
+use crate::scope::{AffinityScope, DEFAULT_SHARD_SIZE};
+use crate::topology::Topology;
 
 use super::Workqueue;
 
@@ -132,38 +134,8 @@ impl WorkqueueBuilder {
     /// * [`Error::EmptyCpuSet`]: an empty CPU set;
     /// * [`Error::UnknownCpu`]: a CPU that is not usable on the topology;
     /// * the topology's error when this machine's topology cannot be read.
-    pub fn build(self) -> Result<Workqueue> {
-        if self.shard_size == 0 {
-            return Err(Error::ZeroShardSize);
-        }
-        if self.max_active == Some(0) {
-            return Err(Error::ZeroMaxActive);
-        }
-        if self.max_workers == 0 {
-            return Err(Error::ZeroMaxWorkers);
-        }
-        let topology = match self.topology {
-            Some(t) => t,
-            None => this_machine()?,
-        };
-        let usable = topology.cpu_set();
-        let cpus = match self.cpus {
-            None => usable,
-            Some(cpus) => {
-                if cpus.is_empty() {
-                    return Err(Error::EmptyCpuSet {
-                        what: format!("workqueue '{}'", self.name),
-                    });
-                }
-                if let Some(cpu) = cpus.iter().find(|&c| !usable.contains(c)) {
-                    return Err(Error::UnknownCpu {
-                        cpu,
-                        usable: usable.to_string(),
-                    });
-                }
-                cpus
-            }
-        };
+    pub fn build(mut self) -> Result<Workqueue> {
+        let (topology, cpus) = self.check()?;
         let attrs = PoolAttrs {
             scope: self.scope,
             shard_size: self.shard_size,
@@ -197,4 +169,43 @@ fn this_machine() -> Result<Topology> {
     }
     let t = Topology::discover()?;
     Ok(THIS.get_or_init(|| t).clone())
+}
+
+impl WorkqueueBuilder {
+    /// Checks every attribute and takes the topology (this machine's when none was given) and
+    /// the workqueue's CPUs (every usable CPU when none were given). The one place where a
+    /// workqueue's attributes are checked, each error with one message: the pods, pools and
+    /// placement built from them take them as checked.
+    fn check(&mut self) -> Result<(Topology, CpuSet)> {
+        if self.shard_size == 0 {
+            return Err(Error::ZeroShardSize);
+        }
+        if self.max_active == Some(0) {
+            return Err(Error::ZeroMaxActive);
+        }
+        if self.max_workers == 0 {
+            return Err(Error::ZeroMaxWorkers);
+        }
+        let topology = match self.topology.take() {
+            Some(t) => t,
+            None => this_machine()?,
+        };
+        let usable = topology.cpu_set();
+        let cpus = match self.cpus.take() {
+            None => usable,
+            Some(cpus) => {
+                if cpus.is_empty() {
+                    return Err(Error::empty_workqueue_cpus());
+                }
+                if let Some(cpu) = cpus.iter().find(|&c| !usable.contains(c)) {
+                    return Err(Error::UnknownCpu {
+                        cpu,
+                        usable: usable.to_string(),
+                    });
+                }
+                cpus
+            }
+        };
+        Ok((topology, cpus))
+    }
 }

@@ -143,8 +143,8 @@ const NOT_TOPOLOGY: &[&str] = &[
 /// to its CPUs, drivers, subsystems) are left out: discovery reads real files only.
 ///
 /// Files are written directly rather than with `Entry::unpack_in`, whose path checks cost
-/// dozens of system calls per entry, which over the snapshots' tens of thousands of entries
-/// was most of this test's time.
+/// dozens of system calls per entry: over the snapshots' tens of thousands of entries, that
+/// would be most of this test's time.
 fn unpack_system_folders(file: File, into: &Path) -> std::io::Result<()> {
     let mut archive = tar::Archive::new(bzip2::read::BzDecoder::new(file));
     let mut made: HashSet<PathBuf> = HashSet::new();
