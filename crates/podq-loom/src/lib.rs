@@ -5,14 +5,13 @@
 //! interleavings without a special `--cfg loom` build.
 //!
 //! A model (a file under `tests/`) includes the protocol files with `#[path]` and names this
-//! crate's [`sync`] as its own `crate::sync`:
+//! crate's [`sync`] as its own `crate::sync` (and, for the pool's core, this crate's
+//! [`policy`] as its `crate::policy`):
 //!
 //! ```text
-//! use podq_loom::sync;
-//! #[path = "../../podq/src/pool/queue.rs"]
-//! mod queue;
-//! #[path = "../../podq/src/pool/idle.rs"]
-//! mod idle;
+//! use podq_loom::{policy, sync};
+//! #[path = "../../podq/src/pool/core/mod.rs"]
+//! mod core;
 //! ```
 
 /// Runs `model` under loom with at most `preemptions` preemptions per execution: 3 finds the
@@ -23,6 +22,8 @@ pub fn check(preemptions: usize, model: impl Fn() + Sync + Send + 'static) {
     builder.preemption_bound = Some(preemptions);
     builder.check(model);
 }
+
+pub mod policy;
 
 /// The loom version of `podq::sync`: the same names and signatures, built on loom's types, so
 /// that a protocol file compiles against either.

@@ -278,6 +278,17 @@ fn cache_shards(topo: &Topology, cpus: &CpuSet, shard_size: usize) -> Vec<CpuSet
     all
 }
 
+impl Pod {
+    /// The same pod with its CPUs replaced by `cpus` (a pool serves its pod's CPUs within the
+    /// workqueue's).
+    pub(crate) fn with_cpus(&self, cpus: CpuSet) -> Pod {
+        Pod {
+            cpus,
+            ..self.clone()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
