@@ -14,6 +14,8 @@
 //! mod core;
 //! ```
 
+pub mod policy;
+
 /// Runs `model` under loom with at most `preemptions` preemptions per execution: 3 finds the
 /// bugs of small protocols (loom's own advice for models of this size) and keeps each model to
 /// seconds; four-thread models use 2, whose space at 3 takes minutes.
@@ -22,8 +24,6 @@ pub fn check(preemptions: usize, model: impl Fn() + Sync + Send + 'static) {
     builder.preemption_bound = Some(preemptions);
     builder.check(model);
 }
-
-pub mod policy;
 
 /// The loom version of `podq::sync`: the same names and signatures, built on loom's types, so
 /// that a protocol file compiles against either.

@@ -228,6 +228,7 @@ impl<T> Core<T> {
 
     /// (W2, W3) Takes the oldest task from the head; when the head is empty, first moves one
     /// lane's tasks to it in one swap. `None` when the head and every lane were empty.
+    #[inline]
     pub(super) fn take(&self, head: &mut Head<T>) -> Option<T> {
         if let Some(item) = head.queue.pop_front() {
             return Some(item);
