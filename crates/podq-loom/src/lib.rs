@@ -5,15 +5,16 @@
 //! interleavings without a special `--cfg loom` build.
 //!
 //! A model (a file under `tests/`) includes the protocol files with `#[path]` and names this
-//! crate's [`sync`] as its own `crate::sync`:
+//! crate's [`sync`] as its own `crate::sync` (and, for the pool's core, this crate's
+//! [`policy`] as its `crate::policy`):
 //!
 //! ```text
-//! use podq_loom::sync;
-//! #[path = "../../podq/src/pool/queue.rs"]
-//! mod queue;
-//! #[path = "../../podq/src/pool/idle.rs"]
-//! mod idle;
+//! use podq_loom::{policy, sync};
+//! #[path = "../../podq/src/pool/core/mod.rs"]
+//! mod core;
 //! ```
+
+pub mod policy;
 
 /// Runs `model` under loom with at most `preemptions` preemptions per execution: 3 finds the
 /// bugs of small protocols (loom's own advice for models of this size) and keeps each model to

@@ -56,7 +56,7 @@ fn model() -> Arc<Model> {
 fn a_flush_waits_for_an_execution_finishing_on_another_stripe() {
     podq_loom::check(3, || {
         let m = model();
-        let colour = m.flush.enter(&m.pod);
+        let colour = m.flush.enter(&m.pod, here::cpu_or_thread());
         let finished = Arc::new(AtomicBool::new(false));
         let finisher = {
             let (m, finished) = (Arc::clone(&m), Arc::clone(&finished));
@@ -81,8 +81,8 @@ fn a_flush_waits_for_an_execution_finishing_on_another_stripe() {
 fn a_flush_is_woken_by_the_last_of_two_finishers_while_work_enters() {
     podq_loom::check(2, || {
         let m = model();
-        let first = m.flush.enter(&m.pod);
-        let second = m.flush.enter(&m.pod);
+        let first = m.flush.enter(&m.pod, here::cpu_or_thread());
+        let second = m.flush.enter(&m.pod, here::cpu_or_thread());
         let finished = Arc::new(sync::atomic::AtomicUsize::new(0));
         // The late execution's colour plus one (0: not counted yet), and whether it finished.
         let late_colour = Arc::new(sync::atomic::AtomicUsize::new(0));
@@ -100,7 +100,7 @@ fn a_flush_is_woken_by_the_last_of_two_finishers_while_work_enters() {
                     if stripe == 1 {
                         // New work while the flush may be moving the colour; it finishes at
                         // once and never holds the flush up.
-                        let late = m.flush.enter(&m.pod);
+                        let late = m.flush.enter(&m.pod, here::cpu_or_thread());
                         late_colour.store(late + 1, Ordering::SeqCst);
                         late_finished.store(true, Ordering::SeqCst);
                         m.flush.leave(&m.pod, late);
@@ -132,7 +132,7 @@ fn a_flush_is_woken_by_the_last_of_two_finishers_while_work_enters() {
 fn a_drop_waits_for_finishers_that_announced_themselves() {
     podq_loom::check(3, || {
         let m = model();
-        let colour = m.flush.enter(&m.pod);
+        let colour = m.flush.enter(&m.pod, here::cpu_or_thread());
         let finisher = {
             let m = Arc::clone(&m);
             thread::spawn(move || {
@@ -165,7 +165,7 @@ fn an_execution_entering_during_a_flush_is_waited_for_or_in_the_new_colour() {
                 (Arc::clone(&m), Arc::clone(&counted), Arc::clone(&finished));
             thread::spawn(move || {
                 here::set(1);
-                let colour = m.flush.enter(&m.pod);
+                let colour = m.flush.enter(&m.pod, here::cpu_or_thread());
                 counted.store(colour + 1, Ordering::SeqCst);
                 finished.store(true, Ordering::SeqCst);
                 m.flush.leave(&m.pod, colour);

@@ -1,10 +1,12 @@
-//! loom models of the pool's park/wake protocol (`crates/podq/src/pool/README.md`, P1-P8):
+//! loom models of the pool's park/wake protocol (`crates/podq/src/pool/README.md`, P1-P7 and
+//! W1-W12):
 //! no lost wake-up, whatever the interleaving of pushers and parking workers.
 
 mod common;
 
-// The protocol files name `crate::sync`: here it is loom's.
-use podq_loom::sync;
+// The protocol files name `crate::sync` and `crate::policy`: here they are loom's and the
+// policy compiled beside it.
+use podq_loom::{policy, sync};
 
 use common::{check, core, push, push_on, spinning_core, Ran};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,8 +29,8 @@ fn push_vs_park_never_loses_a_wake_up() {
     });
 }
 
-/// A worker that found the queue empty spins before it parks (P6s) while the next task is
-/// pushed from another thread: the push leaves the task to the spinner (P2s), and the task
+/// A worker that found the queue empty spins before it parks (W5) while the next task is
+/// pushed from another thread: the push leaves the task to the spinner (P4), and the task
 /// runs whether the spinner saw it while spinning or only when it looked again under the lock.
 /// The pusher is on the spinner's lane (`common::WORKER_LANE`), so it cannot use the mailbox.
 #[test]
@@ -37,8 +39,8 @@ fn push_vs_spin_never_loses_a_task() {
 }
 
 /// As above, but the pusher is on another lane than the spinner, so it may hand its task over
-/// through the mailbox (P1m) while the spinner opens it, spins, and closes it or takes the task
-/// (P6m): the task runs exactly once whichever comes first.
+/// through the mailbox (P1) while the spinner opens it, spins, and closes it or takes the task
+/// (W6): the task runs exactly once whichever comes first.
 #[test]
 fn hand_over_vs_spin_never_loses_a_task() {
     check(|| push_while_one_worker_spins(0));
@@ -84,8 +86,8 @@ fn two_pushes_one_spinner() {
 }
 
 /// Two tasks pushed together to a pool of two workers, the first of which blocks until the
-/// second has run: the worker that moves both to the head (P4r) and runs the first must hand
-/// the second on (P4h, here by starting the second worker), or the first waits forever, which
+/// second has run: the worker that moves both to the head (W3) and runs the first must hand
+/// the second on (W4, here by starting the second worker), or the first waits forever, which
 /// loom reports as a deadlock.
 #[test]
 fn a_batch_moved_to_the_head_is_handed_on() {
@@ -157,8 +159,8 @@ fn retirement_vs_push_never_loses_a_task() {
     check(|| {
         let core = core(2);
         let ran = Ran::new(3);
-        // With a busy worker and a task waiting, the pool starts a second worker (P4); the
-        // one that finds the queue empty parks and retires (P8) while the third push comes.
+        // With a busy worker and a task waiting, the pool starts a second worker (W4); the
+        // one that finds the queue empty parks and retires (W12) while the third push comes.
         for _ in 0..3 {
             push(&core, Ran::task(&ran));
         }

@@ -3,8 +3,9 @@
 
 mod common;
 
-// The protocol files name `crate::sync`: here it is loom's.
-use podq_loom::sync;
+// The protocol files name `crate::sync` and `crate::policy`: here they are loom's and the
+// policy compiled beside it.
+use podq_loom::{policy, sync};
 
 use common::{check, core, push, push_on, Ran};
 use sync::thread;

@@ -42,12 +42,19 @@ pub(crate) mod thread {
 
 /// Backoff rounds spent spinning with `spin_loop` before the remaining rounds yield: round `r`
 /// spins up to `2^r` times, so 9 rounds are 511 spins, about 10 us on the 2-CPU test machine
-/// (19 ns per `spin_loop`), two futex round trips there. Measured with `podq bench` (queue
-/// workload, 2 pinned producers, 2 workers, alternating runs of 3): cache_shard 285k-380k
-/// items/s with 6 rounds (63 spins), 370k-450k with 7 (crossbeam's `Backoff`), 470k-600k with 8,
-/// 550k-720k with 9, and no further gain with 10 or 11 (channel pool: 600k-630k). A worker that
-/// gives up spinning sooner yields to the producer on its CPU, which spins out its own short
-/// budget and parks, so the item pays a futex round trip.
+/// (19 ns per `spin_loop`), two futex round trips there. This is the one home of the spin
+/// budget's measurements; the pool's workers (`pool::SPIN_ROUNDS`) and an item's `flush` wait
+/// with it.
+///
+/// Measured with `podq bench` (queue workload, cache_shard, 2 pinned producers whose waiters
+/// spin only briefly sharing the 2 CPUs with 2 workers, alternating runs of 3): 6 rounds (63
+/// spins) 285k-380k items/s and 1.43-1.60 futex calls per item, 7 (127 spins, crossbeam's
+/// `Backoff`) 370k-450k and 1.19-1.31, 8 470k-600k, 9 550k-720k, and no further gain with 10
+/// or 11 (the channel pool: 600k-630k). A worker that gives up spinning sooner yields to the
+/// producer on its CPU, which spins out its own short budget and parks, so the item pays a
+/// futex round trip. The cost: an idle worker burns about 10 us of CPU each time it empties
+/// the queue before it parks. A `flush` waits with the same budget (criterion
+/// `queue_work+flush`: 3.0 us with 63 spins, 1.6-1.9 us with 127).
 const SPIN_ONLY_ROUNDS: u32 = 9;
 
 /// Looks at `ready` with backoff for at most `rounds` rounds (spins first, then yields); returns

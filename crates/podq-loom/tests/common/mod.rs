@@ -6,16 +6,11 @@
 use podq_loom::sync::atomic::{AtomicUsize, Ordering};
 use podq_loom::sync::{thread, Arc, Condvar, Mutex};
 
-#[path = "../../../podq/src/pool/queue.rs"]
-mod queue;
+// The pool's core: `queue/`, `idle.rs`, `growth.rs` and `lifecycle.rs` come with it.
+#[path = "../../../podq/src/pool/core/mod.rs"]
+mod core;
 
-#[path = "../../../podq/src/pool/idle.rs"]
-mod idle;
-
-#[path = "../../../podq/src/pool/mailbox.rs"]
-mod mailbox;
-
-pub(crate) use idle::{Core, Grow, Limits, Next, Push, WorkerSlot};
+pub(crate) use self::core::{Config, Core, Grow, Next, Push, WorkerSlot};
 
 /// A task in the models: a closure, as the pool's tasks are.
 pub(crate) type Item = Box<dyn FnOnce() + Send>;
@@ -36,7 +31,7 @@ pub(crate) fn core(max_workers: usize) -> Arc<Core<Item>> {
 
 /// A pool core like [`core`] whose idle workers spin `spin_rounds` before they park.
 pub(crate) fn spinning_core(max_workers: usize, spin_rounds: u32) -> Arc<Core<Item>> {
-    Arc::new(Core::new(Limits {
+    Arc::new(Core::new(Config {
         max_workers,
         eager_workers: max_workers,
         idle_timeout: std::time::Duration::from_secs(300),
@@ -46,19 +41,19 @@ pub(crate) fn spinning_core(max_workers: usize, spin_rounds: u32) -> Arc<Core<It
 }
 
 /// Lanes of the models' cores: two, so that pushers on two lanes race a worker's last look
-/// (P6f) at both.
+/// (W10) at both.
 pub(crate) const LANES: usize = 2;
 
 /// The lane of the CPU the models' workers run on.
 pub(crate) const WORKER_LANE: usize = 1;
 
 /// Pushes `item` on lane 0 (the models' main thread), starting a worker when the core asks
-/// for one (P2').
+/// for one (P6).
 pub(crate) fn push(core: &Arc<Core<Item>>, item: Item) {
     push_on(core, 0, item);
 }
 
-/// Pushes `item` on lane `lane`, starting a worker when the core asks for one (P2').
+/// Pushes `item` on lane `lane`, starting a worker when the core asks for one (P6).
 pub(crate) fn push_on(core: &Arc<Core<Item>>, lane: usize, item: Item) {
     if core.push(lane, item) == Push::Spawn {
         start(core);
@@ -71,7 +66,7 @@ pub(crate) fn start(core: &Arc<Core<Item>>) {
     drop(thread::spawn(move || {
         let mut slot = WorkerSlot::new();
         // Workers spin on lane 1's CPU: pushes on lane 0 may hand their task over through the
-        // mailbox (P1m), pushes on lane 1 may not (the spinner would be on their own CPU).
+        // mailbox (P1), pushes on lane 1 may not (the spinner would be on their own CPU).
         while let Next::Run { item, grow } = core.next(&mut slot, || WORKER_LANE) {
             // Every worker is eager in the models, so the core never asks for the watchdog.
             assert_ne!(grow, Grow::Watch);

@@ -1,10 +1,28 @@
-//! Pure placement decisions: which pod gets a work item.
+//! Pure decisions: which pod gets a work item, and when a pool wakes, starts or retires a
+//! worker.
 //!
-//! Nothing here starts threads or talks to the OS, so that the runtime and a simulator make the
-//! same choices from the same data. Where a choice rotates (a CPU outside the workqueue's CPUs,
-//! a node with several pods), the caller passes the rotation counter in, so a simulation
-//! replays exactly.
+//! This is podq's documented decision layer: the runtime and the simulator crate drive the
+//! same functions. Nothing here starts a thread, takes a lock or talks to the OS; every input
+//! is a plain value (counts, limits, times), so a simulation calls them with its own state:
+//!
+//! * where a decision depends on time, the caller passes the time (how long a worker has been
+//!   idle), measured on its own clock;
+//! * where a choice rotates (a CPU outside the workqueue's CPUs, a node with several pods), the
+//!   caller passes the rotation counter, so a simulation replays exactly.
+//!
+//! The modules:
+//!
+//! * [`Placement`]: CPU and node to pod.
+//! * [`growth`]: a pool's workers: when a push or a worker must take the pool lock, when an
+//!   idle worker is woken, when the pool starts a worker or asks the stall watchdog to watch,
+//!   when an idle worker retires.
+//! * [`stall`]: the stall watchdog's look, and how often it looks.
+//!
+//! The pool carries the decisions out; its protocol, whose steps the functions name, is
+//! written down in `src/pool/README.md`.
 
+pub mod growth;
 mod placement;
+pub mod stall;
 
 pub use placement::Placement;

@@ -1,6 +1,7 @@
-//! Worker pools: one queue and a set of worker threads per (attributes, pod).
+//! Worker pools: one queue and a set of worker threads per (attributes, pod), generic over
+//! what they run ([`Runnable`]).
 //!
-//! The pool is the unit of contention, exactly as in the kernel: every workqueue with equal
+//! The pool is the unit of contention, exactly as in the kernel: every user with equal
 //! [`PoolAttrs`] queues the work of one pod onto the same [`Pool`], whose workers share one
 //! queue, so the scope and the shard size decide how many threads fight over each pool. The
 //! queue's tail is split into lanes, one per CPU of the pod: a pusher locks only its CPU's
@@ -8,34 +9,41 @@
 //! at a time; the pool lock guards the workers' state, and a push takes it only when a worker
 //! must be woken or started.
 //!
-//! * [`pools_for`] hands out the pools of every pod for a set of attributes from a process-wide
-//!   registry (`registry.rs`).
-//! * [`Pool::push`] queues a task and wakes an idle worker or starts one; the queue, the idle
-//!   workers and the park/wake protocol live in `idle.rs` (protocol: `pool/README.md`), the
-//!   data under the locks in `queue.rs`.
+//! * A [`Registry`] hands out the pools of every pod for a set of attributes as a
+//!   [`PoolSet`] (`registry.rs`, `set.rs`); its user (the workqueue layer) keeps the registry
+//!   in a static of its own, for its own task type.
+//! * [`Pool::push`] queues a task and wakes an idle worker or starts one. The concurrent core
+//!   (`core/`: the queue, idle coordination, growth, lifecycle) follows the protocol written
+//!   down in `pool/README.md`; the decisions it carries out are `crate::policy`'s.
 //! * Workers (`worker.rs`) are started on demand: at once up to the pod's CPU count, then by
 //!   the stall watchdog (`watchdog.rs`) while queued work makes no progress, up to
 //!   [`PoolAttrs::max_workers`]; they are pinned to the pod, named `podq/{pool}`, spin
-//!   briefly before parking, and retire after [`PoolAttrs::idle_timeout`] idle.
+//!   briefly before parking ([`SPIN_ROUNDS`]), and retire after [`PoolAttrs::idle_timeout`]
+//!   idle.
 //! * When the last user of a pool lets go, its workers run everything still queued and exit.
 
-mod idle;
-mod mailbox;
-mod queue;
+mod core;
+mod lanes;
 mod registry;
+mod set;
 mod watchdog;
 mod worker;
 
 use std::fmt;
 use std::time::Duration;
 
+use crate::cpuset::CpuSet;
+use crate::policy::stall::Look;
+use crate::scope::{AffinityScope, Pod};
+use crate::stats::PoolStats;
 use crate::sync::atomic::{AtomicU64, Ordering};
 use crate::sync::{Arc, CachePadded};
-use crate::{AffinityScope, CpuSet, Pod, PoolStats};
 
-use idle::{Core, Grow, Limits};
+use self::core::{Config, Core, Grow, Push};
+use lanes::LaneMap;
 
-pub(crate) use registry::{pools_for, PoolSet};
+pub(crate) use registry::Registry;
+pub(crate) use set::PoolSet;
 
 /// Workers per pool at most, by default: the kernel's default `max_active` for a workqueue
 /// (`WQ_DFL_ACTIVE`, 256), so that a workqueue at its `max_active` never waits for a worker.
@@ -45,61 +53,22 @@ pub(crate) const DEFAULT_MAX_WORKERS: usize = 256;
 /// `IDLE_WORKER_TIMEOUT`.
 pub(crate) const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// Backoff rounds an idle worker spins before it parks: 13, that is 9 rounds of doubling spins
-/// (511 `spin_loop`s, about 10 us, see `sync::SPIN_ONLY_ROUNDS` for the measurements) and then
-/// 4 yields, as crossbeam's `Backoff` ends. Without spinning every closed-loop queue call paid a
-/// futex wake-up (docs/benchmarks.md).
+/// Backoff rounds an idle worker spins (W5) before it parks: 13, that is 9 rounds of doubling
+/// spins (511 `spin_loop`s, about 10 us; the budget and its measurements are at
+/// `sync::SPIN_ONLY_ROUNDS`) and then 4 yields, as crossbeam's `Backoff` ends.
+///
+/// Spinning at all saves the closed loop a futex wake-up per queue call: measured with `podq
+/// bench` on 2 CPUs, parking at once gives cache_shard 164k items/s and a queue call p50 of
+/// 4.3 us, spinning first 345k items/s and a p50 of 0.28 us.
 pub(crate) const SPIN_ROUNDS: u32 = 13;
 
-/// Lanes of a pool's tail at most: one per CPU of the pod up to this many, then CPUs share
-/// lanes. A worker's last look before it parks reads every lane's length, so the lanes stay
-/// few even on a pod of 72 CPUs.
-const MAX_LANES: usize = 16;
-
-/// Which lane of a pool's tail the pushers on each CPU use: the CPU's position in the pod,
-/// wrapped to the lanes. Pushers on different CPUs then share no lock and no line.
-#[derive(Debug)]
-struct LaneMap {
-    /// The lane of CPU `cpu` at index `cpu`; CPUs outside the pod are absent or `usize::MAX`.
-    by_cpu: Box<[usize]>,
-}
-
-impl LaneMap {
-    /// The map for a pod with `cpus`, and how many lanes it uses.
-    fn new(cpus: &CpuSet) -> (LaneMap, usize) {
-        let lanes = cpus.len().clamp(1, MAX_LANES);
-        let mut by_cpu = vec![usize::MAX; cpus.last().map_or(0, |cpu| cpu + 1)];
-        for (position, cpu) in cpus.iter().enumerate() {
-            by_cpu[cpu] = position % lanes;
-        }
-        let map = LaneMap {
-            by_cpu: by_cpu.into_boxed_slice(),
-        };
-        (map, lanes)
-    }
-
-    /// The calling thread's lane: its CPU's, or (off the pod, or where the CPU cannot be read)
-    /// the CPU id or thread index, which the core wraps to its lanes.
-    #[inline]
-    fn here(&self) -> usize {
-        let at = crate::here::cpu_or_thread();
-        match self.by_cpu.get(at) {
-            Some(&lane) if lane != usize::MAX => lane,
-            _ => at,
-        }
-    }
-}
-
-/// The workqueue layer's task, which the registry's pools run.
-pub(crate) use crate::workqueue::task::Task;
-
 /// What a pool runs: one queued execution that never unwinds (the workqueue layer's task).
-pub(crate) trait Job: Send + 'static {
+pub(crate) trait Runnable: Send + 'static {
     /// Runs it, with all its accounting; must not unwind (the worker guards against it anyway).
     fn run(self);
 }
 
-/// What makes two workqueues share their pools: equal attributes give the same pools.
+/// What makes two users share their pools: equal attributes give the same pools.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub(crate) struct PoolAttrs {
     /// How CPUs are grouped into pods.
@@ -139,24 +108,24 @@ pub(crate) struct Shared<T> {
     spawn_failures: AtomicU64,
 }
 
-/// One pod's queue and workers, shared by every workqueue with equal attributes.
+/// One pod's queue and workers, shared by every user with equal attributes.
 ///
 /// Dropping the last handle shuts the pool down: its workers run everything still queued, then
 /// exit; the drop waits for that unless it runs on one of this pool's own workers.
-pub(crate) struct Pool<T: Job = Task> {
+pub(crate) struct Pool<T: Runnable> {
     /// What the workers hold too.
     shared: Arc<Shared<T>>,
-    /// I: the registry entry to forget on drop, for pools from [`pools_for`].
-    key: Option<registry::PoolKey>,
+    /// I: the registry entry to forget on drop, for pools from a [`Registry`].
+    entry: Option<registry::Entry<T>>,
 }
 
-impl<T: Job> Pool<T> {
+impl<T: Runnable> Pool<T> {
     /// A pool with no worker yet, serving `pod` (its CPUs already within `attrs.cpus`).
     pub(crate) fn new(name: String, pod: Pod, attrs: &PoolAttrs) -> Self {
         let (lanes, lane_count) = LaneMap::new(&pod.cpus);
         Self {
             shared: Arc::new(Shared {
-                core: Core::new(Limits {
+                core: Core::new(Config {
                     max_workers: attrs.max_workers,
                     // As many busy workers as the pod has CPUs keep it busy; more only help
                     // items that block, and the stall watchdog adds those.
@@ -174,33 +143,34 @@ impl<T: Job> Pool<T> {
                 worker_panics: AtomicU64::new(0),
                 spawn_failures: AtomicU64::new(0),
             }),
-            key: None,
+            entry: None,
         }
     }
 
-    /// Queues `task` in the calling CPU's lane of the tail; wakes an idle worker, or starts one
-    /// when every worker is busy and the pool is below `max_workers`.
-    pub(crate) fn push(&self, task: T) {
-        let grow = match self.shared.core.push(self.shared.lanes.here(), task) {
-            idle::Push::Spawn => Grow::Spawn,
-            idle::Push::Watch => Grow::Watch,
-            idle::Push::Woken | idle::Push::Queued | idle::Push::Handed => Grow::No,
+    /// Queues `task` in the lane of `at` (the caller's CPU, or thread index where the CPU
+    /// cannot be read, as `crate::here::Here::index` gives it); wakes an idle worker, or
+    /// starts one when every worker is busy and the pool is below `max_workers`.
+    pub(crate) fn push(&self, task: T, at: usize) {
+        let grow = match self.shared.core.push(self.shared.lanes.lane(at), task) {
+            Push::Spawn => Grow::Spawn,
+            Push::Watch => Grow::Watch,
+            Push::Woken | Push::Queued | Push::Handed => Grow::No,
         };
         worker::grow_pool(&self.shared, grow);
     }
 
     /// Queues `task` from the task that just finished on the calling thread (a work item queued
     /// again while it ran, which its worker hands on when it returns). On a worker of this pool
-    /// that worker takes it next, so nobody is woken: waking an idle worker here only made it
-    /// race the current one for the item (measured: a futex wake-up per closed-loop item).
-    /// Anywhere else it is an ordinary [`Pool::push`].
+    /// that worker takes it next, so nobody is woken (P2w): waking an idle worker here only
+    /// makes it race the current one for the item (measured: a futex wake-up per closed-loop
+    /// item). Anywhere else it is an ordinary [`Pool::push`] from the calling thread's CPU.
     pub(crate) fn push_after_run(&self, task: T) {
         if worker::is_worker_of(&self.shared) {
             self.shared
                 .core
                 .push_for_self(self.shared.lanes.here(), task);
         } else {
-            self.push(task);
+            self.push(task, crate::here::cpu_or_thread());
         }
     }
 
@@ -237,23 +207,23 @@ impl<T: Job> Pool<T> {
     }
 }
 
-impl<T: Job> watchdog::Watched for Shared<T> {
+impl<T: Runnable> watchdog::Watched for Shared<T> {
     fn check(self: Arc<Self>) -> bool {
         match self.core.check_stall() {
-            Grow::No => false,
-            Grow::Spawn => {
+            Look::Stop => false,
+            Look::Spawn => {
                 worker::start(&self);
                 true
             }
-            Grow::Watch => true,
+            Look::Watch => true,
         }
     }
 }
 
-impl<T: Job> Drop for Pool<T> {
+impl<T: Runnable> Drop for Pool<T> {
     fn drop(&mut self) {
-        if let Some(key) = self.key.take() {
-            registry::forget(&key);
+        if let Some(entry) = self.entry.take() {
+            entry.forget();
         }
         self.shared.core.shutdown();
         // A worker of this pool may drop the pool's last handle (a task dropping the last
@@ -264,7 +234,7 @@ impl<T: Job> Drop for Pool<T> {
     }
 }
 
-impl<T: Job> fmt::Debug for Pool<T> {
+impl<T: Runnable> fmt::Debug for Pool<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Pool")
             .field("name", &self.shared.name)
@@ -283,6 +253,12 @@ pub(crate) fn pool_name(scope: AffinityScope, shard_size: usize, pod: usize) -> 
         AffinityScope::System => format!("sys-p{pod}"),
         other => format!("{}-p{pod}", other.name()),
     }
+}
+
+/// The size of the spinners' mailbox for tasks of type `T` (one cache line is the aim).
+#[cfg(test)]
+pub(crate) fn mailbox_size<T>() -> usize {
+    std::mem::size_of::<self::core::queue::mailbox::Mailbox<T>>()
 }
 
 #[cfg(test)]

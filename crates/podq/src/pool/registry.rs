@@ -1,14 +1,17 @@
-//! The process-wide registry of pools: one [`Pool`] per (attributes, pod), shared by every
-//! workqueue that asks for equal attributes on the same pods, and kept only while one uses it.
+//! [`Registry`]: the pools of one task type, one [`Pool`] per (attributes, pod), shared by
+//! every user that asks for equal attributes on the same pods, and kept only while one uses
+//! it.
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{LazyLock, Weak};
+use std::sync::Weak;
 
-use super::{pool_name, Pool, PoolAttrs};
-use crate::error::{Error, Result};
+use super::{pool_name, Pool, PoolAttrs, PoolSet, Runnable};
+use crate::cpuset::CpuSet;
+use crate::error::Result;
+use crate::scope::Pods;
 use crate::sync::{Arc, Mutex};
-use crate::{CpuSet, Pods, Topology};
+use crate::topology::Topology;
 
 /// What identifies a pool: the attributes and the pod (its id and CPUs before they are
 /// narrowed to the workqueue's CPUs, so pods of different topologies never meet).
@@ -19,96 +22,102 @@ pub(crate) struct PoolKey {
     pod_cpus: CpuSet,
 }
 
-/// Every live pool, by key. Entries are weak: a pool lives as long as some [`PoolSet`] holds
-/// it, and its drop removes its entry ([`forget`]).
+/// Every live pool running tasks of type `T`, by key. The user of the pools keeps one in a
+/// static (the workqueue layer does, for its tasks), so that equal attributes anywhere in the
+/// process give the same pools.
 ///
-/// Lock order: this lock is never held while a pool is dropped (a pool's drop takes it), nor
-/// while a pool lock is held.
-static REGISTRY: LazyLock<Mutex<HashMap<PoolKey, Weak<Pool>>>> =
-    LazyLock::new(|| Mutex::new(HashMap::new()));
-
-/// The pools of every pod for one set of attributes.
-pub(crate) struct PoolSet {
-    /// The pods, over the whole topology (`pools[i]` serves `pods.pods()[i]`).
-    pub(crate) pods: Pods,
-    /// One pool per pod; index = pod id.
-    pub(crate) pools: Vec<Arc<Pool>>,
+/// Entries are weak: a pool lives as long as some [`PoolSet`] holds it, and its drop removes
+/// its entry. Lock order: the registry's lock is never held while a pool is dropped (a pool's
+/// drop takes it), nor while a pool lock is held.
+pub(crate) struct Registry<T: Runnable> {
+    /// The pools, by key.
+    pools: Mutex<HashMap<PoolKey, Weak<Pool<T>>>>,
 }
 
-impl fmt::Debug for PoolSet {
+/// A pool's entry in its registry, which the pool's drop removes.
+pub(super) struct Entry<T: Runnable + 'static> {
+    /// The registry that holds the entry.
+    registry: &'static Registry<T>,
+    /// The entry's key.
+    key: PoolKey,
+}
+
+impl<T: Runnable> Registry<T> {
+    /// An empty registry.
+    pub(crate) fn new() -> Self {
+        Self {
+            pools: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The pools of every pod of `topology` under `attrs`: created on first use, shared while
+    /// any user holds them, and shut down (after running everything queued) once the last
+    /// holder lets go.
+    ///
+    /// `attrs` are checked already (see `workqueue/builder.rs`): `max_workers` at least 1,
+    /// `cpus` not empty and usable on `topology`.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::error::Error::ZeroShardSize`] for a shard size of 0 (from [`Pods::new`]).
+    pub(crate) fn pools_for(
+        &'static self,
+        topology: &Topology,
+        attrs: &PoolAttrs,
+    ) -> Result<Arc<PoolSet<T>>> {
+        debug_assert!(attrs.max_workers > 0, "unchecked attributes: {attrs:?}");
+        debug_assert!(
+            !attrs.cpus.is_empty() && attrs.cpus.is_subset(&topology.cpu_set()),
+            "unchecked attributes: {attrs:?}"
+        );
+        let pods = Pods::new(topology, attrs.scope, attrs.shard_size)?;
+        let mut registry = self.pools.lock();
+        let pools = pods
+            .pods()
+            .iter()
+            .map(|pod| {
+                let key = PoolKey {
+                    attrs: attrs.clone(),
+                    pod: pod.id,
+                    pod_cpus: pod.cpus.clone(),
+                };
+                if let Some(pool) = registry.get(&key).and_then(Weak::upgrade) {
+                    return pool;
+                }
+                let served = pod.with_cpus(pod.cpus.intersection(&attrs.cpus));
+                let mut pool = Pool::new(
+                    pool_name(attrs.scope, attrs.shard_size, pod.id),
+                    served,
+                    attrs,
+                );
+                pool.entry = Some(Entry {
+                    registry: self,
+                    key: key.clone(),
+                });
+                let pool = Arc::new(pool);
+                registry.insert(key, Arc::downgrade(&pool));
+                pool
+            })
+            .collect();
+        drop(registry);
+        Ok(Arc::new(PoolSet::new(pods, pools)))
+    }
+}
+
+impl<T: Runnable> fmt::Debug for Registry<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PoolSet")
-            .field("scope", &self.pods.scope())
-            .field("pools", &self.pools)
+        f.debug_struct("Registry")
+            .field("pools", &self.pools.lock().len())
             .finish()
     }
 }
 
-/// The pools of every pod of `topology` under `attrs`, from the shared registry: created on
-/// first use, shared while any workqueue holds them, and shut down (after running everything
-/// queued) once the last holder lets go.
-///
-/// # Errors
-///
-/// [`Error::EmptyCpuSet`] when `attrs.cpus` is empty, [`Error::UnknownCpu`] when it holds a CPU
-/// that `topology` cannot use, [`Error::ZeroShardSize`] for a shard size of 0, and
-/// [`Error::ZeroMaxWorkers`] when `attrs.max_workers` is 0.
-pub(crate) fn pools_for(topology: &Topology, attrs: &PoolAttrs) -> Result<Arc<PoolSet>> {
-    check(topology, attrs)?;
-    let pods = Pods::new(topology, attrs.scope, attrs.shard_size)?;
-    let mut registry = REGISTRY.lock();
-    let pools = pods
-        .pods()
-        .iter()
-        .map(|pod| {
-            let key = PoolKey {
-                attrs: attrs.clone(),
-                pod: pod.id,
-                pod_cpus: pod.cpus.clone(),
-            };
-            if let Some(pool) = registry.get(&key).and_then(Weak::upgrade) {
-                return pool;
-            }
-            let served = pod.with_cpus(pod.cpus.intersection(&attrs.cpus));
-            let mut pool = Pool::new(
-                pool_name(attrs.scope, attrs.shard_size, pod.id),
-                served,
-                attrs,
-            );
-            pool.key = Some(key.clone());
-            let pool = Arc::new(pool);
-            registry.insert(key, Arc::downgrade(&pool));
-            pool
-        })
-        .collect();
-    drop(registry);
-    Ok(Arc::new(PoolSet { pods, pools }))
-}
-
-/// Rejects attributes that cannot make pools, naming the bad input.
-fn check(topology: &Topology, attrs: &PoolAttrs) -> Result<()> {
-    if attrs.max_workers == 0 {
-        return Err(Error::ZeroMaxWorkers);
-    }
-    if attrs.cpus.is_empty() {
-        return Err(Error::EmptyCpuSet {
-            what: "the workqueue's CPUs".into(),
-        });
-    }
-    let usable = topology.cpu_set();
-    if let Some(cpu) = attrs.cpus.iter().find(|&cpu| !usable.contains(cpu)) {
-        return Err(Error::UnknownCpu {
-            cpu,
-            usable: usable.to_string(),
-        });
-    }
-    Ok(())
-}
-
-/// Removes the entry of a pool being dropped, unless a new pool took the key meanwhile.
-pub(super) fn forget(key: &PoolKey) {
-    let mut registry = REGISTRY.lock();
-    if registry.get(key).is_some_and(|w| w.strong_count() == 0) {
-        registry.remove(key);
+impl<T: Runnable> Entry<T> {
+    /// Removes the entry of a pool being dropped, unless a new pool took the key meanwhile.
+    pub(super) fn forget(self) {
+        let mut pools = self.registry.pools.lock();
+        if pools.get(&self.key).is_some_and(|w| w.strong_count() == 0) {
+            pools.remove(&self.key);
+        }
     }
 }

@@ -1,32 +1,26 @@
-//! The stall watchdog: adds a worker to a pool whose workers are all busy while its queue makes
-//! no progress (steps W1-W3 of `pool/README.md`).
+//! The stall watchdog's thread: looks at the pools whose workers are all busy at their eager
+//! size, and has a pool whose queue makes no progress start one more worker (steps D1-D3 of
+//! `pool/README.md`; the decision is `policy::stall`'s).
 //!
 //! A pool starts workers at once up to its eager size (its pod's CPU count): more threads than
 //! CPUs only help when work items block, and starting them for work that merely keeps the CPUs
-//! busy costs throughput (measured: 12 to 22 workers on a 2-CPU pod in the flood workload
-//! before this existed). Past the eager size a pool asks this thread to watch it; every
+//! busy costs throughput (without the watchdog, the flood workload started 12 to 22 workers on
+//! a 2-CPU pod). Past the eager size a pool asks this thread to watch it; every
 //! [`STALL_CHECK_INTERVAL`] the thread looks, and if items waited the whole interval and none
-//! was taken from the queue, it starts one more worker. That is the job of the kernel's mayday
-//! timer and manager for unbound pools, whose workers may block.
+//! was taken from the queue, it starts one more worker.
 //!
 //! One thread, `podq/watchdog`, serves every pool of the process. It is started on first use
 //! and sleeps without a timeout while no pool is watched.
 
-use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
+use std::sync::{OnceLock, Weak};
 use std::thread;
-use std::time::Duration;
 
-/// How often a watched pool is looked at: 10 ms, the kernel's first mayday timeout
-/// (`MAYDAY_INITIAL_TIMEOUT`). An item that blocks delays the items queued behind it (with every
-/// worker busy) by one to two intervals before a worker is added. A shorter interval misfires
-/// when the CPUs are oversubscribed: busy workers that are merely preempted for a millisecond
-/// or more look stalled, and the extra worker only adds to the oversubscription (seen with 1 ms
-/// in the flood workload on 2 CPUs).
-pub(crate) const STALL_CHECK_INTERVAL: Duration = Duration::from_millis(10);
+use crate::policy::stall::STALL_CHECK_INTERVAL;
+use crate::sync::{Arc, Condvar, Mutex};
 
 /// A pool the watchdog can look at.
 pub(crate) trait Watched: Send + Sync {
-    /// Looks once (W2-W3), starting a worker if the pool is stalled; returns whether to keep
+    /// Looks once (D2-D3), starting a worker if the pool is stalled; returns whether to keep
     /// watching.
     fn check(self: Arc<Self>) -> bool;
 }
@@ -39,7 +33,7 @@ struct Watchdog {
 
 static WATCHDOG: OnceLock<Watchdog> = OnceLock::new();
 
-/// Has the watchdog watch `pool` until it reports an empty queue (W1).
+/// Has the watchdog watch `pool` until it reports an empty queue (D1).
 pub(crate) fn watch(pool: Weak<dyn Watched>) {
     let dog = WATCHDOG.get_or_init(|| {
         let spawned = thread::Builder::new()
@@ -53,14 +47,14 @@ pub(crate) fn watch(pool: Weak<dyn Watched>) {
             wake: Condvar::new(),
         }
     });
-    let mut pools = dog.pools.lock().unwrap_or_else(|e| e.into_inner());
+    let mut pools = dog.pools.lock();
     pools.push(pool);
     drop(pools);
     dog.wake.notify_one();
 }
 
-/// The watchdog thread: looks at every watched pool each interval, forgets the ones that no
-/// longer need it, and sleeps while none does.
+/// The watchdog thread: looks at every watched pool each interval, forgets the ones that do
+/// not need it any more, and sleeps while none does.
 fn run() {
     let dog = loop {
         // `watch` stores the state right after spawning this thread.
@@ -70,9 +64,9 @@ fn run() {
         thread::yield_now();
     };
     loop {
-        let mut pools = dog.pools.lock().unwrap_or_else(|e| e.into_inner());
+        let mut pools = dog.pools.lock();
         while pools.is_empty() {
-            pools = dog.wake.wait(pools).unwrap_or_else(|e| e.into_inner());
+            pools = dog.wake.wait(pools);
         }
         let watched = std::mem::take(&mut *pools);
         drop(pools);
@@ -82,9 +76,6 @@ fn run() {
             .into_iter()
             .filter(|pool| pool.upgrade().is_some_and(Watched::check))
             .collect();
-        dog.pools
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .extend(keep);
+        dog.pools.lock().extend(keep);
     }
 }

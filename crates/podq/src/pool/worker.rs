@@ -10,11 +10,11 @@ use std::cell::Cell;
 use std::panic::{self, AssertUnwindSafe};
 use std::thread;
 
-use super::idle::{Grow, Next, WorkerSlot};
-use super::{Job, Shared};
+use super::core::{Grow, Next, WorkerSlot};
+use super::{Runnable, Shared};
+use crate::cpuset::CpuSet;
 use crate::sync::atomic::Ordering;
 use crate::sync::Arc;
-use crate::CpuSet;
 
 thread_local! {
     /// The address of the pool state this thread works for; 0 on threads that are not podq
@@ -31,7 +31,7 @@ pub(super) fn is_worker_of<T>(shared: &Arc<Shared<T>>) -> bool {
 /// Starts one worker for the pool, as the core asked. If the OS refuses the thread, the core
 /// takes the worker back; should that leave queued tasks and no worker at all, the calling
 /// thread runs them, so that nothing queued is lost.
-pub(super) fn start<T: Job>(shared: &Arc<Shared<T>>) {
+pub(super) fn start<T: Runnable>(shared: &Arc<Shared<T>>) {
     let for_worker = Arc::clone(shared);
     let spawned = thread::Builder::new()
         .name(format!("podq/{}", shared.name))
@@ -48,7 +48,7 @@ pub(super) fn start<T: Job>(shared: &Arc<Shared<T>>) {
 
 /// Acts on what the core asked for when work waits with every worker busy: start a worker now,
 /// or have the stall watchdog watch the pool.
-pub(super) fn grow_pool<T: Job>(shared: &Arc<Shared<T>>, grow: Grow) {
+pub(super) fn grow_pool<T: Runnable>(shared: &Arc<Shared<T>>, grow: Grow) {
     match grow {
         Grow::No => {}
         Grow::Spawn => start(shared),
@@ -60,7 +60,7 @@ pub(super) fn grow_pool<T: Job>(shared: &Arc<Shared<T>>, grow: Grow) {
 }
 
 /// The worker thread's body.
-fn run<T: Job>(shared: &Arc<Shared<T>>) {
+fn run<T: Runnable>(shared: &Arc<Shared<T>>) {
     WORKER_OF.with(|w| w.set(Arc::as_ptr(shared) as usize));
     place(shared);
     let mut slot = WorkerSlot::new();
@@ -77,7 +77,7 @@ fn run<T: Job>(shared: &Arc<Shared<T>>) {
 
 /// Runs one task, containing a panic that escapes it (a task is not supposed to unwind; the
 /// worker goes on either way). Returns whether it ran to the end.
-fn run_task<T: Job>(shared: &Shared<T>, task: T) -> bool {
+fn run_task<T: Runnable>(shared: &Shared<T>, task: T) -> bool {
     match panic::catch_unwind(AssertUnwindSafe(|| task.run())) {
         Ok(()) => true,
         Err(payload) => {

@@ -144,8 +144,8 @@ impl WorkqueueBuilder {
             max_workers: self.max_workers,
             idle_timeout: self.idle_timeout,
         };
-        let pools = pool::pools_for(&topology, &attrs)?;
-        let placement = Placement::new(&pools.pods, &cpus, |cpu| {
+        let pools = super::POOLS.pools_for(&topology, &attrs)?;
+        let placement = Placement::new(pools.pods(), &cpus, |cpu| {
             topology.cpu(cpu).map_or(0, |c| c.node)
         })?;
         Ok(Workqueue::from_parts(

@@ -77,12 +77,18 @@ impl PodCounters {
         }
     }
 
-    /// The calling thread's stripe: the one of the CPU it runs on, so that the producers and
-    /// workers that share a stripe take turns on one CPU rather than pull its line between
-    /// CPUs.
+    /// The stripe of `at`, a CPU id (or, where the CPU cannot be read, a thread index): the
+    /// producers and workers that share a stripe take turns on one CPU rather than pull its
+    /// line between CPUs.
+    #[inline]
+    pub(crate) fn stripe(&self, at: usize) -> &Stripe {
+        &self.stripes[at & (self.stripes.len() - 1)]
+    }
+
+    /// The calling thread's stripe: the one of the CPU it runs on.
     #[inline]
     pub(crate) fn mine(&self) -> &Stripe {
-        &self.stripes[crate::here::cpu_or_thread() & (self.stripes.len() - 1)]
+        self.stripe(crate::here::cpu_or_thread())
     }
 
     /// The sum of one count over the stripes.
@@ -145,9 +151,11 @@ impl Flush {
         }
     }
 
-    /// Step 2: counts a new execution in `pod`'s counts and returns its colour.
+    /// Step 2: counts a new execution in `pod`'s counts, in the stripe of `at` (the counting
+    /// thread's CPU or thread index, read once per queue call), and returns its colour.
     #[inline]
-    pub(crate) fn enter(&self, pod: &PodCounters) -> usize {
+    pub(crate) fn enter(&self, pod: &PodCounters, at: usize) -> usize {
+        let stripe = pod.stripe(at);
         loop {
             // A Dekker pair of SeqCst fences with the flusher's (step 17): it stores the
             // colour, fences, reads the counts; this raises a count, fences, reads the colour.
@@ -155,9 +163,8 @@ impl Flush {
             // re-read sees the new colour and the count moves to it, or the flusher's reads
             // see this increment and wait for the execution.
             //
-            // The increment and the undo below are on the calling thread's stripe, so a
-            // flusher that read the stripe in between sees it no lower than before.
-            let stripe = pod.mine();
+            // The increment and the undo below are on the same stripe, so a flusher that read
+            // the stripe in between sees it no lower than before.
             let c = self.colour.load(Ordering::SeqCst);
             stripe.in_flight[c].fetch_add(1, Ordering::SeqCst);
             fence(Ordering::SeqCst);

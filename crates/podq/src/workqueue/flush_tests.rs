@@ -26,7 +26,11 @@ fn counts_raised_on_one_cpu_and_lowered_on_another_add_up_to_zero() {
     let flush = Arc::new(new_flush());
     let colours: Vec<usize> = {
         let (pod, flush) = (Arc::clone(&pod), Arc::clone(&flush));
-        on_cpu(first, move || (0..3).map(|_| flush.enter(&pod)).collect())
+        on_cpu(first, move || {
+            (0..3)
+                .map(|_| flush.enter(&pod, crate::here::cpu_or_thread()))
+                .collect()
+        })
     };
     assert_eq!(pod.in_flight(), 3);
     {
@@ -48,7 +52,7 @@ fn a_flush_waits_for_counts_lowered_on_other_cpus() {
     let cpus = crate::sys::allowed_cpus().expect("sched_getaffinity");
     let pod = Arc::new(PodCounters::new(cpus.len()));
     let flush = Arc::new(new_flush());
-    let colour = flush.enter(&pod);
+    let colour = flush.enter(&pod, crate::here::cpu_or_thread());
     let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let flusher = {
         let (pod, flush, done) = (Arc::clone(&pod), Arc::clone(&flush), Arc::clone(&done));

@@ -24,14 +24,15 @@ mod work;
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, LazyLock, OnceLock};
 use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
 
 use crate::error::{Error, Result};
+use crate::here::{self, Here};
 use crate::policy::Placement;
-use crate::pool::PoolSet;
+use crate::pool::{PoolSet, Registry};
 use crate::stats::WorkqueueStats;
 use crate::{AffinityScope, CpuSet};
 
@@ -101,7 +102,7 @@ pub(crate) struct WqShared {
     /// I: the workqueue's CPUs.
     cpus: CpuSet,
     /// I: the pools of every pod (a pod outside the workqueue's CPUs has a pool never used).
-    pub(crate) pools: Arc<PoolSet>,
+    pub(crate) pools: Arc<PoolSet<Task>>,
     /// I: CPU and node to pod.
     placement: Placement,
     /// A: rotation for CPUs outside the workqueue's CPUs and for nodes. Relaxed: any value
@@ -124,6 +125,10 @@ pub(crate) struct PodShared {
     /// In-flight counts per colour and statistics.
     pub(crate) counters: PodCounters,
 }
+
+/// The process's pools of workqueue tasks: one per (attributes, pod), shared by every
+/// workqueue with equal attributes, as in the kernel.
+static POOLS: LazyLock<Registry<Task>> = LazyLock::new(Registry::new);
 
 /// Source of workqueue ids; starts at 1 so that 0 means "none".
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -168,12 +173,12 @@ impl Workqueue {
         name: String,
         scope: AffinityScope,
         cpus: CpuSet,
-        pools: Arc<PoolSet>,
+        pools: Arc<PoolSet<Task>>,
         placement: Placement,
         max_active: Option<usize>,
         max_workers: usize,
     ) -> Workqueue {
-        let used = serving_pools(&pools);
+        let used = pools.serving();
         // A limit of at least every worker the pools may ever have cannot be reached by
         // running items, so it needs no counter: items then never touch a workqueue-wide word.
         let reachable = max_active.filter(|&m| m < used.saturating_mul(max_workers));
@@ -190,12 +195,12 @@ impl Workqueue {
             active: reachable.map(ActiveLimit::new),
             pools: Arc::clone(&pools),
         });
-        let pods = (0..pools.pools.len())
+        let pods = (0..pools.len())
             .map(|index| {
                 Arc::new(CachePadded::new(PodShared {
                     wq: Arc::clone(&shared),
                     index,
-                    counters: PodCounters::new(pools.pools[index].pod().cpus.len()),
+                    counters: PodCounters::new(pools.pod(index).cpus.len()),
                 }))
             })
             .collect();
@@ -224,7 +229,7 @@ impl Workqueue {
 
     /// How many pools serve this workqueue (pods with at least one of its CPUs).
     pub fn pools(&self) -> usize {
-        serving_pools(&self.shared.pools)
+        self.shared.pools.serving()
     }
 
     /// Queues a one-shot closure to the pool of the calling thread's pod.
@@ -235,7 +240,8 @@ impl Workqueue {
         if self.refused() {
             return false;
         }
-        self.submit(Job::Once(Box::new(f)), self.pod_here());
+        let here = Here::now();
+        self.submit(Job::Once(Box::new(f)), self.pod_here(here), here.index());
         true
     }
 
@@ -251,7 +257,7 @@ impl Workqueue {
         if self.refused() {
             return Ok(false);
         }
-        self.submit(Job::Once(Box::new(f)), pod);
+        self.submit(Job::Once(Box::new(f)), pod, here::cpu_or_thread());
         Ok(true)
     }
 
@@ -275,7 +281,7 @@ impl Workqueue {
         if self.refused() {
             return Ok(false);
         }
-        self.submit(Job::Once(Box::new(f)), pod);
+        self.submit(Job::Once(Box::new(f)), pod, here::cpu_or_thread());
         Ok(true)
     }
 
@@ -290,7 +296,8 @@ impl Workqueue {
     /// * a [`Workqueue::drain`] runs and the caller is not one of this workqueue's own items:
     ///   nothing is queued.
     pub fn queue_work(&self, work: &Work) -> bool {
-        self.queue_work_to(work, self.pod_here())
+        let here = Here::now();
+        self.queue_work_to(work, self.pod_here(here), here.index())
     }
 
     /// Queues `work` to the pool of `cpu`'s pod.
@@ -304,7 +311,7 @@ impl Workqueue {
     /// [`Error::UnknownCpu`] when `cpu` is not one of the workqueue's CPUs.
     pub fn queue_work_on(&self, cpu: usize, work: &Work) -> Result<bool> {
         let pod = self.pod_of_cpu(cpu)?;
-        Ok(self.queue_work_to(work, pod))
+        Ok(self.queue_work_to(work, pod, here::cpu_or_thread()))
     }
 
     /// Queues `work` after `delay` (at once for a zero delay), to the pod of the calling
@@ -427,19 +434,12 @@ impl Workqueue {
             stats.cancelled += c.total(|s| &s.cancelled);
             stats.in_flight += c.in_flight() as u64;
         }
-        stats.pools = self
-            .shared
-            .pools
-            .pools
-            .iter()
-            .filter(|p| !p.pod().cpus.is_empty())
-            .map(|p| p.stats())
-            .collect();
+        stats.pools = self.shared.pools.stats();
         stats
     }
 
-    /// Queues `work` to `pod`, claiming it first.
-    fn queue_work_to(&self, work: &Work, pod: usize) -> bool {
+    /// Queues `work` to `pod` from `at` (see [`Workqueue::submit`]), claiming it first.
+    fn queue_work_to(&self, work: &Work, pod: usize, at: usize) -> bool {
         if self.refused() {
             return false;
         }
@@ -448,7 +448,7 @@ impl Workqueue {
             Claim::Refused => false,
             Claim::Claimed { .. } => {
                 item.record_home(&self.shared, pod);
-                self.submit(Job::Work(Arc::clone(item)), pod);
+                self.submit(Job::Work(Arc::clone(item)), pod, at);
                 true
             }
         }
@@ -456,9 +456,10 @@ impl Workqueue {
 
     /// Arms the timer for a claimed delayed item (or queues it now for a zero delay).
     fn arm(&self, item: &Arc<WorkInner>, delay: Duration) {
-        let pod = &self.pods[self.pod_here()];
+        let here = Here::now();
+        let pod = &self.pods[self.pod_here(here)];
         if delay.is_zero() {
-            enqueue_claimed(Arc::clone(item), pod);
+            enqueue_claimed(Arc::clone(item), pod, here.index());
             return;
         }
         item.record_home(&self.shared, pod.index);
@@ -472,20 +473,20 @@ impl Workqueue {
             .with_extra(|home| home.timer = Some(timer::arm(deadline, fire)));
     }
 
-    /// Counts a new execution in `pod` and sends it on (step 2).
+    /// Counts a new execution in `pod` and sends it on (step 2). `at` is the calling
+    /// thread's CPU (or thread index), read once per queue call ([`Here::index`]): the stripe
+    /// it is counted in and the lane it is pushed to.
     #[inline]
-    fn submit(&self, job: Job, pod: usize) {
-        submit(&self.shared, &self.pods[pod], job);
+    fn submit(&self, job: Job, pod: usize, at: usize) {
+        submit(&self.shared, &self.pods[pod], job, at);
     }
 
-    /// The pod of the calling thread's CPU (or its round-robin replacement).
+    /// The pod of the CPU `here` (or its round-robin replacement).
     #[inline]
-    fn pod_here(&self) -> usize {
-        self.shared
-            .placement
-            .pod_for(crate::sys::current_cpu(), || {
-                self.shared.rotation.fetch_add(1, Ordering::Relaxed)
-            })
+    fn pod_here(&self, here: Here) -> usize {
+        self.shared.placement.pod_for(here.cpu(), || {
+            self.shared.rotation.fetch_add(1, Ordering::Relaxed)
+        })
     }
 
     /// The pod of `cpu`, which must be one of the workqueue's CPUs.
@@ -579,13 +580,14 @@ fn reap(wq: Arc<WqShared>, pods: Box<[Arc<CachePadded<PodShared>>]>) {
 /// `wq` is `pod.wq`, passed borrowed so that the hot path writes no workqueue-wide reference
 /// count, and the pod is held by the count alone (`pod_ref.rs`).
 #[inline]
-fn submit(wq: &WqShared, pod: &Arc<CachePadded<PodShared>>, job: Job) {
-    submit_counted(wq, Counted::enter(pod), job);
+fn submit(wq: &WqShared, pod: &Arc<CachePadded<PodShared>>, job: Job, at: usize) {
+    submit_counted(wq, Counted::enter(pod, at), job, at);
 }
 
-/// Sends an execution already counted through `max_active` to its pool (step 3).
+/// Sends an execution already counted through `max_active` to its pool (step 3), from `at`
+/// (the pushing thread's CPU or thread index).
 #[inline]
-fn submit_counted(wq: &WqShared, counted: Counted, job: Job) {
+fn submit_counted(wq: &WqShared, counted: Counted, job: Job, at: usize) {
     let task = Task {
         job,
         acct: Acct {
@@ -594,35 +596,42 @@ fn submit_counted(wq: &WqShared, counted: Counted, job: Job) {
         },
     };
     match &wq.active {
-        None => dispatch(wq, task),
-        Some(active) => active.admit(task, |next| activate(wq, next)),
+        None => dispatch(wq, task, at),
+        Some(active) => active.admit(task, |next| activate_at(wq, next, at)),
     }
 }
 
-/// Queues an item whose claim the caller owns (a zero delay) to `pod`.
-pub(crate) fn enqueue_claimed(item: Arc<WorkInner>, pod: &Arc<CachePadded<PodShared>>) {
+/// Queues an item whose claim the caller owns (a zero delay) to `pod`, from `at`.
+pub(crate) fn enqueue_claimed(item: Arc<WorkInner>, pod: &Arc<CachePadded<PodShared>>, at: usize) {
     item.record_home(&pod.wq, pod.index);
-    submit(&pod.wq, pod, Job::Work(item));
+    submit(&pod.wq, pod, Job::Work(item), at);
 }
 
 /// Queues an item whose claim the caller owns and whose execution is already counted (a fired
-/// timer) to its pod.
-pub(crate) fn enqueue_counted(item: Arc<WorkInner>, counted: Counted) {
+/// timer) to its pod, from `at` (the CPU it was counted on).
+pub(crate) fn enqueue_counted(item: Arc<WorkInner>, counted: Counted, at: usize) {
     // Its own handle: once pushed, the execution may finish and the workqueue go before the
     // push returns.
     let wq = Arc::clone(&counted.pod().wq);
     item.record_home(&wq, counted.pod().index);
-    submit_counted(&wq, counted, Job::Work(item));
+    submit_counted(&wq, counted, Job::Work(item), at);
 }
 
-/// An execution got a `max_active` slot: it holds it until it finishes.
-pub(crate) fn activate(wq: &WqShared, mut task: Task) {
+/// An execution got a `max_active` slot from a finishing one: it holds it until it finishes,
+/// and the finishing thread pushes it from its own CPU.
+pub(crate) fn activate(wq: &WqShared, task: Task) {
+    activate_at(wq, task, here::cpu_or_thread());
+}
+
+/// An execution got a `max_active` slot, and is pushed from `at`.
+fn activate_at(wq: &WqShared, mut task: Task, at: usize) {
     task.acct.holds_slot = true;
-    dispatch(wq, task);
+    dispatch(wq, task, at);
 }
 
-/// Pushes an execution to its pool, or hands it to the worker running its item (step 5).
-pub(crate) fn dispatch(wq: &WqShared, task: Task) {
+/// Pushes an execution to its pool from `at`, or hands it to the worker running its item
+/// (step 5).
+pub(crate) fn dispatch(wq: &WqShared, task: Task, at: usize) {
     let task = match &task.job {
         Job::Work(item) if item.state.load() & RUNNING != 0 => {
             let item = Arc::clone(item);
@@ -633,16 +642,7 @@ pub(crate) fn dispatch(wq: &WqShared, task: Task) {
         }
         _ => task,
     };
-    wq.pools.pools[task.acct.counted.pod().index].push(task);
-}
-
-/// How many of `pools` serve at least one of the workqueue's CPUs.
-fn serving_pools(pools: &PoolSet) -> usize {
-    pools
-        .pools
-        .iter()
-        .filter(|p| !p.pod().cpus.is_empty())
-        .count()
+    wq.pools.push(task.acct.counted.pod().index, task, at);
 }
 
 /// `0, 1, 3` for error messages.

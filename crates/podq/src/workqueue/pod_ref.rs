@@ -47,10 +47,11 @@ unsafe impl Send for Counted {}
 unsafe impl Sync for Counted {}
 
 impl Counted {
-    /// Step 2: counts a new execution in `pod`, under the workqueue's current colour.
+    /// Step 2: counts a new execution in `pod`, under the workqueue's current colour, in the
+    /// stripe of `at` (the counting thread's CPU or thread index).
     #[inline]
-    pub(crate) fn enter(pod: &Arc<CachePadded<PodShared>>) -> Counted {
-        let colour = pod.wq.flush.enter(&pod.counters);
+    pub(crate) fn enter(pod: &Arc<CachePadded<PodShared>>, at: usize) -> Counted {
+        let colour = pod.wq.flush.enter(&pod.counters, at);
         Counted {
             pod: NonNull::from(&**pod),
             colour,

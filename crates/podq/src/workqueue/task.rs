@@ -12,6 +12,7 @@ use super::flush::Stripe;
 use super::pod_ref::Counted;
 use super::state::Start;
 use super::work::WorkInner;
+use crate::pool::Runnable;
 
 /// What a task runs.
 pub(crate) enum Job {
@@ -121,7 +122,7 @@ impl Task {
                     // workqueue (not necessarily this one) go before the push returns.
                     let wq = Arc::clone(&next.acct.counted.pod().wq);
                     let pod = next.acct.counted.pod().index;
-                    wq.pools.pools[pod].push_after_run(next);
+                    wq.pools.push_after_run(pod, next);
                 }
                 Some(item)
             }
@@ -190,7 +191,7 @@ impl Acct {
     }
 }
 
-impl crate::pool::Job for Task {
+impl Runnable for Task {
     fn run(self) {
         Task::run(self);
     }
@@ -206,5 +207,15 @@ impl fmt::Debug for Task {
             .field("job", &kind)
             .field("counted", &self.acct.counted)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Task;
+
+    #[test]
+    fn the_pools_task_and_the_state_fit_one_cache_line() {
+        assert!(crate::pool::mailbox_size::<Task>() <= 64);
     }
 }

@@ -10,9 +10,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex};
-
 use crossbeam_utils::CachePadded;
+
+use crate::sync::{Condvar, Mutex};
 
 use super::pod_ref::Counted;
 use super::work::WorkInner;
@@ -39,6 +39,9 @@ pub(crate) struct Fire {
     work: Arc<WorkInner>,
     /// Its count in the pod of the CPU the delayed item was issued on, which holds that pod.
     pub(crate) counted: Counted,
+    /// The CPU (or thread index) of the thread that took it out of the heap, read once: the
+    /// stripe it is counted in, and the lane it is pushed to if it fires.
+    at: usize,
 }
 
 impl Armed {
@@ -46,9 +49,11 @@ impl Armed {
     /// lock as the entry leaves the heap.
     fn take(self) -> Fire {
         let Armed { work, pod } = self;
+        let at = crate::here::cpu_or_thread();
         Fire {
             work,
-            counted: Counted::enter(&pod),
+            counted: Counted::enter(&pod, at),
+            at,
         }
     }
 }
@@ -56,8 +61,8 @@ impl Armed {
 impl Fire {
     /// Queues the execution now, on its workqueue, to the pod of the CPU that armed it.
     pub(crate) fn fire(self) {
-        let Fire { work, counted } = self;
-        super::enqueue_counted(work, counted);
+        let Fire { work, counted, at } = self;
+        super::enqueue_counted(work, counted, at);
     }
 
     /// Drops the execution without running (cancel, `mod_delayed`): uncounts its colour
@@ -126,10 +131,8 @@ fn run(timer: &'static Timer) {
                     heap = timer.heap.lock();
                 }
             }
-            Some(key) => {
-                timer.wake.wait_for(&mut heap, key.0 - now);
-            }
-            None => timer.wake.wait(&mut heap),
+            Some(key) => heap = timer.wake.wait_timeout(heap, key.0 - now).0,
+            None => heap = timer.wake.wait(heap),
         }
     }
 }

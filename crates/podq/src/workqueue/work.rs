@@ -5,13 +5,12 @@ use std::fmt;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
-use parking_lot::Mutex;
-
 use super::state::{self, ItemState, CANCELING, PENDING, RUNNING};
 use super::task::{self, Task};
 
 use super::timer::{self, Fire, TimerKey};
 use super::WqShared;
+use crate::sync::Mutex;
 
 /// A reusable work item: a closure that can be queued again and again.
 ///
@@ -159,17 +158,9 @@ impl WorkInner {
             }
         }
         let hint = self.home_pod.load(Ordering::Relaxed);
-        let pools = &wq.pools.pools;
-        let order = std::iter::once(hint).chain((0..pools.len()).filter(|&p| p != hint));
-        for pod in order {
-            if let Some(task) = pools
-                .get(pod)
-                .and_then(|p| p.remove_if(|t| t.is_work(self)))
-            {
-                return Some(Grabbed::Task(task));
-            }
-        }
-        None
+        wq.pools
+            .remove_if(hint, |t| t.is_work(self))
+            .map(Grabbed::Task)
     }
 }
 

@@ -1,10 +1,10 @@
-//! The spinners' mailbox (P1m and P6m of `pool/README.md`): a pusher hands its task straight to a
-//! spinning worker, on one cache line, instead of through a lane and the head.
+//! The spinners' mailbox (P1 and W5-W6 of `pool/README.md`): a pusher hands its task straight
+//! to a spinning worker, on one cache line, instead of through a lane and the head.
 //!
 //! Through a lane, a task that a spinner takes moves the lane's lock line, the lane's buffer,
 //! its length and the hint between the two CPUs, each of them once or twice: in the closed
-//! loop on 2 CPUs that was about eleven line transfers per item where a crossbeam channel
-//! makes six, and the producer's wait often ran past its spin and paid a futex round trip.
+//! loop on 2 CPUs that is about eleven line transfers per item where a crossbeam channel
+//! makes six, and the producer's wait often runs past its spin and pays a futex round trip.
 //! Here the pusher and the spinner share one line: the state word and the slot beside it.
 //!
 //! One spinner at a time owns the mailbox: it opens it when it starts to spin and closes it

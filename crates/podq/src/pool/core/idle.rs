@@ -1,0 +1,305 @@
+//! Idle coordination: how pushers and workers that run out of work meet. The hint word says
+//! whether a push must take the pool lock and how many workers spin; a worker that finds the
+//! queue empty spins (W5-W7), then parks on the idle stack (W9-W12).
+//!
+//! "No lost wake-up" rests on a Dekker pair of `SeqCst` fences, both in this file, one after
+//! the other: [`Core::hint_after_push`] (P3) and [`Core::last_look_empty`] (W10), with
+//! [`Core::end_spin`] (W7) as the spinners' last look. A push stores its lane's length, fences,
+//! and reads the hint; a worker about to stop looking for work writes the hint, fences, and
+//! reads every lane's length. Of two `SeqCst` fences one comes first in the single order of
+//! `SeqCst` operations, so either the push sees the worker's hint and wakes a worker under the
+//! pool lock, or the worker sees the push's task.
+
+use std::time::{Duration, Instant};
+
+use super::queue::{Head, Lane};
+use super::{Core, Synced};
+use crate::policy::growth::{self as policy, Idle};
+use crate::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering};
+use crate::sync::{Arc, Condvar, MutexGuard};
+
+/// The hint word as read: whether a push must take the pool lock (the `HELP` bit,
+/// [`policy::wants_help`]), and how many workers spin (the bits above it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Hint(usize);
+
+impl Hint {
+    /// The bit that says "a push must take the pool lock": [`policy::wants_help`].
+    const HELP: usize = 1;
+
+    /// One spinning worker: the bits above [`Hint::HELP`] count the workers that found the
+    /// queue empty and spin (W5) before they park.
+    const SPINNER: usize = 2;
+
+    /// Whether a push, or a worker leaving tasks in the head, must take the pool lock.
+    #[inline]
+    pub(crate) fn help(self) -> bool {
+        self.0 & Hint::HELP != 0
+    }
+
+    /// Workers spinning now (W5).
+    #[inline]
+    pub(crate) fn spinners(self) -> usize {
+        self.0 / Hint::SPINNER
+    }
+}
+
+/// The pool's hint word: [`Hint`]'s bits in one atomic.
+///
+/// A: the `HELP` bit is [`policy::wants_help`], written only under the pool lock, whenever it
+/// changes (and always before a worker's last look, W10), with `fetch_or`/`fetch_and`; the bits
+/// above count spinners, which add and remove themselves without a lock
+/// (`fetch_add`/`fetch_sub`), so the two never overwrite each other. Read without a lock by
+/// pushes after a `SeqCst` fence (P3), and under the head lock by a worker that leaves tasks
+/// behind in the head (W4).
+#[derive(Debug)]
+pub(crate) struct AtomicHint(AtomicUsize);
+
+impl AtomicHint {
+    /// A hint with `HELP` set to `help` and no spinner.
+    pub(super) fn new(help: bool) -> Self {
+        Self(AtomicUsize::new(if help { Hint::HELP } else { 0 }))
+    }
+
+    /// The word now. `Relaxed`: the fences (P3, W7, W10) and the locks order what matters.
+    #[inline]
+    pub(super) fn load(&self) -> Hint {
+        Hint(self.0.load(Ordering::Relaxed))
+    }
+
+    /// Writes the `HELP` bit (only ever under the pool lock), leaving the spinner count.
+    fn set_help(&self, help: bool) {
+        if help {
+            self.0.fetch_or(Hint::HELP, Ordering::Relaxed);
+        } else {
+            self.0.fetch_and(!Hint::HELP, Ordering::Relaxed);
+        }
+    }
+
+    /// Counts one more spinner (W5), without a lock.
+    fn add_spinner(&self) {
+        self.0.fetch_add(Hint::SPINNER, Ordering::Relaxed);
+    }
+
+    /// Counts one spinner less (W7), without a lock.
+    fn remove_spinner(&self) {
+        self.0.fetch_sub(Hint::SPINNER, Ordering::Relaxed);
+    }
+}
+
+/// Where one idle worker sleeps, and the flag that says it was woken on purpose.
+#[derive(Debug)]
+pub(crate) struct Parker {
+    /// Used with the pool lock only; notified after the lock is released.
+    condvar: Condvar,
+    /// L: set by the thread that takes this parker off the idle stack (a pusher, a worker
+    /// handing on work, or shutdown), cleared by the worker before it parks. Read
+    /// and written only under the pool lock, so `Relaxed` is enough: the lock orders every
+    /// access. It is atomic only to be `Sync`.
+    notified: AtomicBool,
+}
+
+impl Parker {
+    fn new() -> Self {
+        Self {
+            condvar: Condvar::new(),
+            notified: AtomicBool::new(false),
+        }
+    }
+
+    fn is_notified(&self) -> bool {
+        self.notified.load(Ordering::Relaxed)
+    }
+
+    /// Marks the parker woken on purpose (or not); under the pool lock.
+    pub(super) fn set_notified(&self, notified: bool) {
+        self.notified.store(notified, Ordering::Relaxed);
+    }
+
+    /// Wakes the worker parked here, outside the pool lock (P7, W4, S2).
+    pub(super) fn notify(&self) {
+        self.condvar.notify_one();
+    }
+}
+
+/// What one worker thread keeps between calls to [`Core::next`].
+#[derive(Debug)]
+pub(crate) struct WorkerSlot {
+    /// The worker's own parker; on the idle stack while it sleeps.
+    pub(super) parker: Arc<Parker>,
+    /// Whether this worker is counted in `Synced::coming` (started or woken, and not yet
+    /// arrived at the queue).
+    pub(super) coming: bool,
+    /// Tasks this worker ran to the end since it last took the head lock, where they are added
+    /// to `Head::executed` (W1): counting there costs no write to a line that another worker
+    /// also writes.
+    pub(super) ran: u64,
+}
+
+impl WorkerSlot {
+    /// The slot of a worker that a [`super::Push::Spawn`] or a
+    /// `Next::Run { grow: Grow::Spawn, .. }` asked for: it is counted as coming until its first
+    /// [`Core::next`].
+    pub(crate) fn new() -> Self {
+        Self {
+            parker: Arc::new(Parker::new()),
+            coming: true,
+            ran: 0,
+        }
+    }
+
+    /// Counts a task this worker ran to the end; the pool's count gets it at the worker's next
+    /// [`Core::next`].
+    pub(crate) fn ran_one(&mut self) {
+        self.ran += 1;
+    }
+}
+
+/// How a worker's attempt to park ended (W9-W12).
+pub(super) enum Parked<'a> {
+    /// Woken on purpose: the pool lock is held again.
+    Woken(MutexGuard<'a, Synced>),
+    /// A task came in while it went on the idle stack (W10): it did not sleep, and looks again.
+    Found,
+    /// Retired after `idle_timeout` (W12).
+    Retired,
+}
+
+impl<T> Core<T> {
+    /// Sets the hint's `HELP` bit to [`policy::wants_help`], if it changed. Called under the
+    /// pool lock after every change to the idle stack, `coming`, `workers` or `watched`.
+    pub(super) fn publish(&self, synced: &Synced) {
+        let help = policy::wants_help(synced.workers(), self.limits);
+        if self.hint.load().help() != help {
+            self.hint.set_help(help);
+        }
+    }
+
+    /// Workers spinning now (W5), as the hint says.
+    pub(super) fn spinners(&self) -> usize {
+        self.hint.load().spinners()
+    }
+
+    /// Spinners in `hint` less those counted on `lane`: the ones a pusher on that lane's CPU
+    /// is not keeping off their CPU (P4).
+    pub(super) fn spinners_elsewhere(&self, hint: Hint, lane: &Lane<T>) -> usize {
+        hint.spinners()
+            .saturating_sub(lane.spinners.load(Ordering::Relaxed))
+    }
+
+    /// (P3) The push's half of the pair: called after its lane's length is stored (P2), fences
+    /// (`SeqCst`), then reads the hint. A worker that stops looking for work stores the hint,
+    /// fences, then looks at every lane (W10, W7), so either it sees this push's item or this
+    /// push sees its hint.
+    #[inline]
+    pub(super) fn hint_after_push(&self) -> Hint {
+        fence(Ordering::SeqCst);
+        self.hint.load()
+    }
+
+    /// (W10) A worker's last look before it stops looking for work (parks, exits, or is undone
+    /// by `spawn_failed`), called under the pool lock after the change to `synced`: writes the
+    /// `HELP` bit even if unchanged (the write must be this worker's own), fences (`SeqCst`),
+    /// then reads every lane's length. Of this fence and a push's (P3) one comes first: either
+    /// the push sees this worker's hint and acts on it, or this look sees the push's task.
+    /// Returns whether every lane looked empty.
+    pub(super) fn last_look_empty(&self, synced: &Synced) -> bool {
+        self.hint
+            .set_help(policy::wants_help(synced.workers(), self.limits));
+        fence(Ordering::SeqCst);
+        self.lanes.iter().all(|lane| lane.len() == 0)
+    }
+
+    /// (W7) Back from spinning: stops counting the worker as a spinner (in the hint and on
+    /// `lane`, without the pool lock), then fences (`SeqCst`), so that the head and lanes it
+    /// looks at next include every push that saw it counted and left its task to the spinners
+    /// (P4). Called under the head lock.
+    pub(super) fn end_spin(&self, lane: &Lane<T>) {
+        self.hint.remove_spinner();
+        lane.spinners.fetch_sub(1, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+    }
+
+    /// (W5) The head and lanes are empty: counts the worker as a spinner on lane `at` (its
+    /// CPU's) and in the hint, without a lock, and tries to own the mailbox (one owner at a
+    /// time). Returns the lane, for [`Core::end_spin`], and whether it owns the mailbox and must
+    /// close it (W6).
+    pub(super) fn start_spin(&self, at: usize) -> (&Lane<T>, bool) {
+        let lane = &self.lanes[at];
+        lane.spinners.fetch_add(1, Ordering::Relaxed);
+        self.hint.add_spinner();
+        (lane, self.mailbox.open(at))
+    }
+
+    /// (W5) Spins with backoff until a lane looks non-empty, the mailbox it owns (`owner`) is
+    /// full, or the rounds are spent.
+    pub(super) fn spin(&self, owner: bool) {
+        crate::sync::spin_until(self.spin_rounds, || {
+            (owner && self.mailbox.is_full()) || self.lanes.iter().any(|lane| lane.len() > 0)
+        });
+    }
+
+    /// Parks the worker of `slot` on the idle stack until a pusher, a worker handing on work
+    /// (W4) or shutdown wakes it, or retires it after `idle_timeout` (W9-W12). Called with both
+    /// locks held, the head and the lanes found empty.
+    pub(super) fn park<'a>(
+        &'a self,
+        head: MutexGuard<'a, Head<T>>,
+        mut synced: MutexGuard<'a, Synced>,
+        slot: &mut WorkerSlot,
+    ) -> Parked<'a> {
+        // (W9) Go on the idle stack and store the hint that says so, then take the last look
+        // (W10): a push whose item this look misses sees the hint and wakes a worker under the
+        // pool lock, which this worker holds until it waits. The head lock is held until the
+        // parker is there, so a worker that later leaves tasks in the head sees the hint (W4).
+        slot.parker.set_notified(false);
+        synced.idle.push(Arc::clone(&slot.parker));
+        if !self.last_look_empty(&synced) {
+            // Nobody could take the parker off the stack: this worker held the pool lock.
+            synced.idle.pop();
+            self.publish(&synced);
+            return Parked::Found;
+        }
+        drop(head);
+        let parked_at = Instant::now();
+        // How long it has been parked, by the clock after a wait that was cut short, by the
+        // wait's own span after one that timed out (a timed-out wait has waited it out).
+        let mut idle_for = Duration::ZERO;
+        let mut stay = false;
+        loop {
+            // (W11) Sleep; the condvar releases the lock and takes it again. `notified` is the
+            // condition, so a spurious wake-up or a notify that came early changes nothing.
+            if slot.parker.is_notified() {
+                slot.coming = true;
+                return Parked::Woken(synced);
+            }
+            if stay {
+                synced = slot.parker.condvar.wait(synced);
+                continue;
+            }
+            // (W12) Idle for `idle_timeout` and not woken: retire if another worker remains;
+            // the last worker stays, parked without a timeout, while the pool is in use. No
+            // last look is needed: while this worker was on the idle stack every push saw the
+            // hint and took the pool lock.
+            match policy::idle(idle_for, self.idle_timeout, synced.workers) {
+                Idle::Wait(left) => {
+                    let (again, timed_out) = slot.parker.condvar.wait_timeout(synced, left);
+                    synced = again;
+                    idle_for = if timed_out {
+                        idle_for.saturating_add(left)
+                    } else {
+                        parked_at.elapsed()
+                    };
+                }
+                Idle::Retire => {
+                    synced.idle.retain(|p| !Arc::ptr_eq(p, &slot.parker));
+                    synced.workers -= 1;
+                    synced.workers_retired += 1;
+                    self.publish(&synced);
+                    return Parked::Retired;
+                }
+                Idle::Stay => stay = true,
+            }
+        }
+    }
+}

@@ -1,0 +1,327 @@
+//! The pool's concurrent core, a file per concept:
+//!
+//! * `queue/`: the queue: a tail in per-CPU lanes that pushers fill under their lane's lock, a
+//!   head that workers take from under the head lock, and the spinners' mailbox.
+//! * `idle.rs`: idle coordination: the hint word ([`Hint`](idle::Hint)), spinning, parking, and the pair
+//!   of `SeqCst` fences by which a push and a worker about to stop looking never miss each
+//!   other.
+//! * `growth.rs`: the growth mechanism: carrying out `policy::growth`'s decisions (wake a
+//!   parked worker, count a new one, have the watchdog watch) and the stall watchdog's look
+//!   (`policy::stall`).
+//! * `lifecycle.rs`: shutdown, a worker's exit, a worker that could not start, the stats
+//!   snapshot.
+//!
+//! This file holds the state and the two entry points, [`Core::push`] and [`Core::next`],
+//! which take the protocol's steps in order. The steps are written out in `pool/README.md`
+//! and cited below as `(P3)`, `(W10)`.
+//!
+//! The core uses only `crate::sync`, `crate::policy` and `std` types that do not synchronize,
+//! so that `crates/podq-loom` compiles this folder against loom and checks it there; the one
+//! exception, `Lane::spinners`, is a heuristic whose every value is safe (see there). It never
+//! starts a thread itself: [`Core::push`] and [`Core::next`] say when the caller must start one
+//! ([`Push::Spawn`], `Next::Run { grow: Grow::Spawn, .. }`), so that the loom models can start
+//! loom threads and the pool can start named, pinned OS threads.
+//!
+//! Lock order: the head lock, then a lane lock, then the pool lock. A pusher holds one lock at
+//! a time: the mailbox's slot lock (P1), or its lane's, then, only when the hint says so, the
+//! pool lock. A spinner takes the slot lock holding no other.
+
+mod growth;
+mod idle;
+mod lifecycle;
+pub(crate) mod queue;
+
+use std::time::Duration;
+
+use crate::policy::growth::{self as policy, Limits, Workers};
+use crate::sync::{Arc, CachePadded, Condvar, Mutex, MutexGuard};
+
+use idle::{AtomicHint, Parked, Parker};
+use queue::mailbox::Mailbox;
+use queue::{lock_counted, Head, Lane, LockCounts};
+
+pub(crate) use crate::policy::growth::Grow;
+pub(crate) use idle::WorkerSlot;
+
+/// The workers' state, under the pool lock.
+#[derive(Debug)]
+pub(crate) struct Synced {
+    /// L: pool lock acquisitions and contended acquisitions.
+    lock: LockCounts,
+    /// L: the parkers of idle workers that nobody has woken yet, most recently parked last.
+    /// Pushes wake the last one ([`policy::wakes`]).
+    idle: Vec<Arc<Parker>>,
+    /// L: live workers: running, parked, or started and not yet running.
+    workers: usize,
+    /// L: workers started or woken that have not yet come back to the queue
+    /// ([`Workers::coming`]).
+    coming: usize,
+    /// L: set once, when the pool's last user lets go; workers then exit when the queue is
+    /// empty.
+    shutdown: bool,
+    /// L: whether the stall watchdog watches this pool (D1); cleared when it finds the queue
+    /// empty (D3).
+    watched: bool,
+    /// L: [`Head::started`] when the watchdog last looked (D2); `None` from D1 until its first
+    /// look.
+    watched_started: Option<u64>,
+    /// L: workers ever started.
+    workers_created: u64,
+    /// L: workers that retired after `idle_timeout`.
+    workers_retired: u64,
+}
+
+impl Synced {
+    /// The counts that `policy::growth` decides from.
+    #[inline]
+    fn workers(&self) -> Workers {
+        Workers {
+            live: self.workers,
+            idle: self.idle.len(),
+            coming: self.coming,
+            watched: self.watched,
+        }
+    }
+}
+
+/// What [`Core::push`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Push {
+    /// An idle worker was woken to take the item.
+    Woken,
+    /// Every worker is busy: the caller must start one worker (and call
+    /// [`Core::spawn_failed`] if it cannot).
+    Spawn,
+    /// The item waits for a busy, spinning or coming worker (or the pool is at `max_workers`).
+    Queued,
+    /// The item went straight to a spinning worker, through the mailbox (P1).
+    Handed,
+    /// The item waits with every worker busy and the pool at its eager size: the caller must
+    /// have the stall watchdog watch the pool (D1), which adds a worker if nothing is taken from
+    /// the queue for a while (the busy workers may be blocked).
+    Watch,
+}
+
+/// What a worker does next, from [`Core::next`].
+#[derive(Debug)]
+pub(crate) enum Next<T> {
+    /// Run `item`; first act on `grow`.
+    Run {
+        /// The task to run.
+        item: T,
+        /// What to do first because more work waits with every worker busy.
+        grow: Grow,
+    },
+    /// Leave the loop and end the thread: retired after `idle_timeout` with another worker
+    /// left, or shut down with an empty queue.
+    Exit,
+}
+
+/// How a pool grows and waits: fixed when the pool is made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Config {
+    /// The most workers at once (raised to 1 if 0).
+    pub(crate) max_workers: usize,
+    /// Workers started without waiting (raised to 1 if 0; at most `max_workers`).
+    pub(crate) eager_workers: usize,
+    /// How long a worker stays idle before it retires.
+    pub(crate) idle_timeout: Duration,
+    /// Backoff rounds a worker spins before it parks.
+    pub(crate) spin_rounds: u32,
+    /// Lanes of the tail (raised to 1 if 0): pushers on different lanes never contend.
+    pub(crate) lanes: usize,
+}
+
+/// One pool's queue and workers behind three kinds of lock: the lane locks (pushers), the head
+/// lock (workers taking tasks) and the pool lock (the workers' state).
+#[derive(Debug)]
+pub(crate) struct Core<T> {
+    /// The head lock and the head of the queue. On lines of their own: workers take tasks here
+    /// without touching the lines that pushers write.
+    head: CachePadded<Mutex<Head<T>>>,
+    /// The tail of the queue, in lanes, each on lines of its own: a pusher locks and writes
+    /// only its own CPU's lane, so pushers on different CPUs share no line.
+    lanes: Box<[CachePadded<Lane<T>>]>,
+    /// The spinners' mailbox (P1, W6): one spinner at a time waits there for a task that a
+    /// pusher hands it directly. On lines of its own.
+    mailbox: CachePadded<Mailbox<T>>,
+    /// The pool lock: the workers' state. On lines of its own. Pushers take it only when the
+    /// `hint` says so.
+    synced: CachePadded<Mutex<Synced>>,
+    /// Used with the pool lock: notified when `workers` drops to 0.
+    exited: Condvar,
+    /// I: the most workers at once, and how many start without the watchdog.
+    limits: Limits,
+    /// I: how long a worker stays idle before it retires.
+    idle_timeout: Duration,
+    /// I: backoff rounds a worker spins (W5) before it parks; 0 parks at once.
+    spin_rounds: u32,
+    /// A: whether a push must take the pool lock, and the spinners (see [`AtomicHint`]). On
+    /// lines of its own: every push reads it, and it changes only when workers spin, park,
+    /// wake, come, go or are watched.
+    hint: CachePadded<AtomicHint>,
+}
+
+impl<T> Core<T> {
+    /// An empty pool with no worker.
+    pub(crate) fn new(config: Config) -> Self {
+        Self {
+            head: CachePadded::new(Mutex::new(Head::new())),
+            lanes: (0..config.lanes.max(1))
+                .map(|_| CachePadded::new(Lane::new()))
+                .collect(),
+            mailbox: CachePadded::new(Mailbox::new()),
+            synced: CachePadded::new(Mutex::new(Synced {
+                lock: LockCounts::default(),
+                idle: Vec::new(),
+                workers: 0,
+                coming: 0,
+                shutdown: false,
+                watched: false,
+                watched_started: None,
+                workers_created: 0,
+                workers_retired: 0,
+            })),
+            exited: Condvar::new(),
+            limits: Limits::new(config.max_workers, config.eager_workers),
+            idle_timeout: config.idle_timeout,
+            spin_rounds: config.spin_rounds,
+            // An empty pool can grow.
+            hint: CachePadded::new(AtomicHint::new(true)),
+        }
+    }
+
+    /// Takes the pool lock, counting the acquisition and whether it was contended.
+    fn lock(&self) -> MutexGuard<'_, Synced> {
+        lock_counted(&self.synced, |synced| &mut synced.lock)
+    }
+
+    /// Queues `item` in lane `lane` (wrapped to the lanes there are) and wakes or asks for a
+    /// worker if needed (P1-P7).
+    pub(crate) fn push(&self, lane: usize, item: T) -> Push {
+        // (P1) A spinner on another CPU owns the mailbox, and nothing waits in this lane that
+        // the item could overtake: hand it over, and that is all.
+        let lane = lane % self.lanes.len();
+        let item = if self.lanes[lane].len() == 0 {
+            match self.mailbox.hand(lane, item) {
+                Ok(()) => return Push::Handed,
+                Err(item) => item,
+            }
+        } else {
+            item
+        };
+        // (P2) The item is in its lane, and the lane's length stored, before anything else.
+        let waiting = self.push_to_lane(lane, item);
+        // (P3) Fence, then read the hint (the push's half of the pair with W10).
+        let hint = self.hint_after_push();
+        // (P4) Nobody idle and a worker running, spinning or coming: it takes the item. Or
+        // no more items in this lane than spinners on other CPUs: one of them takes it.
+        if !hint.help()
+            || policy::spinners_take(waiting, self.spinners_elsewhere(hint, &self.lanes[lane]))
+        {
+            return Push::Queued;
+        }
+        let mut synced = self.lock();
+        // (P5) Wake the most recently parked idle worker, if any.
+        if let Some(parker) = synced.wake_one() {
+            self.publish(&synced);
+            drop(synced);
+            // (P7) Notify outside the lock; `notified` was set under it, so the worker cannot
+            // miss it even if it has not started waiting yet.
+            parker.notify();
+            return Push::Woken;
+        }
+        // (P6) Nobody idle: start a worker unless one is on its way, or, at the eager size,
+        // have the watchdog look. This ignores `shutdown` on purpose: an item queued to a pool
+        // whose workers have all exited still runs. Tasks in the head are not counted: a
+        // worker that moved them there is running, and hands them on itself (W4).
+        let grow = self.grow(&mut synced, self.lanes_len());
+        if grow != Grow::No {
+            self.publish(&synced);
+        }
+        match grow {
+            Grow::Spawn => Push::Spawn,
+            Grow::Watch => Push::Watch,
+            Grow::No => Push::Queued,
+        }
+    }
+
+    /// Queues `item` in lane `lane` for the calling worker itself, which is between two items
+    /// and looks at the queue next (P2w): nobody is woken and no worker is added. Only a worker
+    /// of this pool that returns to [`Core::next`] right after may call it.
+    pub(crate) fn push_for_self(&self, lane: usize, item: T) {
+        self.push_to_lane(lane, item);
+    }
+
+    /// The worker's step: takes the next item, or parks until there is one, or says to exit
+    /// (W1-W12). `lane_here` gives the lane of the CPU the worker runs on (wrapped to the lanes
+    /// there are), where it counts itself while it spins.
+    pub(crate) fn next(&self, slot: &mut WorkerSlot, lane_here: impl Fn() -> usize) -> Next<T> {
+        // (W1) Back at the queue: leave `coming`.
+        if slot.coming {
+            let mut synced = self.lock();
+            synced.arrive(slot);
+            self.publish(&synced);
+        }
+        let mut spun = false;
+        // The lane whose CPU this worker spins on, while it spins.
+        let mut spinning: Option<&Lane<T>> = None;
+        // A task handed over through the mailbox while this worker spun.
+        let mut handed = None;
+        loop {
+            let mut head = self.lock_head();
+            head.executed += std::mem::take(&mut slot.ran);
+            if let Some(lane) = spinning.take() {
+                // (W7) Back from spinning: a last look for the pushes that left their item to
+                // the spinners (P4).
+                self.end_spin(lane);
+            }
+            if let Some(item) = handed.take() {
+                // (W6) Behind whatever another worker moved to the head meanwhile, which was
+                // queued before it.
+                head.queue.push_back(item);
+            }
+            // (W2, W3) The oldest item of the head, or of a lane moved to it in one swap: no
+            // pusher ever takes the head lock.
+            if let Some(item) = self.take(&mut head) {
+                // (W4)
+                return self.hand_on(head, item);
+            }
+            // (W5) Empty: spin a little before parking, once per empty queue, without the pool
+            // lock. Counted in the hint, so a push meanwhile leaves its item to us (P4); we
+            // look again after a last look's fence (W7), so it is never stranded. After
+            // shutdown this only delays the exit by one spin.
+            if !spun && self.spin_rounds > 0 {
+                spun = true;
+                let at = lane_here() % self.lanes.len();
+                let (lane, owner) = self.start_spin(at);
+                spinning = Some(lane);
+                drop(head);
+                self.spin(owner);
+                if owner {
+                    // (W6) Close the mailbox, or take the task handed over.
+                    handed = self.mailbox.close();
+                }
+                continue;
+            }
+            let synced = self.lock();
+            // (W8) Empty and shut down: leave, unless the last look finds a task that a push
+            // left to this worker.
+            if synced.shutdown {
+                if self.leave_if_empty(head, synced) {
+                    return Next::Exit;
+                }
+                continue;
+            }
+            // (W9-W12) Park until woken, or retire.
+            match self.park(head, synced, slot) {
+                Parked::Woken(mut synced) => {
+                    synced.arrive(slot);
+                    self.publish(&synced);
+                }
+                Parked::Found => {}
+                Parked::Retired => return Next::Exit,
+            }
+        }
+    }
+}

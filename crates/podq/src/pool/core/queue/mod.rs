@@ -1,0 +1,297 @@
+//! The pool's queue: a tail in lanes, which pushers fill under their lane's lock (P2), and a
+//! head, which workers take from under the head lock (W2) and refill from one lane at a time
+//! in one swap (W3). Beside them, the spinners' mailbox (`mailbox.rs`: P1, W6) hands one task
+//! straight from a pusher to a spinning worker.
+//!
+//! Order: each lane is FIFO and a refill moves a whole lane in its order, so the tasks queued
+//! from one CPU start in queueing order; the lanes take turns.
+//!
+//! Every lock here is taken counted ([`lock_counted`]): `try_lock` first, a failure counted as
+//! contended, then `lock`. The counts live under the lock they count, so counting costs no
+//! atomic operation.
+
+pub(crate) mod mailbox;
+
+use std::collections::VecDeque;
+
+use super::Core;
+use crate::sync::atomic::{AtomicUsize, Ordering};
+use crate::sync::{Mutex, MutexGuard};
+// Std's, on purpose, also under loom: only for `Lane::spinners`.
+use std::sync::atomic::AtomicUsize as UnmodelledAtomicUsize;
+
+/// Waiting tasks, oldest first: one lane's, or the head's.
+///
+/// Plain data: every function takes `&mut self`, so it is reached only through the lock that
+/// guards it.
+#[derive(Debug)]
+pub(crate) struct Fifo<T> {
+    /// The tasks, in queueing order.
+    items: VecDeque<T>,
+}
+
+impl<T> Fifo<T> {
+    /// An empty FIFO.
+    pub(crate) fn new() -> Self {
+        Self {
+            items: VecDeque::new(),
+        }
+    }
+
+    /// Appends `item` at the tail.
+    pub(crate) fn push_back(&mut self, item: T) {
+        self.items.push_back(item);
+    }
+
+    /// Takes the oldest item.
+    pub(crate) fn pop_front(&mut self) -> Option<T> {
+        self.items.pop_front()
+    }
+
+    /// Moves every item of `tail` here, in order, and leaves `tail` empty; the caller holds
+    /// both locks (the head's and the lane's). `self` is empty (the head is refilled only when
+    /// it runs dry), so this is one swap of two buffers, whatever the number of items: `tail`
+    /// keeps the head's old buffer and its capacity for the next pushes.
+    pub(crate) fn refill_from(&mut self, tail: &mut Fifo<T>) {
+        if self.items.is_empty() {
+            std::mem::swap(&mut self.items, &mut tail.items);
+        } else {
+            self.items.append(&mut tail.items);
+        }
+    }
+
+    /// How many items wait.
+    pub(crate) fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Whether no item waits.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// Takes out the oldest item for which `matches` is true, keeping the others in order.
+    pub(crate) fn remove_if(&mut self, matches: impl FnMut(&T) -> bool) -> Option<T> {
+        let at = self.items.iter().position(matches)?;
+        self.items.remove(at)
+    }
+}
+
+/// How often a lock was taken, and how often it was held by another thread at the time.
+///
+/// Kept inside the locked state, so counting costs no atomic operation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct LockCounts {
+    /// Acquisitions by pushers and workers.
+    pub(crate) acquisitions: u64,
+    /// Acquisitions whose first `try_lock` failed because another thread held the lock.
+    pub(crate) contended: u64,
+}
+
+impl LockCounts {
+    /// Records one acquisition; `contended` when the lock was found held.
+    pub(crate) fn record(&mut self, contended: bool) {
+        self.acquisitions += 1;
+        if contended {
+            self.contended += 1;
+        }
+    }
+
+    /// The counts of two locks together.
+    pub(crate) fn plus(self, other: LockCounts) -> LockCounts {
+        LockCounts {
+            acquisitions: self.acquisitions + other.acquisitions,
+            contended: self.contended + other.contended,
+        }
+    }
+}
+
+/// Locks `mutex`, trying without blocking first, and records in the counts that `counts` finds
+/// in the locked data whether another thread held it.
+pub(super) fn lock_counted<S>(
+    mutex: &Mutex<S>,
+    counts: impl FnOnce(&mut S) -> &mut LockCounts,
+) -> MutexGuard<'_, S> {
+    let (mut guard, contended) = match mutex.try_lock() {
+        Some(guard) => (guard, false),
+        None => (mutex.lock(), true),
+    };
+    counts(&mut guard).record(contended);
+    guard
+}
+
+/// The head of the pool's queue: the oldest waiting tasks, under the head lock. Only workers
+/// (and cancel, the watchdog and stats) take it; pushers never do.
+#[derive(Debug)]
+pub(crate) struct Head<T> {
+    /// H: tasks moved here from one lane in one swap (W3), in that lane's order.
+    pub(super) queue: Fifo<T>,
+    /// H: head lock acquisitions and contended acquisitions.
+    pub(super) lock: LockCounts,
+    /// H: the lane the next refill looks at first, so that the lanes take turns.
+    pub(super) next_lane: usize,
+    /// H: tasks taken from the queue by workers: the pool's progress, which the stall
+    /// watchdog watches (D2). Beside the head lock's word, so that a pop writes one line.
+    pub(super) started: u64,
+    /// H: tasks that workers ran to the end, added from their `WorkerSlot`s (W1).
+    pub(super) executed: u64,
+}
+
+impl<T> Head<T> {
+    /// An empty head.
+    pub(super) fn new() -> Self {
+        Self {
+            queue: Fifo::new(),
+            lock: LockCounts::default(),
+            next_lane: 0,
+            started: 0,
+            executed: 0,
+        }
+    }
+}
+
+/// What one lane's lock guards.
+#[derive(Debug)]
+pub(crate) struct LaneTasks<T> {
+    /// Q: the lane's waiting tasks, in queueing order.
+    queue: Fifo<T>,
+    /// Q: lane lock acquisitions and contended acquisitions.
+    lock: LockCounts,
+}
+
+/// One lane of the pool's tail: where the pushers of one CPU of the pod (or of a few, on a pod
+/// with more CPUs than lanes) queue their tasks.
+#[derive(Debug)]
+pub(crate) struct Lane<T> {
+    /// The lane lock and the lane's tasks.
+    tasks: Mutex<LaneTasks<T>>,
+    /// A (Q): the lane's length, stored under the lane lock after every change. Read without
+    /// the lock: by spinners, by refills before they lock, for statistics, and after a `SeqCst`
+    /// fence by a worker about to stop looking for work (W10), which is what makes a lost
+    /// wake-up impossible (see `pool/README.md`).
+    len: AtomicUsize,
+    /// A: spinners (W5) whose CPU pushes to this lane, as they counted themselves in when they
+    /// began to spin. A pusher on such a CPU is running, so those spinners are not: it does
+    /// not leave its task to them (P4). Only a heuristic, which only ever makes a push wake
+    /// more: any value it is read with is safe (the hint's count is what the protocol rests
+    /// on). So it is a plain `std` atomic, which loom does not interleave: it would multiply
+    /// the models' states without a wrong outcome to find.
+    pub(super) spinners: UnmodelledAtomicUsize,
+}
+
+impl<T> Lane<T> {
+    /// An empty lane.
+    pub(super) fn new() -> Self {
+        Self {
+            tasks: Mutex::new(LaneTasks {
+                queue: Fifo::new(),
+                lock: LockCounts::default(),
+            }),
+            len: AtomicUsize::new(0),
+            spinners: UnmodelledAtomicUsize::new(0),
+        }
+    }
+
+    /// Takes the lane lock, counting the acquisition and whether it was contended.
+    fn lock(&self) -> MutexGuard<'_, LaneTasks<T>> {
+        lock_counted(&self.tasks, |tasks| &mut tasks.lock)
+    }
+
+    /// The lane's length as last stored (a hint unless read after a `SeqCst` fence, W10).
+    pub(super) fn len(&self) -> usize {
+        self.len.load(Ordering::Relaxed)
+    }
+
+    /// The tasks waiting here and the lane lock's counts, without counting this acquisition.
+    pub(super) fn peek(&self) -> (usize, LockCounts) {
+        let tasks = self.tasks.lock();
+        (tasks.queue.len(), tasks.lock)
+    }
+}
+
+impl<T> Core<T> {
+    /// Takes the head lock, counting the acquisition and whether it was contended.
+    pub(super) fn lock_head(&self) -> MutexGuard<'_, Head<T>> {
+        lock_counted(&self.head, |head| &mut head.lock)
+    }
+
+    /// (P2) Appends `item` to lane `lane` (wrapped to the lanes there are) and stores the
+    /// lane's new length, which it returns.
+    pub(super) fn push_to_lane(&self, lane: usize, item: T) -> usize {
+        let lane = &self.lanes[lane % self.lanes.len()];
+        let mut tasks = lane.lock();
+        tasks.queue.push_back(item);
+        let len = tasks.queue.len();
+        lane.len.store(len, Ordering::Relaxed);
+        len
+    }
+
+    /// (W2, W3) Takes the oldest task from the head; when the head is empty, first moves one
+    /// lane's tasks to it in one swap. `None` when the head and every lane were empty.
+    #[inline]
+    pub(super) fn take(&self, head: &mut Head<T>) -> Option<T> {
+        if let Some(item) = head.queue.pop_front() {
+            return Some(item);
+        }
+        if self.refill(head) {
+            head.queue.pop_front()
+        } else {
+            None
+        }
+    }
+
+    /// (W3) Moves the tasks of one non-empty lane to the (empty) head in one swap, the lanes
+    /// taking turns; `false` when every lane was empty.
+    fn refill(&self, head: &mut Head<T>) -> bool {
+        let lanes = self.lanes.len();
+        for k in 0..lanes {
+            let at = (head.next_lane + k) % lanes;
+            let lane = &self.lanes[at];
+            if lane.len() == 0 {
+                continue;
+            }
+            let mut tasks = lane.lock();
+            if tasks.queue.is_empty() {
+                continue;
+            }
+            head.queue.refill_from(&mut tasks.queue);
+            lane.len.store(0, Ordering::Relaxed);
+            head.next_lane = (at + 1) % lanes;
+            return true;
+        }
+        false
+    }
+
+    /// Tasks in the lanes, as last stored (a hint: the lanes are not locked).
+    pub(super) fn lanes_len(&self) -> usize {
+        self.lanes.iter().map(|lane| lane.len()).sum()
+    }
+
+    /// Takes the oldest task without being a worker (see [`Core::spawn_failed`]).
+    pub(crate) fn pop(&self) -> Option<T> {
+        let mut head = self.lock_head();
+        self.take(&mut head)
+    }
+
+    /// Takes out a waiting task for which `matches` is true (for cancel): the oldest such in
+    /// the head, else the oldest in the first lane that has one.
+    pub(crate) fn remove_if(&self, mut matches: impl FnMut(&T) -> bool) -> Option<T> {
+        let mut head = self.lock_head();
+        if let Some(item) = head.queue.remove_if(&mut matches) {
+            return Some(item);
+        }
+        self.lanes.iter().find_map(|lane| {
+            let mut tasks = lane.lock();
+            let item = tasks.queue.remove_if(&mut matches)?;
+            lane.len.store(tasks.queue.len(), Ordering::Relaxed);
+            Some(item)
+        })
+    }
+
+    /// Holds lane `lane`'s lock until the guard drops, without counting it (tests use it to
+    /// make pushers find the lock held).
+    #[cfg(test)]
+    pub(crate) fn hold_lane(&self, lane: usize) -> MutexGuard<'_, LaneTasks<T>> {
+        self.lanes[lane % self.lanes.len()].tasks.lock()
+    }
+}

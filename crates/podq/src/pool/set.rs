@@ -1,0 +1,95 @@
+//! [`PoolSet`]: the pools of every pod for one set of attributes, as a [`Registry`] hands
+//! them out; what its user (a workqueue) pushes to, cancels from and reads stats of.
+//!
+//! [`Registry`]: super::Registry
+
+use std::fmt;
+
+use super::{Pool, Runnable};
+use crate::scope::{Pod, Pods};
+use crate::stats::PoolStats;
+use crate::sync::Arc;
+
+/// The pools of every pod for one set of attributes: pool `i` serves pod `i`.
+pub(crate) struct PoolSet<T: Runnable> {
+    /// The pods, over the whole topology (`pools[i]` serves `pods.pods()[i]`).
+    pub(super) pods: Pods,
+    /// One pool per pod; index = pod id. A pod with none of the workqueue's CPUs has a pool
+    /// that serves no CPU and is never pushed to.
+    pub(super) pools: Vec<Arc<Pool<T>>>,
+}
+
+impl<T: Runnable> PoolSet<T> {
+    /// The set of `pools`, one per pod of `pods`, in order.
+    pub(super) fn new(pods: Pods, pools: Vec<Arc<Pool<T>>>) -> Self {
+        debug_assert_eq!(pods.pods().len(), pools.len());
+        Self { pods, pools }
+    }
+
+    /// The pods, over the whole topology.
+    pub(crate) fn pods(&self) -> &Pods {
+        &self.pods
+    }
+
+    /// How many pods (and pools) there are.
+    pub(crate) fn len(&self) -> usize {
+        self.pools.len()
+    }
+
+    /// The pod that pool `index` serves: its CPUs within the workqueue's CPUs (empty for a
+    /// pod with none of them).
+    ///
+    /// # Panics
+    ///
+    /// When `index` is not below [`PoolSet::len`].
+    pub(crate) fn pod(&self, index: usize) -> &Pod {
+        self.pools[index].pod()
+    }
+
+    /// How many pools serve at least one of the workqueue's CPUs.
+    pub(crate) fn serving(&self) -> usize {
+        self.serving_pools().count()
+    }
+
+    /// Queues `task` to the pool of pod `index`, in the lane of `at` (the pusher's CPU, read
+    /// once per queue call: see [`Pool::push`]).
+    #[inline]
+    pub(crate) fn push(&self, index: usize, task: T, at: usize) {
+        self.pools[index].push(task, at);
+    }
+
+    /// Queues `task` to the pool of pod `index` from the task that just finished on the calling
+    /// thread (see [`Pool::push_after_run`]).
+    pub(crate) fn push_after_run(&self, index: usize, task: T) {
+        self.pools[index].push_after_run(task);
+    }
+
+    /// Takes out the oldest waiting task for which `matches` is true, searching the pool of pod
+    /// `first` first (where the task was last queued, a hint), then every other pool in pod
+    /// order.
+    pub(crate) fn remove_if(&self, first: usize, mut matches: impl FnMut(&T) -> bool) -> Option<T> {
+        let others = (0..self.pools.len()).filter(|&p| p != first);
+        std::iter::once(first)
+            .chain(others)
+            .find_map(|pod| self.pools.get(pod)?.remove_if(&mut matches))
+    }
+
+    /// The stats of the pools that serve at least one of the workqueue's CPUs, in pod order.
+    pub(crate) fn stats(&self) -> Vec<PoolStats> {
+        self.serving_pools().map(|p| p.stats()).collect()
+    }
+
+    /// The pools that serve at least one of the workqueue's CPUs.
+    fn serving_pools(&self) -> impl Iterator<Item = &Arc<Pool<T>>> {
+        self.pools.iter().filter(|p| !p.pod().cpus.is_empty())
+    }
+}
+
+impl<T: Runnable> fmt::Debug for PoolSet<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PoolSet")
+            .field("scope", &self.pods.scope())
+            .field("pools", &self.pools)
+            .finish()
+    }
+}

@@ -1,0 +1,243 @@
+//! The core driven by hand, without threads: its decisions, its queue's order, cancel, a worker
+//! that cannot start; the queue's data and the spinners' mailbox one call at a time
+//! (`crates/podq-loom` races them).
+
+use super::*;
+use crate::pool::core::queue::mailbox::Mailbox;
+use crate::pool::core::queue::{Fifo, LockCounts};
+use crate::pool::core::{Config, Core, Grow, Next, Push, WorkerSlot};
+
+/// The configuration of cores driven by hand: every worker eager, no spinning.
+fn limits(max_workers: usize) -> Config {
+    Config {
+        max_workers,
+        eager_workers: max_workers,
+        idle_timeout: DEFAULT_IDLE_TIMEOUT,
+        spin_rounds: 0,
+        lanes: 2,
+    }
+}
+
+#[test]
+fn the_core_asks_for_one_worker_at_a_time() {
+    let core = Core::<u32>::new(limits(4));
+    assert_eq!(core.push(0, 1), Push::Spawn);
+    // The first worker is on its way: no second one for the next items yet.
+    assert_eq!(core.push(0, 2), Push::Queued);
+    assert_eq!(core.push(0, 3), Push::Queued);
+    let mut slot = WorkerSlot::new();
+    // It takes an item while more wait and nobody is idle: it asks for the next worker.
+    assert!(matches!(
+        core.next(&mut slot, || 0),
+        Next::Run {
+            item: 1,
+            grow: Grow::Spawn
+        }
+    ));
+    assert!(matches!(
+        core.next(&mut slot, || 0),
+        Next::Run {
+            item: 2,
+            grow: Grow::No
+        }
+    ));
+    let snap = core.snapshot();
+    assert_eq!(
+        (snap.workers, snap.workers_created, snap.queue_depth),
+        (2, 2, 1)
+    );
+}
+
+#[test]
+fn a_worker_that_cannot_start_gives_its_items_back_to_the_caller() {
+    let core = Core::<u32>::new(limits(4));
+    assert_eq!(core.push(0, 7), Push::Spawn);
+    assert_eq!(core.push(0, 8), Push::Queued);
+    // No worker at all: the caller must run what is queued.
+    assert!(core.spawn_failed());
+    assert_eq!(core.pop(), Some(7));
+    assert_eq!(core.pop(), Some(8));
+    let snap = core.snapshot();
+    assert_eq!((snap.workers, snap.workers_created), (0, 0));
+    // The next push asks for a worker again.
+    assert_eq!(core.push(0, 9), Push::Spawn);
+}
+
+#[test]
+fn a_full_pool_queues_without_asking_for_workers() {
+    let core = Core::<u32>::new(limits(1));
+    assert_eq!(core.push(0, 1), Push::Spawn);
+    let mut slot = WorkerSlot::new();
+    assert!(matches!(
+        core.next(&mut slot, || 0),
+        Next::Run {
+            item: 1,
+            grow: Grow::No
+        }
+    ));
+    assert_eq!(core.push(0, 2), Push::Queued);
+    assert_eq!(core.remove_if(|&i| i == 2), Some(2));
+    assert_eq!(core.snapshot().queue_depth, 0);
+}
+
+#[test]
+fn each_lane_keeps_its_order_and_the_lanes_take_turns() {
+    let core = Core::<u32>::new(limits(1));
+    assert_eq!(core.push(0, 10), Push::Spawn);
+    // Lane numbers wrap: 3 is lane 1 of 2.
+    for (lane, item) in [(3, 20), (0, 11), (1, 21), (0, 12)] {
+        assert_eq!(core.push(lane, item), Push::Queued);
+    }
+    let mut slot = WorkerSlot::new();
+    let mut ran = Vec::new();
+    for _ in 0..5 {
+        match core.next(&mut slot, || 0) {
+            Next::Run { item, .. } => ran.push(item),
+            Next::Exit => panic!("exit with items waiting"),
+        }
+    }
+    // One lane's whole batch, then the other's.
+    assert_eq!(ran, vec![10, 11, 12, 20, 21]);
+    assert_eq!(core.snapshot().queue_depth, 0);
+}
+
+#[test]
+fn a_worker_that_cannot_start_gives_back_the_items_of_every_lane() {
+    let core = Core::<u32>::new(limits(4));
+    assert_eq!(core.push(1, 7), Push::Spawn);
+    assert_eq!(core.push(0, 8), Push::Queued);
+    assert!(core.spawn_failed());
+    let mut back = std::iter::from_fn(|| core.pop()).collect::<Vec<_>>();
+    back.sort_unstable();
+    assert_eq!(back, vec![7, 8]);
+    assert_eq!(core.remove_if(|_| true), None);
+}
+
+#[test]
+fn cancel_finds_an_item_in_any_lane() {
+    let core = Core::<u32>::new(limits(1));
+    assert_eq!(core.push(0, 1), Push::Spawn);
+    assert_eq!(core.push(1, 2), Push::Queued);
+    assert_eq!(core.remove_if(|&i| i == 2), Some(2));
+    assert_eq!(core.remove_if(|&i| i == 2), None);
+    assert_eq!(core.snapshot().queue_depth, 1);
+    assert_eq!(core.pop(), Some(1));
+}
+
+// The spinners' mailbox (P1, W5-W6), one call at a time; crates/podq-loom races them.
+#[test]
+fn a_closed_mailbox_gives_the_task_back() {
+    let mailbox = Mailbox::new();
+    assert_eq!(mailbox.hand(0, 7), Err(7));
+    assert_eq!(mailbox.close(), None);
+}
+
+#[test]
+fn an_open_mailbox_takes_one_task_from_another_lane() {
+    let mailbox = Mailbox::new();
+    assert!(mailbox.open(1));
+    assert!(!mailbox.open(0), "one owner at a time");
+    assert_eq!(
+        mailbox.hand(1, 1),
+        Err(1),
+        "the owner's own lane is skipped"
+    );
+    assert!(!mailbox.is_full());
+    assert_eq!(mailbox.hand(0, 2), Ok(()));
+    assert!(mailbox.is_full());
+    assert_eq!(
+        mailbox.hand(0, 3),
+        Err(3),
+        "full: a second task goes to its lane"
+    );
+    assert_eq!(mailbox.close(), Some(2));
+    assert_eq!(mailbox.hand(0, 4), Err(4), "closed again");
+}
+
+#[test]
+fn an_owner_that_closes_unused_can_open_again() {
+    let mailbox = Mailbox::new();
+    assert!(mailbox.open(3));
+    assert_eq!(mailbox.close(), None);
+    assert!(mailbox.open(5));
+    assert_eq!(mailbox.hand(5, 6), Err(6));
+    assert_eq!(mailbox.hand(2, 6), Ok(()));
+    assert_eq!(mailbox.close(), Some(6));
+}
+
+// The queue's data, one call at a time.
+#[test]
+fn items_come_out_in_queueing_order() {
+    let mut q = Fifo::new();
+    assert!(q.is_empty());
+    for i in 0..5 {
+        q.push_back(i);
+    }
+    assert_eq!(q.len(), 5);
+    let out: Vec<i32> = std::iter::from_fn(|| q.pop_front()).collect();
+    assert_eq!(out, vec![0, 1, 2, 3, 4]);
+    assert!(q.is_empty());
+}
+
+#[test]
+fn remove_if_takes_the_oldest_match_and_keeps_the_order_of_the_rest() {
+    let mut q = Fifo::new();
+    for i in [1, 2, 3, 4, 2] {
+        q.push_back(i);
+    }
+    assert_eq!(q.remove_if(|&i| i == 2), Some(2));
+    assert_eq!(q.remove_if(|&i| i == 9), None);
+    let out: Vec<i32> = std::iter::from_fn(|| q.pop_front()).collect();
+    assert_eq!(out, vec![1, 3, 4, 2]);
+}
+
+#[test]
+fn a_refill_moves_the_whole_tail_in_order_behind_what_waits() {
+    let (mut head, mut tail) = (Fifo::new(), Fifo::new());
+    for i in 0..3 {
+        tail.push_back(i);
+    }
+    head.refill_from(&mut tail);
+    assert!(tail.is_empty());
+    tail.push_back(3);
+    head.push_back(9);
+    assert_eq!(head.pop_front(), Some(0));
+    // Not the pool's use (it refills an empty head), but the order still holds.
+    head.refill_from(&mut tail);
+    let out: Vec<i32> = std::iter::from_fn(|| head.pop_front()).collect();
+    assert_eq!(out, vec![1, 2, 9, 3]);
+}
+
+#[test]
+fn lock_counts_of_two_locks_add_up() {
+    let a = LockCounts {
+        acquisitions: 5,
+        contended: 1,
+    };
+    let b = LockCounts {
+        acquisitions: 2,
+        contended: 2,
+    };
+    assert_eq!(
+        a.plus(b),
+        LockCounts {
+            acquisitions: 7,
+            contended: 3
+        }
+    );
+}
+
+#[test]
+fn lock_counts_count_contention_separately() {
+    let mut c = LockCounts::default();
+    c.record(false);
+    c.record(true);
+    c.record(false);
+    assert_eq!(
+        c,
+        LockCounts {
+            acquisitions: 3,
+            contended: 1
+        }
+    );
+}
