@@ -1,7 +1,7 @@
 //! Counters a user reads to see what a scope does: per pool (workers, queue depth, lock
 //! contention) and per workqueue.
 
-use crate::CpuSet;
+use crate::cpuset::CpuSet;
 
 /// One pool's workers, queue and lock, at the moment `Workqueue::stats` was called.
 ///

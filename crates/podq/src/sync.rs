@@ -28,7 +28,7 @@ pub(crate) use std::sync::Arc;
 pub(crate) use crossbeam_utils::CachePadded;
 
 /// Atomics, as `std::sync::atomic` has them.
-// The facade offers the whole API of the contract, whether or not every item has a user yet.
+// The facade offers the same API as podq-loom's, whether or not every item has a user yet.
 #[allow(unused_imports)]
 pub(crate) mod atomic {
     pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};

@@ -91,11 +91,14 @@ impl PodCounters {
         self.stripe(crate::here::cpu_or_thread())
     }
 
-    /// The sum of one count over the stripes.
+    /// The sum of one count over the stripes. Acquire: pairs with the `Release` increments of
+    /// `completed` and `panicked` (`task.rs`), so that totals read in the order `panicked`,
+    /// `completed`, `started` never show more panicked than completed executions, nor more
+    /// completed than started ones, even while executions run.
     pub(crate) fn total(&self, count: impl Fn(&Stripe) -> &AtomicU64) -> u64 {
         self.stripes
             .iter()
-            .map(|s| count(s).load(Ordering::Relaxed))
+            .map(|s| count(s).load(Ordering::Acquire))
             .sum()
     }
 

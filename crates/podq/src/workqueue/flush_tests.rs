@@ -80,8 +80,8 @@ fn new_flush() -> Flush {
 #[test]
 fn a_workqueue_dropped_from_its_own_item_runs_the_rest_then_is_freed() {
     use super::Workqueue;
+    use crate::scope::AffinityScope;
     use crate::test_support::PATIENCE;
-    use crate::AffinityScope;
     use std::sync::Mutex;
 
     let wq = Workqueue::builder("reaped")

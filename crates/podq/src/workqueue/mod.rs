@@ -6,13 +6,14 @@
 //!
 //! Files: `builder.rs` (attributes, validation), `work.rs` ([`Work`], cancel and flush of one
 //! item), `delayed.rs` ([`DelayedWork`]), `task.rs` (one queued execution and its accounting),
-//! `state.rs` (an item's state word), `active.rs` (`max_active`), `flush.rs` (flush colours,
-//! drain), `pod_ref.rs` (an execution's uncounted hold on its pod), `timer.rs` (the
-//! delayed-work timer thread).
+//! `state.rs` (an item's state word), `dispatch.rs` (from a queue call to a pool), `active.rs`
+//! (`max_active`), `flush.rs` (flush colours, drain), `pod_ref.rs` (an execution's uncounted
+//! hold on its pod), `timer.rs` (the delayed-work timer thread).
 
 mod active;
 mod builder;
 mod delayed;
+mod dispatch;
 mod flush;
 #[cfg(test)]
 mod flush_tests;
@@ -29,19 +30,21 @@ use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
 
+use crate::cpuset::CpuSet;
 use crate::error::{Error, Result};
 use crate::here::{self, Here};
 use crate::policy::Placement;
 use crate::pool::{PoolSet, Registry};
+use crate::scope::AffinityScope;
 use crate::stats::WorkqueueStats;
-use crate::{AffinityScope, CpuSet};
 
 use active::ActiveLimit;
-use flush::{Flush, FlushWait, PodCounters};
-use pod_ref::Counted;
-use state::{Claim, RUNNING};
-use task::{Acct, Job, Task};
+use flush::{Flush, FlushWait, PodCounters, Stripe};
+use state::Claim;
+use task::{Job, Task};
 use work::WorkInner;
+
+use dispatch::{enqueue_claimed, submit};
 
 pub use builder::WorkqueueBuilder;
 pub use delayed::DelayedWork;
@@ -426,14 +429,20 @@ impl Workqueue {
                 .map_or(0, |a| a.waiting() as u64),
             pools: Vec::new(),
         };
-        for pod in self.pods.iter() {
-            let c = &pod.counters;
-            stats.started += c.total(|s| &s.started);
-            stats.completed += c.total(|s| &s.completed);
-            stats.panicked += c.total(|s| &s.panicked);
-            stats.cancelled += c.total(|s| &s.cancelled);
-            stats.in_flight += c.in_flight() as u64;
-        }
+        // Panicked, then completed, then started (see `PodCounters::total`): a snapshot taken
+        // while items run keeps `panicked <= completed <= started`.
+        let total = |count: fn(&Stripe) -> &AtomicU64| -> u64 {
+            self.pods.iter().map(|pod| pod.counters.total(count)).sum()
+        };
+        stats.panicked = total(|s| &s.panicked);
+        stats.completed = total(|s| &s.completed);
+        stats.started = total(|s| &s.started);
+        stats.cancelled = total(|s| &s.cancelled);
+        stats.in_flight = self
+            .pods
+            .iter()
+            .map(|pod| pod.counters.in_flight() as u64)
+            .sum();
         stats.pools = self.shared.pools.stats();
         stats
     }
@@ -572,77 +581,6 @@ fn reap(wq: Arc<WqShared>, pods: Box<[Arc<CachePadded<PodShared>>]>) {
     if spawned.is_err() {
         std::mem::forget(pods);
     }
-}
-
-/// Counts a new execution in its pod's colour and sends it through `max_active` to its pool
-/// (steps 2 and 3).
-///
-/// `wq` is `pod.wq`, passed borrowed so that the hot path writes no workqueue-wide reference
-/// count, and the pod is held by the count alone (`pod_ref.rs`).
-#[inline]
-fn submit(wq: &WqShared, pod: &Arc<CachePadded<PodShared>>, job: Job, at: usize) {
-    submit_counted(wq, Counted::enter(pod, at), job, at);
-}
-
-/// Sends an execution already counted through `max_active` to its pool (step 3), from `at`
-/// (the pushing thread's CPU or thread index).
-#[inline]
-fn submit_counted(wq: &WqShared, counted: Counted, job: Job, at: usize) {
-    let task = Task {
-        job,
-        acct: Acct {
-            counted,
-            holds_slot: false,
-        },
-    };
-    match &wq.active {
-        None => dispatch(wq, task, at),
-        Some(active) => active.admit(task, |next| activate_at(wq, next, at)),
-    }
-}
-
-/// Queues an item whose claim the caller owns (a zero delay) to `pod`, from `at`.
-pub(crate) fn enqueue_claimed(item: Arc<WorkInner>, pod: &Arc<CachePadded<PodShared>>, at: usize) {
-    item.record_home(&pod.wq, pod.index);
-    submit(&pod.wq, pod, Job::Work(item), at);
-}
-
-/// Queues an item whose claim the caller owns and whose execution is already counted (a fired
-/// timer) to its pod, from `at` (the CPU it was counted on).
-pub(crate) fn enqueue_counted(item: Arc<WorkInner>, counted: Counted, at: usize) {
-    // Its own handle: once pushed, the execution may finish and the workqueue go before the
-    // push returns.
-    let wq = Arc::clone(&counted.pod().wq);
-    item.record_home(&wq, counted.pod().index);
-    submit_counted(&wq, counted, Job::Work(item), at);
-}
-
-/// An execution got a `max_active` slot from a finishing one: it holds it until it finishes,
-/// and the finishing thread pushes it from its own CPU.
-pub(crate) fn activate(wq: &WqShared, task: Task) {
-    activate_at(wq, task, here::cpu_or_thread());
-}
-
-/// An execution got a `max_active` slot, and is pushed from `at`.
-fn activate_at(wq: &WqShared, mut task: Task, at: usize) {
-    task.acct.holds_slot = true;
-    dispatch(wq, task, at);
-}
-
-/// Pushes an execution to its pool from `at`, or hands it to the worker running its item
-/// (step 5).
-pub(crate) fn dispatch(wq: &WqShared, task: Task, at: usize) {
-    let task = match &task.job {
-        Job::Work(item) if item.state.load() & RUNNING != 0 => {
-            let item = Arc::clone(item);
-            match item.state.defer(task) {
-                None => return,
-                Some(task) => task,
-            }
-        }
-        _ => task,
-    };
-    wq.pools.push(task.acct.counted.pod().index, task, at);
 }
 
 /// `0, 1, 3` for error messages.

@@ -165,11 +165,15 @@ fn item_addr(item: &WorkInner) -> usize {
 }
 
 /// Counts the end of a run, in the stripe the run's start was counted in.
+///
+/// `completed` before `panicked`, each `Release` (a statistic, so nothing else orders them):
+/// a reader that sees a panic counted sees its completion, and one that sees a completion sees
+/// its start (see `PodCounters::total`).
 fn count_completion(counters: &Stripe, panicked: bool) {
+    counters.completed.fetch_add(1, Ordering::Release);
     if panicked {
-        counters.panicked.fetch_add(1, Ordering::Relaxed);
+        counters.panicked.fetch_add(1, Ordering::Release);
     }
-    counters.completed.fetch_add(1, Ordering::Relaxed);
 }
 
 impl Acct {
@@ -184,7 +188,7 @@ impl Acct {
         if holds_slot {
             let wq = &counted.pod().wq;
             if let Some(active) = &wq.active {
-                active.release(|next| super::activate(wq, next));
+                active.release(|next| super::dispatch::activate(wq, next));
             }
         }
         drop(counted);

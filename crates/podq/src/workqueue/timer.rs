@@ -62,7 +62,7 @@ impl Fire {
     /// Queues the execution now, on its workqueue, to the pod of the CPU that armed it.
     pub(crate) fn fire(self) {
         let Fire { work, counted, at } = self;
-        super::enqueue_counted(work, counted, at);
+        super::dispatch::enqueue_counted(work, counted, at);
     }
 
     /// Drops the execution without running (cancel, `mod_delayed`): uncounts its colour

@@ -1,0 +1,86 @@
+//! The way from a queue call to a pool: an execution is counted in its pod's flush colour,
+//! passes `max_active`, and is pushed to its pod's pool, or handed to the worker that runs its
+//! item (steps 2, 3 and 5 of `README.md` in this folder).
+
+use std::sync::Arc;
+
+use crossbeam_utils::CachePadded;
+
+use crate::here;
+
+use super::pod_ref::Counted;
+use super::state::RUNNING;
+use super::task::{Acct, Job, Task};
+use super::work::WorkInner;
+use super::{PodShared, WqShared};
+
+/// Counts a new execution in its pod's colour and sends it through `max_active` to its pool
+/// (steps 2 and 3).
+///
+/// `wq` is `pod.wq`, passed borrowed so that the hot path writes no workqueue-wide reference
+/// count, and the pod is held by the count alone (`pod_ref.rs`).
+#[inline]
+pub(super) fn submit(wq: &WqShared, pod: &Arc<CachePadded<PodShared>>, job: Job, at: usize) {
+    submit_counted(wq, Counted::enter(pod, at), job, at);
+}
+
+/// Sends an execution already counted through `max_active` to its pool (step 3), from `at`
+/// (the pushing thread's CPU or thread index).
+#[inline]
+fn submit_counted(wq: &WqShared, counted: Counted, job: Job, at: usize) {
+    let task = Task {
+        job,
+        acct: Acct {
+            counted,
+            holds_slot: false,
+        },
+    };
+    match &wq.active {
+        None => dispatch(wq, task, at),
+        Some(active) => active.admit(task, |next| activate_at(wq, next, at)),
+    }
+}
+
+/// Queues an item whose claim the caller owns (a zero delay) to `pod`, from `at`.
+pub(crate) fn enqueue_claimed(item: Arc<WorkInner>, pod: &Arc<CachePadded<PodShared>>, at: usize) {
+    item.record_home(&pod.wq, pod.index);
+    submit(&pod.wq, pod, Job::Work(item), at);
+}
+
+/// Queues an item whose claim the caller owns and whose execution is already counted (a fired
+/// timer) to its pod, from `at` (the CPU it was counted on).
+pub(crate) fn enqueue_counted(item: Arc<WorkInner>, counted: Counted, at: usize) {
+    // Its own handle: once pushed, the execution may finish and the workqueue go before the
+    // push returns.
+    let wq = Arc::clone(&counted.pod().wq);
+    item.record_home(&wq, counted.pod().index);
+    submit_counted(&wq, counted, Job::Work(item), at);
+}
+
+/// An execution got a `max_active` slot from a finishing one: it holds it until it finishes,
+/// and the finishing thread pushes it from its own CPU.
+pub(crate) fn activate(wq: &WqShared, task: Task) {
+    activate_at(wq, task, here::cpu_or_thread());
+}
+
+/// An execution got a `max_active` slot, and is pushed from `at`.
+fn activate_at(wq: &WqShared, mut task: Task, at: usize) {
+    task.acct.holds_slot = true;
+    dispatch(wq, task, at);
+}
+
+/// Pushes an execution to its pool from `at`, or hands it to the worker running its item
+/// (step 5).
+fn dispatch(wq: &WqShared, task: Task, at: usize) {
+    let task = match &task.job {
+        Job::Work(item) if item.state.load() & RUNNING != 0 => {
+            let item = Arc::clone(item);
+            match item.state.defer(task) {
+                None => return,
+                Some(task) => task,
+            }
+        }
+        _ => task,
+    };
+    wq.pools.push(task.acct.counted.pod().index, task, at);
+}
