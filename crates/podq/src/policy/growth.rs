@@ -149,17 +149,18 @@ pub fn idle(idle_for: Duration, idle_timeout: Duration, live: usize) -> Idle {
     }
 }
 
+/// A pool with `live` workers, none idle, coming or watched (for the policy's tests).
+#[cfg(test)]
+pub(super) fn busy(live: usize) -> Workers {
+    Workers {
+        live,
+        ..Workers::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A pool with `live` workers, none idle, coming or watched.
-    fn busy(live: usize) -> Workers {
-        Workers {
-            live,
-            ..Workers::default()
-        }
-    }
 
     #[test]
     fn limits_are_at_least_one_and_eager_at_most_max() {

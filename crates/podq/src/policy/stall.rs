@@ -58,13 +58,7 @@ pub fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn busy(live: usize) -> Workers {
-        Workers {
-            live,
-            ..Workers::default()
-        }
-    }
+    use crate::policy::growth::busy;
 
     #[test]
     fn an_empty_queue_ends_the_watch() {
