@@ -3,6 +3,7 @@
 // Each model file uses a different part of the harness.
 #![allow(dead_code)]
 
+use podq_loom::policy::growth::Limits;
 use podq_loom::sync::atomic::{AtomicUsize, Ordering};
 use podq_loom::sync::{thread, Arc, Condvar, Mutex};
 
@@ -32,8 +33,7 @@ pub(crate) fn core(max_workers: usize) -> Arc<Core<Item>> {
 /// A pool core like [`core`] whose idle workers spin `spin_rounds` before they park.
 pub(crate) fn spinning_core(max_workers: usize, spin_rounds: u32) -> Arc<Core<Item>> {
     Arc::new(Core::new(Config {
-        max_workers,
-        eager_workers: max_workers,
+        limits: Limits::new(max_workers, max_workers),
         idle_timeout: std::time::Duration::from_secs(300),
         spin_rounds,
         lanes: LANES,

@@ -33,6 +33,7 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::cpuset::CpuSet;
+use crate::policy::growth::Limits;
 use crate::policy::stall::Look;
 use crate::scope::{AffinityScope, Pod};
 use crate::stats::PoolStats;
@@ -126,10 +127,9 @@ impl<T: Runnable> Pool<T> {
         Self {
             shared: Arc::new(Shared {
                 core: Core::new(Config {
-                    max_workers: attrs.max_workers,
                     // As many busy workers as the pod has CPUs keep it busy; more only help
                     // items that block, and the stall watchdog adds those.
-                    eager_workers: pod.cpus.len(),
+                    limits: Limits::new(attrs.max_workers, pod.cpus.len()),
                     idle_timeout: attrs.idle_timeout,
                     spin_rounds: SPIN_ROUNDS,
                     lanes: lane_count,

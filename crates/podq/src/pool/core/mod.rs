@@ -120,10 +120,8 @@ pub(crate) enum Next<T> {
 /// How a pool grows and waits: fixed when the pool is made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Config {
-    /// The most workers at once (raised to 1 if 0).
-    pub(crate) max_workers: usize,
-    /// Workers started without waiting (raised to 1 if 0; at most `max_workers`).
-    pub(crate) eager_workers: usize,
+    /// The most workers at once, and how many start without the stall watchdog.
+    pub(crate) limits: Limits,
     /// How long a worker stays idle before it retires.
     pub(crate) idle_timeout: Duration,
     /// Backoff rounds a worker spins before it parks.
@@ -183,7 +181,7 @@ impl<T> Core<T> {
                 workers_retired: 0,
             })),
             exited: Condvar::new(),
-            limits: Limits::new(config.max_workers, config.eager_workers),
+            limits: config.limits,
             idle_timeout: config.idle_timeout,
             spin_rounds: config.spin_rounds,
             // An empty pool can grow.

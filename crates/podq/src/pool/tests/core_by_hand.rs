@@ -3,6 +3,7 @@
 //! (`crates/podq-loom` races them).
 
 use super::*;
+use crate::policy::growth::Limits;
 use crate::pool::core::queue::mailbox::Mailbox;
 use crate::pool::core::queue::{Fifo, LockCounts};
 use crate::pool::core::{Config, Core, Grow, Next, Push, WorkerSlot};
@@ -10,8 +11,7 @@ use crate::pool::core::{Config, Core, Grow, Next, Push, WorkerSlot};
 /// The configuration of cores driven by hand: every worker eager, no spinning.
 fn limits(max_workers: usize) -> Config {
     Config {
-        max_workers,
-        eager_workers: max_workers,
+        limits: Limits::new(max_workers, max_workers),
         idle_timeout: DEFAULT_IDLE_TIMEOUT,
         spin_rounds: 0,
         lanes: 2,
