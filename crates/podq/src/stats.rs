@@ -39,7 +39,11 @@ pub struct PoolStats {
     /// Times such a lock was found held by another thread (a failed `try_lock` before
     /// blocking).
     pub lock_contended: u64,
-    /// Work items run to the end by this pool's workers (counted when the worker comes back to
+    /// Work items queued on another pool that this pool's workers pulled and ran.
+    pub pulled_in: u64,
+    /// Work items queued on this pool that workers of another pool pulled and ran.
+    pub pulled_out: u64,
+    /// Work items run to the end by this pool's workers, pulled ones included (counted when the worker comes back to
     /// the queue after the run, so a `flush` may return a moment before this count moves).
     pub executed: u64,
     /// Workers that could not be placed on their CPUs and ran where the OS put them (for

@@ -84,6 +84,9 @@ pub(crate) struct PoolAttrs {
     pub(crate) max_workers: usize,
     /// How long a worker stays idle before it retires.
     pub(crate) idle_timeout: Duration,
+    /// Whether the pools' idle workers pull from sibling pools, and siblings from them
+    /// (never for strict pools).
+    pub(crate) pull: bool,
 }
 
 /// What a pool's workers share with its handle.
@@ -200,6 +203,8 @@ impl<T: Runnable> Pool<T> {
             lock_acquisitions: snap.lock.acquisitions,
             lock_contended: snap.lock.contended,
             executed: snap.executed,
+            pulled_in: 0,
+            pulled_out: 0,
             pin_failures: shared.pin_failures.load(Ordering::Relaxed),
             worker_panics: shared.worker_panics.load(Ordering::Relaxed),
             spawn_failures: shared.spawn_failures.load(Ordering::Relaxed),

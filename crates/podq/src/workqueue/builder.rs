@@ -48,10 +48,12 @@ pub struct WorkqueueBuilder {
     idle_timeout: Duration,
     /// Workers per pool at most.
     max_workers: usize,
+    /// Whether idle workers pull waiting items from sibling pools (never for strict ones).
+    pull: bool,
 }
 
 impl WorkqueueBuilder {
-    /// Defaults: the default scope (`cache_shard`), 8 cores per shard, not strict, no
+    /// Defaults: the default scope (`cache_shard`), 8 cores per shard, not strict, pull on, no
     /// `max_active`, every usable CPU of this machine, the pool layer's worker cap and idle
     /// timeout.
     pub(crate) fn new(name: String) -> Self {
@@ -65,6 +67,7 @@ impl WorkqueueBuilder {
             topology: None,
             idle_timeout: pool::DEFAULT_IDLE_TIMEOUT,
             max_workers: pool::DEFAULT_MAX_WORKERS,
+            pull: true,
         }
     }
 
@@ -123,6 +126,17 @@ impl WorkqueueBuilder {
         self
     }
 
+    /// `true` (default): an idle worker, before it parks, pulls the oldest waiting item of a
+    /// sibling pool (the other pods of its cache domain first, then of its node, then of the
+    /// machine), behind an adaptive gate that stops the search when it rarely finds work; see
+    /// `src/pool/README.md`, "Pull". `false`: items run only on workers of the pool they were
+    /// queued to. A strict workqueue never pulls, whatever this says: its items stay on their
+    /// pod's CPUs. Workqueues whose pull setting differs do not share pools.
+    pub fn pull(mut self, pull: bool) -> Self {
+        self.pull = pull;
+        self
+    }
+
     /// Checks the attributes, takes the pools of every pod (shared with every workqueue of
     /// equal attributes) and returns the workqueue.
     ///
@@ -143,6 +157,7 @@ impl WorkqueueBuilder {
             cpus: cpus.clone(),
             max_workers: self.max_workers,
             idle_timeout: self.idle_timeout,
+            pull: self.pull && !self.strict,
         };
         let pools = super::POOLS.pools_for(&topology, &attrs)?;
         let placement = Placement::new(pools.pods(), &cpus, |cpu| {

@@ -55,6 +55,7 @@ fn attrs_of(scope: AffinityScope, strict: bool, cpus: CpuSet) -> PoolAttrs {
         cpus,
         max_workers: DEFAULT_MAX_WORKERS,
         idle_timeout: DEFAULT_IDLE_TIMEOUT,
+        pull: !strict,
     }
 }
 

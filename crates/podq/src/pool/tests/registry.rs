@@ -27,6 +27,12 @@ fn equal_attributes_share_pools_and_others_do_not() {
     };
     let other = REGISTRY.pools_for(&topo, &strict).expect("pools");
     assert!(!Arc::ptr_eq(&first.pools[0], &other.pools[0]));
+    let no_pull = PoolAttrs {
+        pull: false,
+        ..a.clone()
+    };
+    let other = REGISTRY.pools_for(&topo, &no_pull).expect("pools");
+    assert!(!Arc::ptr_eq(&first.pools[0], &other.pools[0]));
     let shards = PoolAttrs {
         scope: AffinityScope::CacheShard,
         ..a.clone()
