@@ -6,3 +6,6 @@ pub mod growth;
 
 #[path = "../../podq/src/policy/stall.rs"]
 pub mod stall;
+
+#[path = "../../podq/src/policy/pull.rs"]
+pub mod pull;

@@ -1,5 +1,5 @@
-//! Pure decisions: which pod gets a work item, and when a pool wakes, starts or retires a
-//! worker.
+//! Pure decisions: which pod gets a work item, when a pool wakes, starts or retires a worker,
+//! and when and where an idle worker pulls.
 //!
 //! This is podq's documented decision layer: the runtime and the simulator crate drive the
 //! same functions. Nothing here starts a thread, takes a lock or talks to the OS; every input
@@ -17,12 +17,15 @@
 //!   idle worker is woken, when the pool starts a worker or asks the stall watchdog to watch,
 //!   when an idle worker retires.
 //! * [`stall`]: the stall watchdog's look, and how often it looks.
+//! * [`pull`]: where an idle worker looks for other pools' waiting work (the sibling order),
+//!   which pools offer theirs, and when it looks at all (the adaptive gate).
 //!
 //! The pool carries the decisions out; its protocol, whose steps the functions name, is
 //! written down in `src/pool/README.md`.
 
 pub mod growth;
 mod placement;
+pub mod pull;
 pub mod stall;
 
 pub use placement::Placement;
