@@ -41,7 +41,9 @@ pub mod sync {
 
     /// Atomics, from loom.
     pub mod atomic {
-        pub use loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+        pub use loom::sync::atomic::{
+            fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+        };
     }
 
     /// Threads, from loom.

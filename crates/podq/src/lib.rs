@@ -83,6 +83,6 @@ mod workqueue;
 pub use cpuset::CpuSet;
 pub use error::Error;
 pub use scope::{AffinityScope, Pod, Pods};
-pub use stats::{PoolStats, WorkqueueStats};
+pub use stats::{PoolStats, PullLevelStats, PullStats, WorkqueueStats};
 pub use topology::Topology;
 pub use workqueue::{DelayedWork, Work, Workqueue, WorkqueueBuilder};

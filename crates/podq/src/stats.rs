@@ -12,7 +12,7 @@ use crate::cpuset::CpuSet;
 /// The lock counts show what the scope does to contention: `lock_contended` out of
 /// `lock_acquisitions` is how often a pusher or a worker found the pool's lock held by another
 /// thread.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct PoolStats {
@@ -54,6 +54,45 @@ pub struct PoolStats {
     pub worker_panics: u64,
     /// Worker threads the OS refused to start.
     pub spawn_failures: u64,
+    /// The pull gate's state and the searches of this pool's workers; `None` when the pool
+    /// does not pull (pull off, a strict workqueue, or no sibling pool).
+    pub pull: Option<PullStats>,
+}
+
+/// One pool's pull: its workers' searches of sibling pools and the gate that decides whether
+/// they search (see `policy::pull`).
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
+pub struct PullStats {
+    /// Per level, nearest first: `cache_domain`, `node`, `machine`.
+    pub levels: Vec<PullLevelStats>,
+    /// Idle entries that did not search because their cache domain had its cap of searchers.
+    pub capped: u64,
+    /// The gate's mean interval between this pool's idle entries (a moving mean).
+    pub mean_idle_interval: std::time::Duration,
+    /// Whether the pool offers waiting work to its siblings now.
+    pub offering: bool,
+}
+
+/// One level of a pool's pull.
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
+pub struct PullLevelStats {
+    /// `cache_domain`, `node` or `machine`.
+    pub level: &'static str,
+    /// Sibling pools at this level.
+    pub siblings: usize,
+    /// Searches of this level by the pool's workers.
+    pub searches: u64,
+    /// Searches that found a task.
+    pub found: u64,
+    /// Idle entries that found work offered at this level and did not search: the gate.
+    pub gated: u64,
+    /// The gate's success ratio for this level, from 0 to 1 (a moving mean over about the
+    /// last 8 searches; 1 before the first).
+    pub success_ratio: f64,
 }
 
 /// One workqueue's counters and the state of its pools, at the moment
@@ -62,7 +101,7 @@ pub struct PoolStats {
 /// Counts run from the workqueue's creation. They are summed over per-pod counters, each read
 /// on its own, so while work runs the sums may be a moment apart (`completed` never exceeds
 /// what was queued).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct WorkqueueStats {

@@ -11,7 +11,7 @@
 //! * [`Mutex`]: `new`, `lock() -> MutexGuard`, `try_lock() -> Option<MutexGuard>`.
 //! * [`Condvar`]: `new`, `wait(guard) -> guard`, `wait_timeout(guard, dur) -> (guard, timed
 //!   out)`, `notify_one`, `notify_all`.
-//! * [`Arc`], [`atomic`]`::{fence, AtomicBool, AtomicUsize, AtomicU64, Ordering}`,
+//! * [`Arc`], [`atomic`]`::{fence, AtomicBool, AtomicU32, AtomicUsize, AtomicU64, Ordering}`,
 //!   [`thread`]`::{spawn, yield_now}`.
 //!
 //! Nothing here poisons: a panic while a lock is held leaves the data as it was, and podq's
@@ -31,7 +31,9 @@ pub(crate) use crossbeam_utils::CachePadded;
 // The facade offers the same API as podq-loom's, whether or not every item has a user yet.
 #[allow(unused_imports)]
 pub(crate) mod atomic {
-    pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+    pub(crate) use std::sync::atomic::{
+        fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+    };
 }
 
 /// Threads, as `std::thread` has them.

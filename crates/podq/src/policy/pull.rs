@@ -372,9 +372,7 @@ mod tests {
         assert!(!attempt(closed, busy, MIN_ATTEMPT.raw()));
         // Half open: half the coins.
         let half = Ratio::from_raw(1 << 15);
-        let searched = (0..0x1_0000u32)
-            .filter(|&c| attempt(half, busy, c))
-            .count();
+        let searched = (0..0x1_0000u32).filter(|&c| attempt(half, busy, c)).count();
         assert_eq!(searched, 1 << 15);
         assert!((0..0x1_0000u32).all(|c| attempt(Ratio::ONE, busy, c)));
     }
@@ -387,7 +385,10 @@ mod tests {
         }
         assert!(mean < Duration::from_micros(11), "{mean:?}");
         let after = idle_interval(mean, Duration::from_millis(9));
-        assert!(after > mean && after < Duration::from_millis(2), "{after:?}");
+        assert!(
+            after > mean && after < Duration::from_millis(2),
+            "{after:?}"
+        );
     }
 
     #[test]

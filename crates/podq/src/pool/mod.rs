@@ -24,12 +24,14 @@
 
 mod core;
 mod lanes;
+mod pull;
 mod registry;
 mod set;
 mod watchdog;
 mod worker;
 
 use std::fmt;
+use std::sync::{OnceLock, Weak};
 use std::time::Duration;
 
 use crate::cpuset::CpuSet;
@@ -37,11 +39,12 @@ use crate::policy::growth::Limits;
 use crate::policy::stall::Look;
 use crate::scope::{AffinityScope, Pod};
 use crate::stats::PoolStats;
-use crate::sync::atomic::{AtomicU64, Ordering};
+use crate::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use crate::sync::{Arc, CachePadded};
 
 use self::core::{Config, Core, Grow, Push};
 use lanes::LaneMap;
+use pull::PullGroup;
 
 pub(crate) use registry::Registry;
 pub(crate) use set::PoolSet;
@@ -110,6 +113,23 @@ pub(crate) struct Shared<T> {
     worker_panics: AtomicU64,
     /// A: worker threads the OS refused to start. Relaxed: a statistic.
     spawn_failures: AtomicU64,
+    /// A: tasks queued on another pool that this pool's workers pulled. Relaxed: a statistic.
+    pulled_in: AtomicU64,
+    /// A: tasks queued on this pool that another pool's workers pulled. Relaxed: a statistic.
+    pulled_out: AtomicU64,
+    /// A: set when the pool's last handle is dropped: its workers no longer pull, and
+    /// siblings no longer kick it. Relaxed: shutdown itself is ordered by the pool lock.
+    shut: AtomicBool,
+    /// I (set once, right after the pools are made): the pull group of the pool set this pool
+    /// was made for; unset when it does not pull. Weak: the group holds the pools' state.
+    group: OnceLock<Weak<PullGroup<T>>>,
+}
+
+impl<T> Shared<T> {
+    /// Whether the pool's last handle is gone.
+    fn is_shut(&self) -> bool {
+        self.shut.load(Ordering::Relaxed)
+    }
 }
 
 /// One pod's queue and workers, shared by every user with equal attributes.
@@ -145,6 +165,10 @@ impl<T: Runnable> Pool<T> {
                 pin_failures: AtomicU64::new(0),
                 worker_panics: AtomicU64::new(0),
                 spawn_failures: AtomicU64::new(0),
+                pulled_in: AtomicU64::new(0),
+                pulled_out: AtomicU64::new(0),
+                shut: AtomicBool::new(false),
+                group: OnceLock::new(),
             }),
             entry: None,
         }
@@ -152,28 +176,34 @@ impl<T: Runnable> Pool<T> {
 
     /// Queues `task` in the lane of `at` (the caller's CPU, or thread index where the CPU
     /// cannot be read, as `crate::here::Here::index` gives it); wakes an idle worker, or
-    /// starts one when every worker is busy and the pool is below `max_workers`.
-    pub(crate) fn push(&self, task: T, at: usize) {
-        let grow = match self.shared.core.push(self.shared.lanes.lane(at), task) {
-            Push::Spawn => Grow::Spawn,
-            Push::Watch => Grow::Watch,
-            Push::Woken | Push::Queued | Push::Handed => Grow::No,
+    /// starts one when every worker is busy and the pool is below `max_workers`. Returns
+    /// whether the pool should offer its waiting work to its siblings
+    /// (`policy::pull::offers`): work waits with every worker busy.
+    pub(crate) fn push(&self, task: T, at: usize) -> bool {
+        let (grow, offers) = match self.shared.core.push(self.shared.lanes.lane(at), task) {
+            Push::Spawn => (Grow::Spawn, false),
+            Push::Watch => (Grow::Watch, true),
+            Push::Busy(waiting) => (Grow::No, crate::policy::pull::offers(waiting)),
+            Push::Woken | Push::Queued | Push::Handed => (Grow::No, false),
         };
         worker::grow_pool(&self.shared, grow);
+        offers
     }
 
     /// Queues `task` from the task that just finished on the calling thread (a work item queued
     /// again while it ran, which its worker hands on when it returns). On a worker of this pool
     /// that worker takes it next, so nobody is woken (P2w): waking an idle worker here only
     /// makes it race the current one for the item (measured: a futex wake-up per closed-loop
-    /// item). Anywhere else it is an ordinary [`Pool::push`] from the calling thread's CPU.
-    pub(crate) fn push_after_run(&self, task: T) {
+    /// item). Anywhere else it is an ordinary [`Pool::push`] from the calling thread's CPU,
+    /// and returns what that returns.
+    pub(crate) fn push_after_run(&self, task: T) -> bool {
         if worker::is_worker_of(&self.shared) {
             self.shared
                 .core
                 .push_for_self(self.shared.lanes.here(), task);
+            false
         } else {
-            self.push(task, crate::here::cpu_or_thread());
+            self.push(task, crate::here::cpu_or_thread())
         }
     }
 
@@ -203,11 +233,12 @@ impl<T: Runnable> Pool<T> {
             lock_acquisitions: snap.lock.acquisitions,
             lock_contended: snap.lock.contended,
             executed: snap.executed,
-            pulled_in: 0,
-            pulled_out: 0,
             pin_failures: shared.pin_failures.load(Ordering::Relaxed),
             worker_panics: shared.worker_panics.load(Ordering::Relaxed),
             spawn_failures: shared.spawn_failures.load(Ordering::Relaxed),
+            pulled_in: shared.pulled_in.load(Ordering::Relaxed),
+            pulled_out: shared.pulled_out.load(Ordering::Relaxed),
+            pull: None,
         }
     }
 }
@@ -230,6 +261,7 @@ impl<T: Runnable> Drop for Pool<T> {
         if let Some(entry) = self.entry.take() {
             entry.forget();
         }
+        self.shared.shut.store(true, Ordering::Relaxed);
         self.shared.core.shutdown();
         // A worker of this pool may drop the pool's last handle (a task dropping the last
         // workqueue): it must not wait for itself. It goes on running the queue, then exits.

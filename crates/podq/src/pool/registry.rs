@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Weak;
 
+use super::pull::PullGroup;
 use super::{pool_name, Pool, PoolAttrs, PoolSet, Runnable};
 use crate::cpuset::CpuSet;
 use crate::error::Result;
@@ -72,7 +73,7 @@ impl<T: Runnable> Registry<T> {
         );
         let pods = Pods::new(topology, attrs.scope, attrs.shard_size)?;
         let mut registry = self.pools.lock();
-        let pools = pods
+        let pools: Vec<_> = pods
             .pods()
             .iter()
             .map(|pod| {
@@ -100,8 +101,35 @@ impl<T: Runnable> Registry<T> {
             })
             .collect();
         drop(registry);
-        Ok(Arc::new(PoolSet::new(pods, pools)))
+        let pull = if attrs.pull {
+            pull_group(&pods, &pools)
+        } else {
+            None
+        };
+        Ok(Arc::new(PoolSet::new(pods, pools, pull)))
     }
+}
+
+/// The pull group of `pools`: the one their workers already use when the pools were all made
+/// together for an equal set before, else a new one, which the pools' workers use unless they
+/// have one already (pools shared with a set of another topology keep their first group).
+/// `None` when fewer than two pools serve a CPU.
+fn pull_group<T: Runnable>(pods: &Pods, pools: &[Arc<Pool<T>>]) -> Option<Arc<PullGroup<T>>> {
+    let shared: Vec<_> = pools.iter().map(|p| Arc::clone(&p.shared)).collect();
+    let existing = shared
+        .first()
+        .and_then(|s| s.group.get())
+        .and_then(std::sync::Weak::upgrade)
+        .filter(|g| g.has_pools(&shared));
+    if existing.is_some() {
+        return existing;
+    }
+    let group = Arc::new(PullGroup::new(pods, &shared)?);
+    for s in &shared {
+        // A pool already in another group keeps it: its workers hold that one.
+        let _ = s.group.set(Arc::downgrade(&group));
+    }
+    Some(group)
 }
 
 impl<T: Runnable> fmt::Debug for Registry<T> {

@@ -5,6 +5,7 @@
 
 use std::fmt;
 
+use super::pull::PullGroup;
 use super::{Pool, Runnable};
 use crate::scope::{Pod, Pods};
 use crate::stats::PoolStats;
@@ -17,13 +18,20 @@ pub(crate) struct PoolSet<T: Runnable> {
     /// One pool per pod; index = pod id. A pod with none of the workqueue's CPUs has a pool
     /// that serves no CPU and is never pushed to.
     pub(super) pools: Vec<Arc<Pool<T>>>,
+    /// The pull group of these pools; `None` when they do not pull.
+    pub(super) pull: Option<Arc<PullGroup<T>>>,
 }
 
 impl<T: Runnable> PoolSet<T> {
-    /// The set of `pools`, one per pod of `pods`, in order.
-    pub(super) fn new(pods: Pods, pools: Vec<Arc<Pool<T>>>) -> Self {
+    /// The set of `pools`, one per pod of `pods`, in order, pulling from each other through
+    /// `pull` when given.
+    pub(super) fn new(
+        pods: Pods,
+        pools: Vec<Arc<Pool<T>>>,
+        pull: Option<Arc<PullGroup<T>>>,
+    ) -> Self {
         debug_assert_eq!(pods.pods().len(), pools.len());
-        Self { pods, pools }
+        Self { pods, pools, pull }
     }
 
     /// The pods, over the whole topology.
@@ -52,16 +60,28 @@ impl<T: Runnable> PoolSet<T> {
     }
 
     /// Queues `task` to the pool of pod `index`, in the lane of `at` (the pusher's CPU, read
-    /// once per queue call: see [`Pool::push`]).
+    /// once per queue call: see [`Pool::push`]); when work then waits with every worker busy,
+    /// the pool offers it to its siblings (O1).
     #[inline]
     pub(crate) fn push(&self, index: usize, task: T, at: usize) {
-        self.pools[index].push(task, at);
+        if self.pools[index].push(task, at) {
+            self.offer(index);
+        }
     }
 
     /// Queues `task` to the pool of pod `index` from the task that just finished on the calling
     /// thread (see [`Pool::push_after_run`]).
     pub(crate) fn push_after_run(&self, index: usize, task: T) {
-        self.pools[index].push_after_run(task);
+        if self.pools[index].push_after_run(task) {
+            self.offer(index);
+        }
+    }
+
+    /// Pool `index` offers its waiting work to its siblings, if the pools pull.
+    fn offer(&self, index: usize) {
+        if let Some(group) = &self.pull {
+            group.offer(index);
+        }
     }
 
     /// Takes out the oldest waiting task for which `matches` is true, searching the pool of pod
@@ -76,7 +96,15 @@ impl<T: Runnable> PoolSet<T> {
 
     /// The stats of the pools that serve at least one of the workqueue's CPUs, in pod order.
     pub(crate) fn stats(&self) -> Vec<PoolStats> {
-        self.serving_pools().map(|p| p.stats()).collect()
+        self.pools
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| !p.pod().cpus.is_empty())
+            .map(|(i, p)| PoolStats {
+                pull: self.pull.as_ref().map(|g| g.stats(i)),
+                ..p.stats()
+            })
+            .collect()
     }
 
     /// The pools that serve at least one of the workqueue's CPUs.

@@ -10,7 +10,8 @@ use std::cell::Cell;
 use std::panic::{self, AssertUnwindSafe};
 use std::thread;
 
-use super::core::{Grow, Next, WorkerSlot};
+use super::core::{Grow, Next, NoSiblings, Siblings, WorkerSlot};
+use super::pull::PullGroup;
 use super::{Runnable, Shared};
 use crate::cpuset::CpuSet;
 use crate::sync::atomic::Ordering;
@@ -63,16 +64,58 @@ pub(super) fn grow_pool<T: Runnable>(shared: &Arc<Shared<T>>, grow: Grow) {
 fn run<T: Runnable>(shared: &Arc<Shared<T>>) {
     WORKER_OF.with(|w| w.set(Arc::as_ptr(shared) as usize));
     place(shared);
+    let group = shared.group.get().and_then(std::sync::Weak::upgrade);
+    match group {
+        Some(group) => work(
+            shared,
+            &mut Puller {
+                group: &group,
+                shared,
+            },
+        ),
+        None => work(shared, &mut NoSiblings),
+    }
+    WORKER_OF.with(|w| w.set(0));
+}
+
+/// The run loop. Leaves on `Next::Exit` (retired when idle, or shut down with nothing
+/// queued): either way nothing waits that another worker, or one that the next push starts,
+/// will not run.
+fn work<T: Runnable>(shared: &Arc<Shared<T>>, siblings: &mut impl Siblings<T>) {
     let mut slot = WorkerSlot::new();
-    // Leaves on `Next::Exit` (retired when idle, or shut down with nothing queued): either way
-    // nothing waits that another worker, or one that the next push starts, will not run.
-    while let Next::Run { item, grow } = shared.core.next(&mut slot, || shared.lanes.here()) {
+    while let Next::Run { item, grow } =
+        shared
+            .core
+            .next(&mut slot, || shared.lanes.here(), siblings)
+    {
         grow_pool(shared, grow);
         if run_task(shared, item) {
             slot.ran_one();
         }
     }
-    WORKER_OF.with(|w| w.set(0));
+}
+
+/// A worker's siblings: its pool's pull group.
+struct Puller<'a, T: Runnable> {
+    /// The group of the worker's pool.
+    group: &'a PullGroup<T>,
+    /// The worker's pool.
+    shared: &'a Shared<T>,
+}
+
+impl<T: Runnable> Siblings<T> for Puller<'_, T> {
+    #[inline]
+    fn drained(&mut self) {
+        self.group.withdraw(self.shared.pod.id);
+    }
+
+    fn pull(&mut self) -> Option<T> {
+        // A pool being shut down lets its workers exit once its own queue is empty.
+        if self.shared.is_shut() {
+            return None;
+        }
+        self.group.pull(self.shared.pod.id)
+    }
 }
 
 /// Runs one task, containing a panic that escapes it (a task is not supposed to unwind; the

@@ -8,7 +8,7 @@
 
 use super::idle::{Parker, WorkerSlot};
 use super::queue::Head;
-use super::{Core, Grow, Next, Synced};
+use super::{Core, Grow, Synced};
 use crate::policy::growth as policy;
 use crate::policy::stall::{self, Look};
 use crate::sync::{Arc, MutexGuard};
@@ -75,14 +75,12 @@ impl<T> Core<T> {
     /// `need_more_worker` chain), so that a batch moved to the head does not wait for this
     /// worker alone and items that block do not starve the ones behind them. Releases the head
     /// lock.
-    pub(super) fn hand_on(&self, mut head: MutexGuard<'_, Head<T>>, item: T) -> Next<T> {
+    /// Returns the task, to run after acting on the returned [`Grow`].
+    pub(super) fn hand_on(&self, mut head: MutexGuard<'_, Head<T>>, item: T) -> (T, Grow) {
         head.started += 1;
         let waiting = head.queue.len();
         if waiting == 0 || !self.hint.load().help() {
-            return Next::Run {
-                item,
-                grow: Grow::No,
-            };
+            return (item, Grow::No);
         }
         let mut synced = self.lock();
         let help = match synced.wake_one() {
@@ -105,7 +103,7 @@ impl<T> Core<T> {
             }
             Help::Grow(grow) => grow,
         };
-        Next::Run { item, grow }
+        (item, grow)
     }
 
     /// The stall watchdog's look at a watched pool (D2-D3), decided by [`stall::check`]:

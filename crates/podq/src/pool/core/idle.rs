@@ -134,6 +134,9 @@ pub(crate) struct WorkerSlot {
     /// to `Head::executed` (W1): counting there costs no write to a line that another worker
     /// also writes.
     pub(super) ran: u64,
+    /// Whether the last task this worker took was pulled from a sibling (W7p): it then asks
+    /// its siblings again before it spins.
+    pub(super) pulled: bool,
 }
 
 impl WorkerSlot {
@@ -145,6 +148,7 @@ impl WorkerSlot {
             parker: Arc::new(Parker::new()),
             coming: true,
             ran: 0,
+            pulled: false,
         }
     }
 

@@ -10,6 +10,9 @@
 //!   (`policy::stall`).
 //! * `lifecycle.rs`: shutdown, a worker's exit, a worker that could not start, the stats
 //!   snapshot.
+//! * `pull.rs`: pull, the core's side: a sibling's worker taking this pool's oldest task, this
+//!   pool sending a worker when a sibling offers work, and what a worker asks of its siblings
+//!   when its own queue is empty.
 //!
 //! This file holds the state and the two entry points, [`Core::push`] and [`Core::next`],
 //! which take the protocol's steps in order. The steps are written out in `pool/README.md`
@@ -29,6 +32,7 @@
 mod growth;
 mod idle;
 mod lifecycle;
+mod pull;
 pub(crate) mod queue;
 
 use std::time::Duration;
@@ -42,6 +46,7 @@ use queue::{lock_counted, Head, Lane, LockCounts};
 
 pub(crate) use crate::policy::growth::Grow;
 pub(crate) use idle::WorkerSlot;
+pub(crate) use pull::{NoSiblings, Siblings, Stolen};
 
 /// The workers' state, under the pool lock.
 #[derive(Debug)]
@@ -92,8 +97,12 @@ pub(crate) enum Push {
     /// Every worker is busy: the caller must start one worker (and call
     /// [`Core::spawn_failed`] if it cannot).
     Spawn,
-    /// The item waits for a busy, spinning or coming worker (or the pool is at `max_workers`).
+    /// The item waits for a spinning or coming worker (or the pool is at `max_workers`).
     Queued,
+    /// The item waits, `0` items in its lane with it, with nobody idle, no spinner to take it
+    /// and the pool at its size or a worker on its way: the caller may offer the pool's waiting
+    /// work to its siblings (`policy::pull::offers`).
+    Busy(usize),
     /// The item went straight to a spinning worker, through the mailbox (P1).
     Handed,
     /// The item waits with every worker busy and the pool at its eager size: the caller must
@@ -212,12 +221,14 @@ impl<T> Core<T> {
         let waiting = self.push_to_lane(lane, item);
         // (P3) Fence, then read the hint (the push's half of the pair with W10).
         let hint = self.hint_after_push();
-        // (P4) Nobody idle and a worker running, spinning or coming: it takes the item. Or
-        // no more items in this lane than spinners on other CPUs: one of them takes it.
-        if !hint.help()
-            || policy::spinners_take(waiting, self.spinners_elsewhere(hint, &self.lanes[lane]))
-        {
+        // (P4) No more items in this lane than spinners on other CPUs: one of them takes it.
+        // Or nobody idle and a worker running, spinning or coming: it takes the item, and the
+        // caller may offer it to the pool's siblings.
+        if policy::spinners_take(waiting, self.spinners_elsewhere(hint, &self.lanes[lane])) {
             return Push::Queued;
+        }
+        if !hint.help() {
+            return Push::Busy(waiting);
         }
         let mut synced = self.lock();
         // (P5) Wake the most recently parked idle worker, if any.
@@ -251,10 +262,15 @@ impl<T> Core<T> {
         self.push_to_lane(lane, item);
     }
 
-    /// The worker's step: takes the next item, or parks until there is one, or says to exit
-    /// (W1-W12). `lane_here` gives the lane of the CPU the worker runs on (wrapped to the lanes
-    /// there are), where it counts itself while it spins.
-    pub(crate) fn next(&self, slot: &mut WorkerSlot, lane_here: impl Fn() -> usize) -> Next<T> {
+    /// The worker's step: takes the next item, or pulls one from `siblings`, or parks until
+    /// there is one, or says to exit (W1-W12). `lane_here` gives the lane of the CPU the worker
+    /// runs on (wrapped to the lanes there are), where it counts itself while it spins.
+    pub(crate) fn next(
+        &self,
+        slot: &mut WorkerSlot,
+        lane_here: impl Fn() -> usize,
+        siblings: &mut impl Siblings<T>,
+    ) -> Next<T> {
         // (W1) Back at the queue: leave `coming`.
         if slot.coming {
             let mut synced = self.lock();
@@ -262,6 +278,8 @@ impl<T> Core<T> {
             self.publish(&synced);
         }
         let mut spun = false;
+        // Whether this worker has asked its siblings for a task since its queue ran empty.
+        let mut pulled = false;
         // The lane whose CPU this worker spins on, while it spins.
         let mut spinning: Option<&Lane<T>> = None;
         // A task handed over through the mailbox while this worker spun.
@@ -283,7 +301,26 @@ impl<T> Core<T> {
             // pusher ever takes the head lock.
             if let Some(item) = self.take(&mut head) {
                 // (W4)
-                return self.hand_on(head, item);
+                slot.pulled = false;
+                let (item, grow) = self.hand_on(head, item);
+                return Next::Run { item, grow };
+            }
+            // (W2d) Empty: the pool no longer offers work to its siblings.
+            siblings.drained();
+            // (W7p) Pull: after spinning, or at once when the last task was pulled too (the
+            // work is at a sibling; spinning on an empty queue would only delay it).
+            if !pulled && (spun || slot.pulled || self.spin_rounds == 0) {
+                pulled = true;
+                drop(head);
+                if let Some(item) = siblings.pull() {
+                    slot.pulled = true;
+                    return Next::Run {
+                        item,
+                        grow: Grow::No,
+                    };
+                }
+                slot.pulled = false;
+                continue;
             }
             // (W5) Empty: spin a little before parking, once per empty queue, without the pool
             // lock. Counted in the hint, so a push meanwhile leaves its item to us (P4); we

@@ -6,7 +6,7 @@ use super::*;
 use crate::policy::growth::Limits;
 use crate::pool::core::queue::mailbox::Mailbox;
 use crate::pool::core::queue::{Fifo, LockCounts};
-use crate::pool::core::{Config, Core, Grow, Next, Push, WorkerSlot};
+use crate::pool::core::{Config, Core, Grow, Next, NoSiblings, Push, WorkerSlot};
 
 /// The configuration of cores driven by hand: every worker eager, no spinning.
 fn limits(max_workers: usize) -> Config {
@@ -22,20 +22,21 @@ fn limits(max_workers: usize) -> Config {
 fn the_core_asks_for_one_worker_at_a_time() {
     let core = Core::<u32>::new(limits(4));
     assert_eq!(core.push(0, 1), Push::Spawn);
-    // The first worker is on its way: no second one for the next items yet.
-    assert_eq!(core.push(0, 2), Push::Queued);
-    assert_eq!(core.push(0, 3), Push::Queued);
+    // The first worker is on its way: no second one for the next items yet. The items wait
+    // behind it with nobody idle (the lane's length with them).
+    assert_eq!(core.push(0, 2), Push::Busy(2));
+    assert_eq!(core.push(0, 3), Push::Busy(3));
     let mut slot = WorkerSlot::new();
     // It takes an item while more wait and nobody is idle: it asks for the next worker.
     assert!(matches!(
-        core.next(&mut slot, || 0),
+        core.next(&mut slot, || 0, &mut NoSiblings),
         Next::Run {
             item: 1,
             grow: Grow::Spawn
         }
     ));
     assert!(matches!(
-        core.next(&mut slot, || 0),
+        core.next(&mut slot, || 0, &mut NoSiblings),
         Next::Run {
             item: 2,
             grow: Grow::No
@@ -52,7 +53,7 @@ fn the_core_asks_for_one_worker_at_a_time() {
 fn a_worker_that_cannot_start_gives_its_items_back_to_the_caller() {
     let core = Core::<u32>::new(limits(4));
     assert_eq!(core.push(0, 7), Push::Spawn);
-    assert_eq!(core.push(0, 8), Push::Queued);
+    assert_eq!(core.push(0, 8), Push::Busy(2));
     // No worker at all: the caller must run what is queued.
     assert!(core.spawn_failed());
     assert_eq!(core.pop(), Some(7));
@@ -69,13 +70,13 @@ fn a_full_pool_queues_without_asking_for_workers() {
     assert_eq!(core.push(0, 1), Push::Spawn);
     let mut slot = WorkerSlot::new();
     assert!(matches!(
-        core.next(&mut slot, || 0),
+        core.next(&mut slot, || 0, &mut NoSiblings),
         Next::Run {
             item: 1,
             grow: Grow::No
         }
     ));
-    assert_eq!(core.push(0, 2), Push::Queued);
+    assert_eq!(core.push(0, 2), Push::Busy(1));
     assert_eq!(core.remove_if(|&i| i == 2), Some(2));
     assert_eq!(core.snapshot().queue_depth, 0);
 }
@@ -85,13 +86,13 @@ fn each_lane_keeps_its_order_and_the_lanes_take_turns() {
     let core = Core::<u32>::new(limits(1));
     assert_eq!(core.push(0, 10), Push::Spawn);
     // Lane numbers wrap: 3 is lane 1 of 2.
-    for (lane, item) in [(3, 20), (0, 11), (1, 21), (0, 12)] {
-        assert_eq!(core.push(lane, item), Push::Queued);
+    for (lane, item, waiting) in [(3, 20, 1), (0, 11, 2), (1, 21, 2), (0, 12, 3)] {
+        assert_eq!(core.push(lane, item), Push::Busy(waiting));
     }
     let mut slot = WorkerSlot::new();
     let mut ran = Vec::new();
     for _ in 0..5 {
-        match core.next(&mut slot, || 0) {
+        match core.next(&mut slot, || 0, &mut NoSiblings) {
             Next::Run { item, .. } => ran.push(item),
             Next::Exit => panic!("exit with items waiting"),
         }
@@ -105,7 +106,7 @@ fn each_lane_keeps_its_order_and_the_lanes_take_turns() {
 fn a_worker_that_cannot_start_gives_back_the_items_of_every_lane() {
     let core = Core::<u32>::new(limits(4));
     assert_eq!(core.push(1, 7), Push::Spawn);
-    assert_eq!(core.push(0, 8), Push::Queued);
+    assert_eq!(core.push(0, 8), Push::Busy(1));
     assert!(core.spawn_failed());
     let mut back = std::iter::from_fn(|| core.pop()).collect::<Vec<_>>();
     back.sort_unstable();
@@ -117,7 +118,7 @@ fn a_worker_that_cannot_start_gives_back_the_items_of_every_lane() {
 fn cancel_finds_an_item_in_any_lane() {
     let core = Core::<u32>::new(limits(1));
     assert_eq!(core.push(0, 1), Push::Spawn);
-    assert_eq!(core.push(1, 2), Push::Queued);
+    assert_eq!(core.push(1, 2), Push::Busy(1));
     assert_eq!(core.remove_if(|&i| i == 2), Some(2));
     assert_eq!(core.remove_if(|&i| i == 2), None);
     assert_eq!(core.snapshot().queue_depth, 1);

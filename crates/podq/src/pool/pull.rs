@@ -1,0 +1,375 @@
+//! [`PullGroup`]: the pools of one pool set that pull from each other, the summary of which of
+//! them offer waiting work, and each pod's gate. The decisions are `policy::pull`'s; the steps
+//! are "Pull" in `pool/README.md`.
+//!
+//! The summary is a bitmap, a bit per pod, in words of 64 pods on lines of their own: a push
+//! that leaves work waiting with every worker busy sets its pool's bit (once: it reads the
+//! word first), and whoever finds that pool's queue empty clears it. A search reads the words
+//! of its level and touches only the pools whose bit is set, so a search with nothing to find
+//! takes no lock and reads no queue.
+
+use std::cell::Cell;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use super::core::Stolen;
+use super::{worker, Runnable, Shared};
+use crate::policy::pull::{self as policy, Kick, Level, PodPlace, Ratio, Siblings};
+use crate::scope::Pods;
+use crate::stats::{PullLevelStats, PullStats};
+use crate::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use crate::sync::{Arc, CachePadded};
+
+/// Pods per word of the summary.
+const WORD: usize = 64;
+
+/// The pools of one pool set that pull from each other (pool `i` serves pod `i`).
+pub(crate) struct PullGroup<T> {
+    /// I: the pools' shared state, by pod id.
+    pools: Box<[Arc<Shared<T>>]>,
+    /// I: per pod: its siblings and its gate.
+    pods: Box<[PodPull]>,
+    /// A: the summary: bit `p % 64` of word `p / 64` says pool `p` offers waiting work.
+    /// `Relaxed`: a hint; the tasks themselves are taken under the victim's head lock.
+    offering: Box<[CachePadded<AtomicU64>]>,
+    /// I/A: per search domain (a cache domain, or a pod that spans several): the searchers
+    /// now and their cap.
+    domains: Box<[CachePadded<Searchers>]>,
+}
+
+/// One search domain's searchers.
+struct Searchers {
+    /// A: workers searching now. `Relaxed`: a cap, not a lock.
+    now: AtomicUsize,
+    /// I: at most this many at once ([`policy::searcher_cap`]).
+    cap: usize,
+}
+
+/// One pod's place in the group.
+struct PodPull {
+    /// I: its siblings, by level, in search order.
+    siblings: Siblings,
+    /// I: per level, the summary's words masked to the siblings at that level.
+    masks: [Box<[u64]>; 3],
+    /// I: its search domain, an index of [`PullGroup::domains`].
+    domain: usize,
+    /// A: its gate, written by its own workers.
+    gate: CachePadded<Gate>,
+}
+
+/// One pod's gate: per level the success ratio and the counts, and the mean interval between
+/// its workers' idle entries. Written by the pod's own workers with `Relaxed` loads and stores:
+/// two workers updating at once may lose one update, which a moving mean shrugs off.
+struct Gate {
+    /// A: the success ratio per level, in [`Ratio`]'s 65536ths.
+    ratio: [AtomicU32; 3],
+    /// A: searches per level.
+    searches: [AtomicU64; 3],
+    /// A: searches per level that found a task.
+    found: [AtomicU64; 3],
+    /// A: idle entries per level that found work offered and did not search (the gate).
+    gated: [AtomicU64; 3],
+    /// A: idle entries that did not search because the domain had its cap of searchers.
+    capped: AtomicU64,
+    /// A: the mean interval between idle entries, in nanoseconds.
+    mean_idle_ns: AtomicU64,
+    /// A: the last idle entry, in nanoseconds since [`epoch`].
+    last_idle_ns: AtomicU64,
+}
+
+impl Gate {
+    fn new() -> Self {
+        Self {
+            ratio: std::array::from_fn(|_| AtomicU32::new(Ratio::ONE.raw())),
+            searches: Default::default(),
+            found: Default::default(),
+            gated: Default::default(),
+            capped: AtomicU64::new(0),
+            mean_idle_ns: AtomicU64::new(duration_ns(policy::RARE_IDLE)),
+            last_idle_ns: AtomicU64::new(0),
+        }
+    }
+
+    fn ratio(&self, level: Level) -> Ratio {
+        Ratio::from_raw(self.ratio[level.index()].load(Ordering::Relaxed))
+    }
+
+    fn mean_idle(&self) -> Duration {
+        Duration::from_nanos(self.mean_idle_ns.load(Ordering::Relaxed))
+    }
+
+    /// Records an idle entry now; returns the mean interval between idle entries.
+    fn idle_entry(&self) -> Duration {
+        let now = duration_ns(epoch().elapsed());
+        let last = self.last_idle_ns.swap(now, Ordering::Relaxed);
+        let mean = policy::idle_interval(self.mean_idle(), Duration::from_nanos(now - last));
+        self.mean_idle_ns
+            .store(duration_ns(mean), Ordering::Relaxed);
+        mean
+    }
+
+    /// Records a search at `level` and whether it found a task.
+    fn learn(&self, level: Level, found: bool) {
+        let l = level.index();
+        self.searches[l].fetch_add(1, Ordering::Relaxed);
+        if found {
+            self.found[l].fetch_add(1, Ordering::Relaxed);
+        }
+        let ratio = policy::learn(self.ratio(level), found);
+        self.ratio[l].store(ratio.raw(), Ordering::Relaxed);
+    }
+}
+
+/// The instant the gates' clocks count from.
+fn epoch() -> Instant {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
+
+fn duration_ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+thread_local! {
+    /// The calling thread's random state for the gate's coins (xorshift64; never 0).
+    static COIN: Cell<u64> = Cell::new(seed());
+}
+
+/// A seed that differs between threads: the address of a thread-local, mixed.
+fn seed() -> u64 {
+    let local = 0u8;
+    let addr = std::ptr::addr_of!(local) as u64;
+    (addr ^ 0x9e37_79b9_7f4a_7c15).wrapping_mul(0xbf58_476d_1ce4_e5b9) | 1
+}
+
+/// A uniform random number for the gate (the calling thread's xorshift64).
+fn coin() -> u32 {
+    COIN.with(|c| {
+        let mut x = c.get();
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        c.set(x);
+        (x >> 32) as u32
+    })
+}
+
+impl<T: Runnable> PullGroup<T> {
+    /// The group of `pools` (pool `i` serves pod `i` of `pods`), or `None` when fewer than two
+    /// of them serve a CPU: then nobody has a sibling.
+    pub(super) fn new(pods: &Pods, pools: &[Arc<Shared<T>>]) -> Option<Self> {
+        debug_assert_eq!(pods.len(), pools.len());
+        let serves = |p: usize| !pools[p].pod.cpus.is_empty();
+        if (0..pools.len()).filter(|&p| serves(p)).count() < 2 {
+            return None;
+        }
+        let places: Vec<PodPlace> = pods
+            .pods()
+            .iter()
+            .map(|pod| PodPlace {
+                cache_domain: pod.cache_domain(),
+                node: pod.node(),
+                serves: serves(pod.id()),
+            })
+            .collect();
+        let words = pools.len().div_ceil(WORD);
+        // Search domains: the cache domains, and each pod that spans several on its own.
+        let mut keys: Vec<(bool, usize)> = Vec::new();
+        let mut cpus: Vec<usize> = Vec::new();
+        let domain_of: Vec<usize> = (0..pools.len())
+            .map(|p| {
+                let key = match places[p].cache_domain {
+                    Some(d) => (true, d),
+                    None => (false, p),
+                };
+                let at = keys.iter().position(|&k| k == key).unwrap_or_else(|| {
+                    keys.push(key);
+                    cpus.push(0);
+                    keys.len() - 1
+                });
+                cpus[at] += pools[p].pod.cpus.len();
+                at
+            })
+            .collect();
+        let group_pods = (0..pools.len())
+            .map(|p| {
+                let siblings = policy::siblings(&places, p);
+                let masks = Level::ALL.map(|level| {
+                    let mut mask = vec![0u64; words];
+                    for &s in siblings.level(level) {
+                        mask[s / WORD] |= 1 << (s % WORD);
+                    }
+                    mask.into_boxed_slice()
+                });
+                PodPull {
+                    siblings,
+                    masks,
+                    domain: domain_of[p],
+                    gate: CachePadded::new(Gate::new()),
+                }
+            })
+            .collect();
+        Some(Self {
+            pools: pools.into(),
+            pods: group_pods,
+            offering: (0..words)
+                .map(|_| CachePadded::new(AtomicU64::new(0)))
+                .collect(),
+            domains: cpus
+                .into_iter()
+                .map(|n| {
+                    CachePadded::new(Searchers {
+                        now: AtomicUsize::new(0),
+                        cap: policy::searcher_cap(n),
+                    })
+                })
+                .collect(),
+        })
+    }
+
+    /// Whether the group's pools are exactly `pools`, in order.
+    pub(super) fn has_pools(&self, pools: &[Arc<Shared<T>>]) -> bool {
+        self.pools.len() == pools.len()
+            && self.pools.iter().zip(pools).all(|(a, b)| Arc::ptr_eq(a, b))
+    }
+
+    fn word_bit(pod: usize) -> (usize, u64) {
+        (pod / WORD, 1 << (pod % WORD))
+    }
+
+    fn is_offering(&self, pod: usize) -> bool {
+        let (w, bit) = Self::word_bit(pod);
+        self.offering[w].load(Ordering::Relaxed) & bit != 0
+    }
+
+    /// (O1) Pool `pod` leaves work waiting with every worker busy: it offers its waiting work
+    /// to its siblings, and asks one of them to send a worker. Nothing when it offers already.
+    pub(super) fn offer(&self, pod: usize) {
+        let (w, bit) = Self::word_bit(pod);
+        let word = &self.offering[w];
+        if word.load(Ordering::Relaxed) & bit != 0 {
+            return;
+        }
+        word.fetch_or(bit, Ordering::Relaxed);
+        self.kick_one(pod);
+    }
+
+    /// (O2) Asks the nearest sibling that may help (someone idle, or room to grow), and whose
+    /// gate would search at that level, to wake or start a worker, which pulls.
+    fn kick_one(&self, pod: usize) {
+        for (level, sib) in self.pods[pod].siblings.iter() {
+            let shared = &self.pools[sib];
+            if !shared.core.may_help() || shared.is_shut() {
+                continue;
+            }
+            let gate = &self.pods[sib].gate;
+            if !policy::attempt(gate.ratio(level), gate.mean_idle(), coin()) {
+                continue;
+            }
+            match shared.core.kick() {
+                Kick::No => continue,
+                Kick::Wake => return,
+                Kick::Spawn => {
+                    worker::start(shared);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// (W2d) Pool `pod`'s worker found its queue empty: it no longer offers work.
+    #[inline]
+    pub(super) fn withdraw(&self, pod: usize) {
+        let (w, bit) = Self::word_bit(pod);
+        let word = &self.offering[w];
+        if word.load(Ordering::Relaxed) & bit != 0 {
+            word.fetch_and(!bit, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether a sibling of `pod` at `level` offers work: a few loads, no lock.
+    fn offered_at(&self, pod: usize, level: Level) -> bool {
+        self.pods[pod].masks[level.index()]
+            .iter()
+            .zip(self.offering.iter())
+            .any(|(&mask, word)| mask != 0 && word.load(Ordering::Relaxed) & mask != 0)
+    }
+
+    /// (W7p) A worker of pool `pod` found its queue empty: at each level whose siblings offer
+    /// work, if the gate lets it and its domain has room for one more searcher, take the oldest
+    /// task of the first offering sibling that still has one.
+    pub(super) fn pull(&self, pod: usize) -> Option<T> {
+        let me = &self.pods[pod];
+        let mean_idle = me.gate.idle_entry();
+        for level in Level::ALL {
+            if !self.offered_at(pod, level) {
+                continue;
+            }
+            if !policy::attempt(me.gate.ratio(level), mean_idle, coin()) {
+                me.gate.gated[level.index()].fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            let searchers = &self.domains[me.domain];
+            if searchers.now.fetch_add(1, Ordering::Relaxed) >= searchers.cap {
+                searchers.now.fetch_sub(1, Ordering::Relaxed);
+                me.gate.capped.fetch_add(1, Ordering::Relaxed);
+                return None;
+            }
+            let found = self.search(pod, level);
+            searchers.now.fetch_sub(1, Ordering::Relaxed);
+            me.gate.learn(level, found.is_some());
+            if found.is_some() {
+                return found;
+            }
+        }
+        None
+    }
+
+    /// Tries the offering siblings of `pod` at `level` in order; withdraws the offers of those
+    /// found empty.
+    fn search(&self, pod: usize, level: Level) -> Option<T> {
+        for &sib in self.pods[pod].siblings.level(level) {
+            if !self.is_offering(sib) {
+                continue;
+            }
+            let victim = &self.pools[sib];
+            match victim.core.steal() {
+                Stolen::Empty => self.withdraw(sib),
+                Stolen::Took { item, grow, more } => {
+                    if !more {
+                        self.withdraw(sib);
+                    }
+                    worker::grow_pool(victim, grow);
+                    victim.pulled_out.fetch_add(1, Ordering::Relaxed);
+                    self.pools[pod].pulled_in.fetch_add(1, Ordering::Relaxed);
+                    return Some(item);
+                }
+            }
+        }
+        None
+    }
+
+    /// Pod `pod`'s gate and searches, for its pool's stats.
+    pub(super) fn stats(&self, pod: usize) -> PullStats {
+        let gate = &self.pods[pod].gate;
+        PullStats {
+            levels: Level::ALL
+                .iter()
+                .map(|&level| {
+                    let l = level.index();
+                    PullLevelStats {
+                        level: level.name(),
+                        siblings: self.pods[pod].siblings.level(level).len(),
+                        searches: gate.searches[l].load(Ordering::Relaxed),
+                        found: gate.found[l].load(Ordering::Relaxed),
+                        gated: gate.gated[l].load(Ordering::Relaxed),
+                        success_ratio: gate.ratio(level).as_f64(),
+                    }
+                })
+                .collect(),
+            capped: gate.capped.load(Ordering::Relaxed),
+            mean_idle_interval: gate.mean_idle(),
+            offering: self.is_offering(pod),
+        }
+    }
+}
