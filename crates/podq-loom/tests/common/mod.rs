@@ -11,7 +11,9 @@ use podq_loom::sync::{thread, Arc, Condvar, Mutex};
 #[path = "../../../podq/src/pool/core/mod.rs"]
 mod core;
 
-pub(crate) use self::core::{Config, Core, Grow, Next, Push, WorkerSlot};
+pub(crate) use self::core::{
+    Config, Core, Grow, Next, NoSiblings, Push, Siblings, Stolen, WorkerSlot,
+};
 
 /// A task in the models: a closure, as the pool's tasks are.
 pub(crate) type Item = Box<dyn FnOnce() + Send>;
@@ -62,12 +64,49 @@ pub(crate) fn push_on(core: &Arc<Core<Item>>, lane: usize, item: Item) {
 
 /// Starts one detached worker thread running the pool's worker loop.
 pub(crate) fn start(core: &Arc<Core<Item>>) {
+    start_with(core, NoSiblings);
+}
+
+/// Starts one detached worker of `core` that pulls from `victim` when its own queue is empty
+/// (W7p), as a worker of a pull group does.
+pub(crate) fn start_pulling(core: &Arc<Core<Item>>, victim: &Arc<Core<Item>>) {
+    start_with(core, StealFrom(Arc::clone(victim)));
+}
+
+/// A worker's one sibling: `victim`, whose tasks it takes as the pull group's search does.
+pub(crate) struct StealFrom(pub(crate) Arc<Core<Item>>);
+
+impl Siblings<Item> for StealFrom {
+    fn drained(&mut self) {}
+
+    fn pull(&mut self) -> Option<Item> {
+        steal(&self.0)
+    }
+}
+
+/// Takes `victim`'s oldest task as a sibling's worker does, acting on what the victim asks for
+/// the tasks left behind (W4).
+pub(crate) fn steal(victim: &Arc<Core<Item>>) -> Option<Item> {
+    match victim.steal() {
+        Stolen::Empty => None,
+        Stolen::Took { item, grow, .. } => {
+            assert_ne!(grow, Grow::Watch);
+            if grow == Grow::Spawn {
+                start(victim);
+            }
+            Some(item)
+        }
+    }
+}
+
+/// Starts one detached worker thread running the pool's worker loop with `siblings`.
+fn start_with(core: &Arc<Core<Item>>, mut siblings: impl Siblings<Item> + Send + 'static) {
     let core = Arc::clone(core);
     drop(thread::spawn(move || {
         let mut slot = WorkerSlot::new();
         // Workers spin on lane 1's CPU: pushes on lane 0 may hand their task over through the
         // mailbox (P1), pushes on lane 1 may not (the spinner would be on their own CPU).
-        while let Next::Run { item, grow } = core.next(&mut slot, || WORKER_LANE) {
+        while let Next::Run { item, grow } = core.next(&mut slot, || WORKER_LANE, &mut siblings) {
             // Every worker is eager in the models, so the core never asks for the watchdog.
             assert_ne!(grow, Grow::Watch);
             if grow == Grow::Spawn {
