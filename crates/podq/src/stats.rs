@@ -120,6 +120,9 @@ pub struct WorkqueueStats {
     pub panicked: u64,
     /// Pending executions discarded by `cancel_sync` before they ran.
     pub cancelled: u64,
+    /// Work items whose closure panicked while being dropped (a captured value's `Drop`), when
+    /// a worker let go of the item's last handle after its last execution. The worker goes on.
+    pub drop_panics: u64,
     /// Executions waiting for a `max_active` slot now.
     pub waiting_for_slot: u64,
     /// The pools serving the workqueue (pods with at least one of its CPUs), by pod id.

@@ -48,6 +48,7 @@ use pull::PullGroup;
 
 pub(crate) use registry::Registry;
 pub(crate) use set::PoolSet;
+pub(crate) use worker::drop_payload;
 
 /// Workers per pool at most, by default: the kernel's default `max_active` for a workqueue
 /// (`WQ_DFL_ACTIVE`, 256), so that a workqueue at its `max_active` never waits for a worker.

@@ -115,6 +115,9 @@ pub(crate) struct WqShared {
     pub(crate) flush: Flush,
     /// I: the `max_active` asked for (`None`: no limit).
     max_active: Option<usize>,
+    /// A: items whose closure panicked while a worker dropped it (see `task::release`).
+    /// Relaxed: a statistic.
+    pub(crate) drop_panics: AtomicU64,
     /// The slot counter and FIFO, when `max_active` can be reached.
     pub(crate) active: Option<ActiveLimit<Task>>,
 }
@@ -195,6 +198,7 @@ impl Workqueue {
             rotation: AtomicUsize::new(0),
             flush: Flush::new(flush_wait(id)),
             max_active,
+            drop_panics: AtomicU64::new(0),
             active: reachable.map(ActiveLimit::new),
             pools: Arc::clone(&pools),
         });
@@ -422,6 +426,7 @@ impl Workqueue {
             in_flight: 0,
             panicked: 0,
             cancelled: 0,
+            drop_panics: self.shared.drop_panics.load(Ordering::Relaxed),
             waiting_for_slot: self
                 .shared
                 .active

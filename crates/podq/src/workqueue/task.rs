@@ -12,7 +12,7 @@ use super::flush::Stripe;
 use super::pod_ref::Counted;
 use super::state::Start;
 use super::work::WorkInner;
-use crate::pool::Runnable;
+use crate::pool::{drop_payload, Runnable};
 
 /// What a task runs.
 pub(crate) enum Job {
@@ -88,13 +88,13 @@ impl Task {
         let Task { job, acct } = self;
         let counters = acct.counted.pod().counters.mine();
         let wq_id = acct.counted.pod().wq.id;
-        // The item's handle is dropped only after the accounting (see `drop_item`).
+        // The item's handle is dropped only after the accounting (see `release`).
         let item = match job {
             Job::Once(f) => {
                 counters.started.fetch_add(1, Ordering::Relaxed);
                 let panicked = {
                     let _marker = Marker::enter(wq_id, 0);
-                    catch_unwind(AssertUnwindSafe(f)).is_err()
+                    ended_in_panic(catch_unwind(AssertUnwindSafe(f)))
                 };
                 count_completion(counters, panicked);
                 None
@@ -102,8 +102,7 @@ impl Task {
             Job::Work(item) => {
                 if item.state.start() == Start::Discarded {
                     counters.cancelled.fetch_add(1, Ordering::Relaxed);
-                    acct.retire();
-                    drop_item(item);
+                    release(item, acct, wq_id);
                     return;
                 }
                 counters.started.fetch_add(1, Ordering::Relaxed);
@@ -111,7 +110,7 @@ impl Task {
                     let _marker = Marker::enter(wq_id, item_addr(&item));
                     // Only the runner takes this lock: RUNNING excludes every other runner.
                     let mut func = item.func.lock();
-                    catch_unwind(AssertUnwindSafe(|| (*func)())).is_err()
+                    ended_in_panic(catch_unwind(AssertUnwindSafe(|| (*func)())))
                 };
                 count_completion(counters, panicked);
                 if let Some(next) = item.state.finish() {
@@ -127,9 +126,9 @@ impl Task {
                 Some(item)
             }
         };
-        acct.retire();
-        if let Some(item) = item {
-            drop_item(item);
+        match item {
+            Some(item) => release(item, acct, wq_id),
+            None => acct.retire(),
         }
     }
 
@@ -151,12 +150,37 @@ impl Task {
     }
 }
 
-/// Drops a task's handle of its item, after the run's accounting. It may be the last handle
-/// (the user let go of the item while it was queued): that drops the user's closure, whose
-/// captures may panic in their drop. The panic hook has reported such a panic; it is caught
-/// here so that the worker goes on (the run itself was counted already).
-fn drop_item(item: Arc<WorkInner>) {
-    let _ = catch_unwind(AssertUnwindSafe(move || drop(item)));
+/// Whether a run ended in a panic; drops the panic's payload, containing a panic of the
+/// payload's own drop, so that the run's accounting always follows.
+fn ended_in_panic(result: std::thread::Result<()>) -> bool {
+    match result {
+        Ok(()) => false,
+        Err(payload) => {
+            drop_payload(payload);
+            true
+        }
+    }
+}
+
+/// Ends the accounting of an execution of `item` (`acct.retire`), then drops the task's handle
+/// of the item. It may be the last handle (the user let go of the item while it was queued):
+/// that drops the user's closure, after the accounting, because the closure may hold the
+/// workqueue's last handle, whose drop waits for the workqueue's executions. The drop runs
+/// inside the workqueue's marker, so such a drop knows it runs on one of the workqueue's own
+/// workers and does not wait for the items behind it (step 19). The closure's captures may
+/// panic in their drop: the panic hook has reported it, it is caught here so that the worker
+/// goes on, and counted in the workqueue's `drop_panics`.
+fn release(item: Arc<WorkInner>, acct: Acct, wq_id: u64) {
+    // Nobody else holds a handle, so nobody can make one: this task drops the closure.
+    let wq = (Arc::strong_count(&item) == 1).then(|| Arc::clone(&acct.counted.pod().wq));
+    acct.retire();
+    let _marker = Marker::enter(wq_id, 0);
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(move || drop(item))) {
+        drop_payload(payload);
+        if let Some(wq) = wq {
+            wq.drop_panics.fetch_add(1, Ordering::Relaxed);
+        }
+    }
 }
 
 /// The address of an item, as the thread-local marker keeps it.
