@@ -16,7 +16,7 @@ pub(crate) use self::mutex::MutexPeer;
 pub(crate) use self::rayon::RayonPeer;
 pub(crate) use self::tokio::TokioPeer;
 
-use crate::bench::executor::{ClosedJob, Executor};
+use crate::bench::executor::{ClosedJob, Executor, Spawn};
 use crate::error::CliError;
 
 /// What each peer runtime provides: running a one-shot closure on its workers.
@@ -24,12 +24,23 @@ use crate::error::CliError;
 /// Every peer is an [`Executor`] through it alone: a peer has no reusable work item, so the
 /// closed loop spawns the producer's job anew each time it queues it.
 pub(crate) trait Spawner: Sync {
+    /// What the runtime's work items queue further jobs through.
+    type Handle: Spawn;
+
     /// Runs `job` on one of the runtime's workers; `false` when the runtime refused it.
     fn spawn_job<F: FnOnce() + Send + 'static>(&self, job: F) -> bool;
+
+    /// A handle for work items to queue further jobs with.
+    fn spawn_handle(&self) -> Self::Handle;
 }
 
 impl<S: Spawner> Executor for S {
     type Item = ClosedJob;
+    type Handle = S::Handle;
+
+    fn handle(&self) -> S::Handle {
+        self.spawn_handle()
+    }
 
     fn item(&self, job: ClosedJob) -> ClosedJob {
         job
