@@ -210,7 +210,55 @@ pub(crate) fn run<E: Executor>(
 
 #[cfg(test)]
 mod tests {
+    use podq::AffinityScope;
+
     use super::*;
+    use crate::bench::harness::test_cpus;
+    use crate::bench::peers::{ChannelPeer, MutexPeer, RayonPeer, TokioPeer};
+    use crate::bench::workqueue::PodqExecutor;
+
+    /// Messages per team in the runs below: not a multiple of the senders or the receivers.
+    const ITEMS: u64 = 101;
+
+    #[test]
+    fn every_message_and_every_sender_round_runs_once_on_podq() {
+        let cpus = test_cpus();
+        for pull in [true, false] {
+            let podq = PodqExecutor::new(AffinityScope::Cpu, 8, pull).expect("a workqueue");
+            let measured = run(&podq, &cpus, ITEMS, Duration::ZERO).expect("the run");
+            // Each sender runs once per round of up to RECEIVERS messages.
+            let rounds: usize = (0..SENDERS)
+                .map(|s| share(ITEMS as usize, s))
+                .map(|(start, end)| (end - start).div_ceil(RECEIVERS))
+                .sum();
+            assert_eq!(
+                podq.completed(),
+                cpus.len() as u64 * (ITEMS + rounds as u64),
+                "pull {pull}"
+            );
+            assert!(measured.items_per_sec > 0.0);
+            assert!(measured.queue_to_start.is_some());
+        }
+    }
+
+    #[test]
+    fn every_peer_delivers_every_message() {
+        let cpus = test_cpus();
+        let check = |measured: Result<Measurement, CliError>| {
+            let measured = measured.expect("the run");
+            assert!(measured.items_per_sec > 0.0 && measured.queue_to_start.is_some());
+        };
+        let work = Duration::from_micros(1);
+        check(run(&TokioPeer::new(2).expect("tokio"), &cpus, ITEMS, work));
+        check(run(&RayonPeer::new(2).expect("rayon"), &cpus, ITEMS, work));
+        check(run(
+            &ChannelPeer::new(2).expect("channel"),
+            &cpus,
+            ITEMS,
+            work,
+        ));
+        check(run(&MutexPeer::new(2).expect("mutex"), &cpus, ITEMS, work));
+    }
 
     #[test]
     fn shares_cover_every_message_once() {

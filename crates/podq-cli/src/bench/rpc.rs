@@ -180,3 +180,60 @@ pub(crate) fn run<E: Executor>(
         ..Measurement::of_run(round_trips.saturating_mul(2), cpus.len(), wall, &latency)
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use podq::AffinityScope;
+
+    use super::*;
+    use crate::bench::harness::test_cpus;
+    use crate::bench::peers::{MpscPeer, RayonPeer, TokioPeer};
+    use crate::bench::workqueue::PodqExecutor;
+
+    /// Round trips per pair in the runs below.
+    const ROUND_TRIPS: u64 = 150;
+
+    #[test]
+    fn every_pair_makes_every_round_trip_on_podq() {
+        let cpus = test_cpus();
+        for pull in [true, false] {
+            let podq = PodqExecutor::new(AffinityScope::Cpu, 8, pull).expect("a workqueue");
+            let measured = run(&podq, &cpus, ROUND_TRIPS, Duration::ZERO).expect("the run");
+            let pairs = cpus.len() as u64;
+            assert_eq!(
+                measured.round_trips,
+                Some(pairs * ROUND_TRIPS),
+                "pull {pull}"
+            );
+            assert_eq!(
+                podq.completed(),
+                pairs * 2 * ROUND_TRIPS,
+                "two hops per round trip"
+            );
+            let hop = measured.queue_to_start.expect("per-hop latency");
+            assert!(hop.p50 <= hop.p99);
+        }
+    }
+
+    #[test]
+    fn every_peer_counts_every_round_trip() {
+        let cpus = test_cpus();
+        let expected = Some(cpus.len() as u64 * ROUND_TRIPS);
+        let work = Duration::ZERO;
+        let tokio = run(&TokioPeer::new(2).expect("tokio"), &cpus, ROUND_TRIPS, work);
+        assert_eq!(tokio.expect("tokio run").round_trips, expected);
+        let rayon = run(&RayonPeer::new(2).expect("rayon"), &cpus, ROUND_TRIPS, work);
+        assert_eq!(rayon.expect("rayon run").round_trips, expected);
+        let mpsc = run(&MpscPeer::new(2).expect("mpsc"), &cpus, ROUND_TRIPS, work);
+        assert_eq!(mpsc.expect("mpsc run").round_trips, expected);
+    }
+
+    #[test]
+    fn one_round_trip_is_a_request_and_a_response() {
+        let cpus = test_cpus();
+        let podq = PodqExecutor::new(AffinityScope::System, 8, true).expect("a workqueue");
+        let measured = run(&podq, &cpus[..1], 1, Duration::ZERO).expect("the run");
+        assert_eq!(measured.round_trips, Some(1));
+        assert_eq!(podq.completed(), 2);
+    }
+}

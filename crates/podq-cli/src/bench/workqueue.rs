@@ -60,6 +60,12 @@ impl PodqExecutor {
             pulled: sum(|pool| pool.pulled_out),
         }
     }
+
+    /// Executions of the workqueue's items that have finished.
+    #[cfg(test)]
+    pub(crate) fn completed(&self) -> u64 {
+        self.wq.stats().completed
+    }
 }
 
 impl Executor for PodqExecutor {

@@ -150,6 +150,37 @@ mod tests {
         assert_eq!(ran.load(Ordering::Relaxed), count);
     }
 
+    /// Runs a chain of `count` jobs, each queueing the next through the peer's handle from
+    /// the worker it runs on, and checks that all ran.
+    fn handle_queues_from_jobs<E: Executor>(peer: E) {
+        fn link<H: Spawn>(handle: H, left: usize, ran: Arc<AtomicUsize>) {
+            ran.fetch_add(1, Ordering::Relaxed);
+            if left > 0 {
+                let next = handle.clone();
+                assert!(handle.spawn(move || link(next, left - 1, ran)));
+            }
+        }
+        let count = 500;
+        let ran = Arc::new(AtomicUsize::new(0));
+        let first = (peer.handle(), Arc::clone(&ran));
+        assert!(peer.spawn(move || link(first.0, count - 1, first.1)));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while ran.load(Ordering::Relaxed) < count && std::time::Instant::now() < deadline {
+            std::thread::yield_now();
+        }
+        drop(peer);
+        assert_eq!(ran.load(Ordering::Relaxed), count);
+    }
+
+    #[test]
+    fn every_peer_handle_queues_from_its_jobs() {
+        handle_queues_from_jobs(TokioPeer::new(2).expect("tokio"));
+        handle_queues_from_jobs(RayonPeer::new(2).expect("rayon"));
+        handle_queues_from_jobs(ChannelPeer::new(2).expect("channel"));
+        handle_queues_from_jobs(MpscPeer::new(2).expect("mpsc"));
+        handle_queues_from_jobs(MutexPeer::new(2).expect("mutex"));
+    }
+
     #[test]
     fn every_peer_runs_every_job() {
         runs_every_job(TokioPeer::new(2).expect("tokio"));
