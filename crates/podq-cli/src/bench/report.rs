@@ -77,20 +77,21 @@ fn heading(workload: Workload, settings: &Settings) -> String {
         ns => format!(", {ns} ns of work per item"),
     };
     let items = settings.items;
+    let on = if count == 1 { "CPU" } else { "CPUs" };
     let what = match workload {
         Workload::Queue | Workload::Flood | Workload::Skew => {
             format!(
-                "{} (CPUs {cpus}) x {items} items",
+                "{} ({on} {cpus}) x {items} items",
                 plural(count, "producer thread")
             )
         }
         Workload::Fanout => format!(
-            "{} of {SENDERS} senders and {RECEIVERS} receivers (producers on CPUs {cpus}) x \
+            "{} of {SENDERS} senders and {RECEIVERS} receivers (producers on {on} {cpus}) x \
              {items} messages",
             plural(count, "team")
         ),
         Workload::Rpc => format!(
-            "{} (producers on CPUs {cpus}) x {items} round trips",
+            "{} (producers on {on} {cpus}) x {items} round trips",
             plural(count, "pair")
         ),
     };
