@@ -27,10 +27,10 @@ use super::measurement::{Measurement, Percentiles};
 use super::tally::{record_slots, slots, Countdown, Tally};
 use crate::error::CliError;
 
-/// Sender items per team. hackbench's group is 20 senders and 20 receivers; 4 and 4 keep a
-/// team's backlog at about 20 items (each sender's round of messages and itself), so that
-/// two teams fill two CPUs and a team's messages still wait long enough to be taken by an
-/// idle worker elsewhere.
+/// Sender items per team. hackbench's group is 20 sender and 20 receiver processes; 4 and 4
+/// keep a team's backlog at about 20 items (per sender, a round of [`RECEIVERS`] messages and
+/// the sender itself), which at the default 10 us per message is some 160 us of work queued
+/// per team.
 pub(crate) const SENDERS: usize = 4;
 
 /// Receivers per team: each sender's round queues one message to each.
