@@ -1,5 +1,6 @@
 //! Tiny real runs of `podq bench`: the text report, the JSON's documented shape with every
-//! default scope and every peer, the flood workload, a shard-size sweep and the SVG plot.
+//! default scope and every peer, the flood workload, the skew, fanout and rpc workloads with
+//! pull on and off, a shard-size sweep and the SVG plot.
 
 use std::process::Command;
 
@@ -59,6 +60,12 @@ fn check_row(row: &Value, workload: &str, items: u64) {
     assert!(p50 <= p90 && p90 <= p95, "{row}");
     match row["system"].as_str() {
         Some("podq") => {
+            let pulled = u64_of(row, "pulled");
+            match row["pull"].as_str() {
+                Some("on") => {}
+                Some("off") => assert_eq!(pulled, 0, "nothing is pulled with pull off: {row}"),
+                _ => panic!("podq rows say pull on or off: {row}"),
+            }
             let scope = row["scope"].as_str().expect("podq rows name their scope");
             assert!(SCOPES.contains(&scope), "{row}");
             assert!(u64_of(row, "pools") >= 1, "{row}");
@@ -77,6 +84,10 @@ fn check_row(row: &Value, workload: &str, items: u64) {
             assert!(
                 row.get("scope").is_none() && row.get("pools").is_none(),
                 "peers have no scope: {row}"
+            );
+            assert!(
+                row.get("pull").is_none() && row.get("pulled").is_none(),
+                "peers do not pull: {row}"
             );
         }
         None => panic!("no system in {row}"),
@@ -232,4 +243,141 @@ fn sweep_measures_cache_shard_at_each_size_and_plots_svg() {
         svg.contains("cache_shard/1") && svg.contains("rayon"),
         "labels drawn"
     );
+}
+
+#[test]
+fn every_workload_reports_its_rows_with_pull_on_and_off() {
+    let json = bench_json(&[
+        "--workload",
+        "all",
+        "--items",
+        "64",
+        "--scopes",
+        "cpu",
+        "--pull",
+        "on,off",
+        "--work-ns",
+        "100",
+    ]);
+    let threads = u64_of(&json["settings"], "threads");
+    assert_eq!(json["settings"]["pull"], serde_json::json!(["on", "off"]));
+    let rows = results(&json);
+    let workloads = ["queue", "flood", "skew", "fanout", "rpc"];
+    assert_eq!(rows.len(), workloads.len() * (2 + PEERS.len()));
+    for (workload, rows) in workloads.iter().zip(rows.chunks(2 + PEERS.len())) {
+        assert_eq!(u64_of(&json["settings"]["work_ns"], workload), 100);
+        let systems: Vec<(&str, &str)> = rows
+            .iter()
+            .map(|r| {
+                (
+                    r["system"].as_str().unwrap_or("?"),
+                    r["pull"].as_str().unwrap_or("-"),
+                )
+            })
+            .collect();
+        assert_eq!(
+            systems[..3],
+            [("podq", "on"), ("podq", "off"), ("tokio", "-")],
+            "every podq scope once per pull value, then the peers"
+        );
+        for row in rows {
+            check_row(row, workload, 64);
+            assert_eq!(u64_of(row, "work_ns"), 100, "{row}");
+            let producers = if *workload == "skew" { 1 } else { threads };
+            assert_eq!(u64_of(row, "threads"), producers, "{row}");
+            if *workload == "queue" {
+                continue;
+            }
+            assert!(u64_of(row, "p95_ns") <= u64_of(row, "p99_ns"), "{row}");
+            if *workload == "rpc" {
+                assert_eq!(
+                    u64_of(row, "round_trips"),
+                    threads * 64,
+                    "one pair per producer, every round trip counted: {row}"
+                );
+                let per_sec = u64_of(row, "round_trips_per_sec");
+                assert!(per_sec > 0, "{row}");
+                assert!(
+                    u64_of(row, "items_per_sec").abs_diff(2 * per_sec) <= 2,
+                    "two hops per round trip: {row}"
+                );
+                assert!(
+                    u64_of(row, "hop_p50_ns") <= u64_of(row, "hop_p99_ns"),
+                    "{row}"
+                );
+                assert!(row.get("queue_to_start_p50_ns").is_none(), "{row}");
+            } else {
+                let start50 = u64_of(row, "queue_to_start_p50_ns");
+                assert!(start50 <= u64_of(row, "queue_to_start_p99_ns"), "{row}");
+                assert!(row.get("round_trips").is_none(), "{row}");
+            }
+        }
+    }
+}
+
+#[test]
+fn text_report_labels_pull_and_cpu_bound_workloads_default_to_ten_microseconds() {
+    let text = bench(&[
+        "--workload",
+        "skew",
+        "--items",
+        "20",
+        "--scopes",
+        "cpu",
+        "--peers",
+        "none",
+        "--pull",
+        "off,on",
+    ]);
+    assert!(
+        text.contains("skew: 1 producer thread (CPU") && text.contains("10000 ns of work per item"),
+        "{text}"
+    );
+    let off = text
+        .find("cpu pull=off ")
+        .expect("a kernel line for pull off");
+    let on = text
+        .find("cpu pull=on ")
+        .expect("a kernel line for pull on");
+    assert!(off < on, "the order given: {text}");
+    let header = text
+        .lines()
+        .find(|l| l.split_whitespace().take(3).eq(["system", "scope", "pull"]))
+        .expect("a table header with the pull column");
+    assert!(header.contains("pulled"), "{header}");
+    assert!(
+        text.lines()
+            .any(|l| l.split_whitespace().take(3).eq(["podq", "cpu", "off"])),
+        "{text}"
+    );
+
+    let json = bench_json(&[
+        "--workload",
+        "rpc",
+        "--items",
+        "20",
+        "--scopes",
+        "cpu",
+        "--peers",
+        "none",
+    ]);
+    let row = &results(&json)[0];
+    assert_eq!(row["pull"], "on", "pull is on by default: {row}");
+    assert_eq!(u64_of(row, "work_ns"), 0, "{row}");
+    let text = bench(&[
+        "--workload",
+        "fanout",
+        "--items",
+        "20",
+        "--peers",
+        "mutex",
+        "--scopes",
+        "system",
+    ]);
+    assert!(
+        text.contains("teams of 4 senders and 4 receivers") || text.contains("1 team of 4"),
+        "{text}"
+    );
+    assert!(text.contains("10000 ns of work per item"), "{text}");
+    assert!(text.contains(" items/sec\tp50="), "{text}");
 }

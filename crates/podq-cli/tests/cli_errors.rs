@@ -125,6 +125,28 @@ fn bad_shard_sizes_name_the_value_and_what_is_expected() {
 }
 
 #[test]
+fn bad_pull_values_name_the_input_and_the_choices() {
+    for bad in ["yes", "on,maybe", "", "ON", "on;off"] {
+        let line = assert_one_line_error(
+            &["bench", "--items", "1", "--pull", bad],
+            2,
+            &[&format!("--pull '{bad}'"), "expected on, off, or on,off"],
+        );
+        assert!(!line.contains("panicked"), "{line}");
+    }
+    assert_one_line_error(&["bench", "--pull"], 2, &["--pull"]);
+}
+
+#[test]
+fn unknown_workloads_name_every_workload() {
+    assert_one_line_error(
+        &["bench", "--workload", "hackbench"],
+        2,
+        &["'hackbench'", "queue, flood, skew, fanout, rpc, all"],
+    );
+}
+
+#[test]
 fn sysfs_and_machine_cannot_be_combined() {
     assert_one_line_error(
         &["topo", "--sysfs", "/", "--machine", "grace"],

@@ -9,6 +9,7 @@ use podq::{AffinityScope, CpuSet};
 use super::peers::Peer;
 use super::sweep::Sweep;
 use super::system::{System, KERNEL_ORDER};
+use super::workload::Workload;
 use crate::error::CliError;
 
 /// Items per producer thread when `--items` is not given: the kernel test's default.
@@ -20,7 +21,9 @@ pub(crate) const DEFAULT_ITEMS: u64 = 50_000;
 /// reported as one line naming it and the valid choices.
 #[derive(Debug, Args)]
 pub(crate) struct BenchArgs {
-    /// Workload: queue (the kernel's test_workqueue closed loop), flood (open loop), or all.
+    /// Workload: queue (the kernel's test_workqueue closed loop), flood (open loop), skew (open
+    /// loop from one producer), fanout (senders queueing receivers, hackbench-like), rpc (pairs
+    /// of items queueing each other), or all.
     #[arg(long, value_name = "NAME", default_value = "queue")]
     pub(crate) workload: String,
     /// Scopes to measure, comma-separated [default: cpu,smt,cache_shard,cache,numa,system].
@@ -38,9 +41,14 @@ pub(crate) struct BenchArgs {
     /// Runs of every configuration; the report gives the median and the min-max.
     #[arg(long, value_name = "N", default_value = "1")]
     pub(crate) runs: String,
-    /// CPU work per item, in nanoseconds of busy-waiting.
-    #[arg(long, value_name = "NS", default_value = "0")]
-    pub(crate) work_ns: String,
+    /// CPU work per item, in nanoseconds of busy-waiting [default: 10000 for skew and fanout,
+    /// 0 for the others].
+    #[arg(long, value_name = "NS")]
+    pub(crate) work_ns: Option<String>,
+    /// Whether podq's idle workers pull work from other pods: on, off, or on,off to measure
+    /// every podq configuration with each.
+    #[arg(long, value_name = "LIST", default_value = "on")]
+    pub(crate) pull: String,
     /// Vary a parameter: shard-size=2,4,8,16 measures cache_shard at each size.
     #[arg(long, value_name = "PARAM=LIST")]
     pub(crate) sweep: Option<String>,
@@ -52,44 +60,30 @@ pub(crate) struct BenchArgs {
     pub(crate) json: bool,
 }
 
-/// A benchmark workload.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Workload {
-    /// The kernel's test_workqueue: a closed loop with one item in flight per thread.
-    Queue,
-    /// An open loop: each producer queues all of its items as fast as it can.
-    Flood,
-}
-
-impl Workload {
-    /// The name on the command line and in the JSON.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Workload::Queue => "queue",
-            Workload::Flood => "flood",
-        }
-    }
-}
-
 /// A checked command line: what to measure, how, and where to report it.
 #[derive(Clone, Debug)]
 pub(crate) struct Settings {
     /// Workloads, in order.
     pub(crate) workloads: Vec<Workload>,
-    /// Systems, in order: podq's scopes (kernel order), then the peers.
+    /// Systems, in order: podq's scopes (kernel order), each with every pull setting, then the
+    /// peers.
     pub(crate) systems: Vec<System>,
     /// Whether several shard sizes are measured (labels then show the size).
     pub(crate) sweeping: bool,
+    /// The pull settings measured, in the order given (`true`: on).
+    pub(crate) pulls: Vec<bool>,
     /// The CPU each producer thread is pinned to, one per thread.
     pub(crate) producer_cpus: Vec<usize>,
     /// Worker threads for each peer: the usable CPUs.
     pub(crate) peer_workers: usize,
-    /// Items per producer thread.
+    /// Items per producer thread (for `fanout`, messages per team; for `rpc`, round trips per
+    /// pair).
     pub(crate) items: u64,
     /// Runs per configuration.
     pub(crate) runs: usize,
-    /// Busy-wait per item, in nanoseconds.
-    pub(crate) work_ns: u64,
+    /// Busy-wait per item given by `--work-ns`, for every workload; `None`: each workload's
+    /// default.
+    pub(crate) work_ns: Option<u64>,
     /// Where to draw the plot.
     pub(crate) plot: Option<PathBuf>,
     /// JSON instead of the table.
@@ -103,7 +97,8 @@ impl Settings {
     ///
     /// [`CliError::Usage`] for a bad value: one line naming it and the valid choices.
     pub(crate) fn from_args(args: &BenchArgs, usable: &CpuSet) -> Result<Settings, CliError> {
-        let workloads = parse_workloads(&args.workload)?;
+        let workloads = Workload::parse(&args.workload)?;
+        let pulls = parse_pulls(&args.pull)?;
         let sweep = args.sweep.as_deref().map(Sweep::parse).transpose()?;
         let scopes = match &args.scopes {
             Some(list) => parse_scopes(list)?,
@@ -119,16 +114,17 @@ impl Settings {
         };
         let mut systems = Vec::new();
         for scope in &scopes {
-            if *scope == AffinityScope::CacheShard {
-                systems.extend(shard_sizes.iter().map(|&shard_size| System::Podq {
-                    scope: AffinityScope::CacheShard,
-                    shard_size,
-                }));
+            let sizes = if *scope == AffinityScope::CacheShard {
+                &shard_sizes[..]
             } else {
-                systems.push(System::Podq {
+                &[podq::scope::DEFAULT_SHARD_SIZE][..]
+            };
+            for &shard_size in sizes {
+                systems.extend(pulls.iter().map(|&pull| System::Podq {
                     scope: *scope,
-                    shard_size: podq::scope::DEFAULT_SHARD_SIZE,
-                });
+                    shard_size,
+                    pull,
+                }));
             }
         }
         if sweep.is_some() && !scopes.contains(&AffinityScope::CacheShard) {
@@ -175,32 +171,57 @@ impl Settings {
             workloads,
             sweeping: shard_sizes.len() > 1,
             systems,
+            pulls,
             producer_cpus: usable.iter().take(threads).collect(),
             peer_workers: usable_count,
             items: parse_count("--items", &args.items, "item per thread")?,
             runs: usize::try_from(runs).unwrap_or(usize::MAX),
-            work_ns: parse_number("--work-ns", &args.work_ns)?,
+            work_ns: args
+                .work_ns
+                .as_deref()
+                .map(|text| parse_number("--work-ns", text))
+                .transpose()?,
             plot,
             json: args.json,
         })
     }
 
-    /// Producer threads.
+    /// Producer threads (`--threads`).
     pub(crate) fn threads(&self) -> usize {
         self.producer_cpus.len()
     }
+
+    /// The CPUs of `workload`'s producer threads.
+    pub(crate) fn producers(&self, workload: Workload) -> &[usize] {
+        workload.producer_cpus(&self.producer_cpus)
+    }
+
+    /// Busy-wait per item of `workload`, in nanoseconds: `--work-ns`, or the workload's default.
+    pub(crate) fn work_ns(&self, workload: Workload) -> u64 {
+        self.work_ns.unwrap_or_else(|| workload.default_work_ns())
+    }
+
+    /// Whether labels name the pull setting: whenever it is not the default alone.
+    pub(crate) fn show_pull(&self) -> bool {
+        self.pulls != [true]
+    }
 }
 
-/// `queue`, `flood` or `all`.
-fn parse_workloads(name: &str) -> Result<Vec<Workload>, CliError> {
-    match name {
-        "queue" => Ok(vec![Workload::Queue]),
-        "flood" => Ok(vec![Workload::Flood]),
-        "all" => Ok(vec![Workload::Queue, Workload::Flood]),
+/// `--pull`: `on`, `off`, or both comma-separated, in the order given, without duplicates.
+fn parse_pulls(list: &str) -> Result<Vec<bool>, CliError> {
+    let pulls = parse_list(list, |value| match value {
+        "on" => Ok(true),
+        "off" => Ok(false),
         _ => Err(CliError::Usage(format!(
-            "unknown workload '{name}': expected one of queue, flood, all"
+            "--pull '{list}': unknown value '{value}'; expected on, off, or on,off"
         ))),
+    })?;
+    if pulls.is_empty() {
+        return Err(CliError::Usage(format!(
+            "--pull '{list}': expected on, off, or on,off"
+        )));
     }
+    Ok(pulls)
 }
 
 /// A comma-separated list of scopes, kept in the order given, without duplicates.
@@ -267,7 +288,8 @@ mod tests {
             threads: None,
             items: DEFAULT_ITEMS.to_string(),
             runs: "1".into(),
-            work_ns: "0".into(),
+            work_ns: None,
+            pull: "on".into(),
             sweep: None,
             plot: None,
             json: false,
@@ -281,7 +303,8 @@ mod tests {
                 "threads" => args.threads = Some(value),
                 "items" => args.items = value,
                 "runs" => args.runs = value,
-                "work-ns" => args.work_ns = value,
+                "work-ns" => args.work_ns = Some(value),
+                "pull" => args.pull = value,
                 "sweep" => args.sweep = Some(value),
                 "plot" => args.plot = Some(value.into()),
                 other => panic!("no flag {other}"),
@@ -304,7 +327,11 @@ mod tests {
     #[test]
     fn defaults_measure_every_scope_in_kernel_order_then_every_peer() {
         let settings = Settings::from_args(&args(&[]), &usable()).expect("defaults are valid");
-        let names: Vec<String> = settings.systems.iter().map(|s| s.label(false)).collect();
+        let names: Vec<String> = settings
+            .systems
+            .iter()
+            .map(|s| s.label(false, false))
+            .collect();
         assert_eq!(
             names,
             [
@@ -325,6 +352,61 @@ mod tests {
         assert_eq!(settings.items, DEFAULT_ITEMS);
         assert_eq!(settings.workloads, vec![Workload::Queue]);
         assert!(!settings.sweeping);
+        assert_eq!(settings.pulls, [true]);
+        assert!(!settings.show_pull());
+        assert!(settings.systems.iter().all(|s| s.pull() != Some(false)));
+    }
+
+    #[test]
+    fn pull_on_off_measures_every_podq_configuration_with_each() {
+        let settings = Settings::from_args(
+            &args(&[
+                ("scopes", "cpu,cache_shard"),
+                ("peers", "rayon"),
+                ("sweep", "shard-size=2,4"),
+                ("pull", "off,on,off"),
+            ]),
+            &usable(),
+        )
+        .expect("valid");
+        assert_eq!(settings.pulls, [false, true]);
+        assert!(settings.show_pull());
+        let names: Vec<String> = settings
+            .systems
+            .iter()
+            .map(|s| s.label(settings.sweeping, settings.show_pull()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "cpu pull=off",
+                "cpu pull=on",
+                "cache_shard/2 pull=off",
+                "cache_shard/2 pull=on",
+                "cache_shard/4 pull=off",
+                "cache_shard/4 pull=on",
+                "rayon"
+            ]
+        );
+    }
+
+    #[test]
+    fn work_defaults_per_workload_and_an_explicit_value_overrides_all() {
+        let settings =
+            Settings::from_args(&args(&[("workload", "all")]), &usable()).expect("valid");
+        let work: Vec<u64> = Workload::ALL
+            .into_iter()
+            .map(|w| settings.work_ns(w))
+            .collect();
+        assert_eq!(work, [0, 0, 10_000, 10_000, 0]);
+        let settings =
+            Settings::from_args(&args(&[("workload", "all"), ("work-ns", "500")]), &usable())
+                .expect("valid");
+        assert!(Workload::ALL
+            .into_iter()
+            .all(|w| settings.work_ns(w) == 500));
+        assert_eq!(settings.producers(Workload::Skew), [0]);
+        assert_eq!(settings.producers(Workload::Rpc), [0, 1, 4, 5]);
     }
 
     #[test]
@@ -344,7 +426,11 @@ mod tests {
             &usable(),
         )
         .expect("valid");
-        let names: Vec<String> = settings.systems.iter().map(|s| s.label(false)).collect();
+        let names: Vec<String> = settings
+            .systems
+            .iter()
+            .map(|s| s.label(false, false))
+            .collect();
         assert_eq!(names, ["cache_shard", "mutex", "channel"]);
     }
 
@@ -362,7 +448,7 @@ mod tests {
         let names: Vec<String> = settings
             .systems
             .iter()
-            .map(|s| s.label(settings.sweeping))
+            .map(|s| s.label(settings.sweeping, settings.show_pull()))
             .collect();
         assert_eq!(names, ["cpu", "cache_shard/2", "cache_shard/4", "system"]);
     }
@@ -384,9 +470,17 @@ mod tests {
         assert!(usage(&[("runs", "0")]).starts_with("--runs 0"));
         let message = usage(&[("workload", "burst")]);
         assert!(
-            message.contains("'burst'") && message.contains("queue, flood"),
+            message.contains("'burst'") && message.contains("queue, flood, skew, fanout, rpc"),
             "{message}"
         );
+        for bad in ["yes", "on,maybe", "", " , ", "On"] {
+            let message = usage(&[("pull", bad)]);
+            assert!(
+                message.starts_with(&format!("--pull '{bad}'"))
+                    && message.contains("expected on, off, or on,off"),
+                "{message}"
+            );
+        }
         let message = usage(&[("scopes", "cpu,Cache")]);
         assert!(
             message.contains("'Cache'") && message.contains("cache_shard"),
@@ -400,7 +494,11 @@ mod tests {
         assert!(usage(&[("sweep", "shard-size=4"), ("scopes", "cpu")]).contains("cache_shard"));
         assert!(usage(&[("plot", "out.png")]).contains("out.png"));
         assert!(usage(&[("scopes", ""), ("peers", "none")]).contains("nothing to measure"));
-        for message in [usage(&[("threads", "0")]), usage(&[("sweep", "size=1")])] {
+        for message in [
+            usage(&[("threads", "0")]),
+            usage(&[("sweep", "size=1")]),
+            usage(&[("pull", "sometimes")]),
+        ] {
             assert!(!message.contains('\n'), "one line: {message}");
         }
     }

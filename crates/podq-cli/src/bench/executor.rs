@@ -10,13 +10,30 @@ use std::time::{Duration, Instant};
 /// with as many producers as CPUs a spinning producer takes the CPU the worker needs.
 const SPIN_CHECKS: u32 = 32;
 
+/// What a work item holds to queue further items from a worker: the fanout's senders and the
+/// rpc's hops queue through it, as `Executor::spawn` would from a producer thread.
+///
+/// Items hold a handle only while they wait or run, and every workload ends once all of its
+/// items have run, so the executor is the last to let its system go.
+pub(crate) trait Spawn: Clone + Send + Sync + 'static {
+    /// Queues a one-shot closure; `false` when the system refused it.
+    fn spawn<F: FnOnce() + Send + 'static>(&self, job: F) -> bool;
+}
+
 /// A system that runs closures on its own worker threads.
 ///
-/// Both workloads call only this trait, so every system pays for the same harness.
+/// Every workload calls only this trait and [`Spawn`], so every system pays for the same
+/// harness.
 pub(crate) trait Executor: Sync {
     /// What a producer thread owns in the closed loop: a reusable podq `Work`, or for the peers
     /// the job they spawn anew each time.
     type Item: Send;
+
+    /// The handle work items queue through.
+    type Handle: Spawn;
+
+    /// A handle for work items to queue further items with.
+    fn handle(&self) -> Self::Handle;
 
     /// Builds the item a producer thread queues again and again in the closed loop.
     fn item(&self, job: ClosedJob) -> Self::Item;

@@ -3,63 +3,15 @@
 //! executed (all items over the wall time until the last one has run), the queue call's
 //! latency, and the time from queueing to starting.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::thread::{self, Thread};
+use std::thread;
 use std::time::{Duration, Instant};
 
-use super::executor::{burn, Executor};
+use super::executor::Executor;
 use super::harness::{merge_histograms, nanos, new_histogram, run_producers, StartGate};
 use super::measurement::{Measurement, Percentiles};
+use super::tally::Tally;
 use crate::error::CliError;
-
-/// What one producer's items report into.
-struct Tally {
-    /// Items not yet run. Decremented `AcqRel` by each item after storing its start time;
-    /// the `Acquire` load that sees 0 makes every start time visible to the timer thread.
-    remaining: AtomicU64,
-    /// Queue-to-start time of item `n`, in nanoseconds.
-    queue_to_start_ns: Box<[AtomicU64]>,
-    /// The timer thread, unparked by the last item.
-    timer: Thread,
-}
-
-impl Tally {
-    /// A tally for `items` items, or an error when their start times do not fit in memory.
-    fn new(items: u64, timer: Thread) -> Result<Tally, CliError> {
-        let len = usize::try_from(items).unwrap_or(usize::MAX);
-        let mut slots = Vec::new();
-        slots.try_reserve_exact(len).map_err(|_| {
-            CliError::Failed(format!(
-                "--items {items}: flood keeps 8 bytes per item for queue-to-start times and \
-                 cannot allocate them; give fewer items"
-            ))
-        })?;
-        slots.extend((0..len).map(|_| AtomicU64::new(0)));
-        Ok(Tally {
-            remaining: AtomicU64::new(items),
-            queue_to_start_ns: slots.into_boxed_slice(),
-            timer,
-        })
-    }
-
-    /// Runs item `n`, queued at `queued`.
-    fn run_item(&self, n: usize, queued: Instant, work: Duration) {
-        let started = Instant::now();
-        self.queue_to_start_ns[n].store(nanos(started - queued), Ordering::Relaxed);
-        burn(work);
-        if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.timer.unpark();
-        }
-    }
-
-    /// Waits (on the timer thread) until every item has run.
-    fn wait_all_run(&self) {
-        while self.remaining.load(Ordering::Acquire) != 0 {
-            thread::park();
-        }
-    }
-}
 
 /// Runs the open loop on `executor`: `items` per thread, one thread per CPU of `cpus`, each
 /// item busy for `work`.
@@ -76,7 +28,7 @@ pub(crate) fn run<E: Executor>(
 ) -> Result<Measurement, CliError> {
     let timer = thread::current();
     let producer = |_index: usize, gate: &StartGate| {
-        let tally = Tally::new(items, timer.clone());
+        let tally = Tally::new(items, timer.clone(), "flood");
         let mut latency = new_histogram();
         let tally = match tally {
             Ok(tally) => Arc::new(tally),
@@ -86,7 +38,7 @@ pub(crate) fn run<E: Executor>(
             }
         };
         gate.wait();
-        for n in 0..tally.queue_to_start_ns.len() {
+        for n in 0..tally.len() {
             let mine = Arc::clone(&tally);
             let t0 = Instant::now();
             let queued = executor.spawn(move || mine.run_item(n, t0, work));
@@ -106,9 +58,7 @@ pub(crate) fn run<E: Executor>(
     let latency = merge_histograms(results.iter().map(|(histogram, _)| histogram))?;
     let mut queue_to_start = new_histogram();
     for (_, tally) in &results {
-        for slot in tally.queue_to_start_ns.iter() {
-            queue_to_start.saturating_record(slot.load(Ordering::Relaxed));
-        }
+        tally.record_into(&mut queue_to_start);
     }
     Ok(Measurement {
         queue_to_start: Some(Percentiles::of(&queue_to_start)),

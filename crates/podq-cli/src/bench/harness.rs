@@ -177,3 +177,10 @@ where
         Ok((results, start.elapsed()))
     })
 }
+
+/// Up to two usable CPUs of this machine, for tests that run producers.
+#[cfg(test)]
+pub(crate) fn test_cpus() -> Vec<usize> {
+    let topology = podq::Topology::discover().expect("this machine's topology");
+    topology.cpu_set().iter().take(2).collect()
+}

@@ -80,7 +80,7 @@ impl Machine {
 }
 
 /// `1 core`, `2 cores`.
-fn plural(count: usize, what: &str) -> String {
+pub(crate) fn plural(count: usize, what: &str) -> String {
     if count == 1 {
         format!("{count} {what}")
     } else {

@@ -36,14 +36,19 @@ pub(crate) struct Measurement {
     pub(crate) items_per_sec: f64,
     /// The queue call alone.
     pub(crate) queue: Percentiles,
-    /// From just before the queue call to the item starting (flood only).
+    /// From just before the queue call to the item starting (the open loops), or to the next
+    /// hop starting (rpc).
     pub(crate) queue_to_start: Option<Percentiles>,
+    /// Round trips completed, counted by the items (rpc only).
+    pub(crate) round_trips: Option<u64>,
     /// Pools serving the workqueue (podq only).
     pub(crate) pools: Option<usize>,
     /// Worker threads created during the run (podq), or started for it (peers).
     pub(crate) workers: Option<u64>,
     /// Times a pool lock was found held by another thread (podq only).
     pub(crate) lock_contended: Option<u64>,
+    /// Items run by a worker of another pool than the one they were queued on (podq only).
+    pub(crate) pulled: Option<u64>,
 }
 
 impl Measurement {
@@ -77,14 +82,18 @@ pub(crate) struct Summary {
     pub(crate) items_per_sec_max: f64,
     /// Median of each queue-call percentile.
     pub(crate) queue: Percentiles,
-    /// Median of each queue-to-start percentile (flood only).
+    /// Median of each queue-to-start (or per-hop) percentile.
     pub(crate) queue_to_start: Option<Percentiles>,
+    /// Median count of round trips (rpc only).
+    pub(crate) round_trips: Option<u64>,
     /// Median pool count.
     pub(crate) pools: Option<usize>,
     /// Median worker count.
     pub(crate) workers: Option<u64>,
     /// Median count of contended pool-lock acquisitions.
     pub(crate) lock_contended: Option<u64>,
+    /// Median count of pulled items.
+    pub(crate) pulled: Option<u64>,
 }
 
 impl Summary {
@@ -108,17 +117,19 @@ impl Summary {
             items_per_sec_max: ips.iter().copied().fold(f64::NEG_INFINITY, f64::max),
             queue: percentiles(&|m| Some(m.queue)).unwrap_or(first.queue),
             queue_to_start: percentiles(&|m| m.queue_to_start),
-            pools: first.pools.map(|_| {
-                median_u64(runs.iter().filter_map(|m| m.pools).map(|p| p as u64)) as usize
-            }),
-            workers: first
-                .workers
-                .map(|_| median_u64(runs.iter().filter_map(|m| m.workers))),
-            lock_contended: first
-                .lock_contended
-                .map(|_| median_u64(runs.iter().filter_map(|m| m.lock_contended))),
+            round_trips: median_of(runs, |m| m.round_trips),
+            pools: median_of(runs, |m| m.pools.map(|p| p as u64)).map(|p| p as usize),
+            workers: median_of(runs, |m| m.workers),
+            lock_contended: median_of(runs, |m| m.lock_contended),
+            pulled: median_of(runs, |m| m.pulled),
         })
     }
+}
+
+/// The median of the count `pick` finds in the runs; `None` when the first run has none.
+fn median_of(runs: &[Measurement], pick: impl Fn(&Measurement) -> Option<u64>) -> Option<u64> {
+    let first = runs.first().and_then(&pick);
+    first.map(|_| median_u64(runs.iter().filter_map(pick)))
 }
 
 /// The median; the mean of the two middle values for an even count.
@@ -158,6 +169,7 @@ mod tests {
                 p99: p50 * 4,
             },
             workers: Some(p50),
+            pulled: Some(p50 / 10),
             ..Measurement::default()
         }
     }
@@ -173,6 +185,7 @@ mod tests {
         assert_eq!(summary.queue.p50, 30);
         assert_eq!(summary.queue.p99, 120);
         assert_eq!(summary.workers, Some(30));
+        assert_eq!(summary.pulled, Some(3));
         assert_eq!(summary.pools, None);
         assert_eq!(summary.queue_to_start, None);
     }

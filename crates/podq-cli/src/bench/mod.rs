@@ -1,13 +1,15 @@
 //! `podq bench`: the kernel's test_workqueue experiment and the peers, side by side.
 //!
-//! For every workload, configuration (a podq scope and shard size, or a peer runtime) and run,
-//! one fresh system is built, driven through the same loop by one pinned producer thread per
-//! chosen CPU ([`harness`]), measured ([`queue`], [`flood`]) and dropped. Runs go round-robin
-//! over the configurations so that a slow drift of the machine touches them all alike. The
-//! report ([`report`]) gives the kernel's lines, an aligned table and the machine, or JSON.
+//! For every workload, configuration (a podq scope, shard size and pull setting, or a peer
+//! runtime) and run, one fresh system is built, driven through the same loop by pinned producer
+//! threads ([`harness`]), measured ([`queue`], [`flood`] and `skew`, [`fanout`], [`rpc`]) and
+//! dropped. Runs go round-robin over the configurations so that a slow drift of the machine
+//! touches them all alike. The report ([`report`]) gives the kernel's lines, an aligned table
+//! and the machine, or JSON.
 
 mod args;
 mod executor;
+mod fanout;
 mod flood;
 mod harness;
 mod machine;
@@ -16,8 +18,11 @@ mod peers;
 mod plot;
 mod queue;
 mod report;
+mod rpc;
 mod sweep;
 mod system;
+mod tally;
+mod workload;
 mod workqueue;
 
 use std::io::IsTerminal;
@@ -27,13 +32,14 @@ use indicatif::{ProgressBar, ProgressStyle};
 use podq::Topology;
 
 pub(crate) use self::args::BenchArgs;
-use self::args::{Settings, Workload};
+use self::args::Settings;
 use self::executor::Executor;
 use self::machine::Machine;
 use self::measurement::{Measurement, Summary};
 use self::peers::{ChannelPeer, MpscPeer, MutexPeer, Peer, RayonPeer, TokioPeer};
 use self::report::Row;
 use self::system::System;
+use self::workload::Workload;
 use self::workqueue::PodqExecutor;
 use crate::error::CliError;
 
@@ -83,7 +89,7 @@ fn measure_all(settings: &Settings) -> Result<Vec<Row>, CliError> {
             progress.set_message(format!(
                 "{} {}",
                 workload.name(),
-                system.label(settings.sweeping)
+                system.label(settings.sweeping, settings.show_pull())
             ));
             measured.push(measure(workload, system, settings)?);
             progress.inc(1);
@@ -123,13 +129,18 @@ fn measure(
 ) -> Result<Measurement, CliError> {
     let workers = settings.peer_workers;
     match system {
-        System::Podq { scope, shard_size } => {
-            let executor = PodqExecutor::new(scope, shard_size)?;
+        System::Podq {
+            scope,
+            shard_size,
+            pull,
+        } => {
+            let executor = PodqExecutor::new(scope, shard_size, pull)?;
             let mut measurement = drive(&executor, workload, settings)?;
             let counts = executor.pool_counts();
             measurement.pools = Some(counts.pools);
             measurement.workers = Some(counts.workers_created);
             measurement.lock_contended = Some(counts.lock_contended);
+            measurement.pulled = Some(counts.pulled);
             Ok(measurement)
         }
         System::Peer(Peer::Tokio) => peer_run(&TokioPeer::new(workers)?, workload, settings),
@@ -157,9 +168,14 @@ fn drive<E: Executor>(
     workload: Workload,
     settings: &Settings,
 ) -> Result<Measurement, CliError> {
-    let work = Duration::from_nanos(settings.work_ns);
+    let work = Duration::from_nanos(settings.work_ns(workload));
+    let cpus = settings.producers(workload);
+    let items = settings.items;
     match workload {
-        Workload::Queue => queue::run(executor, &settings.producer_cpus, settings.items, work),
-        Workload::Flood => flood::run(executor, &settings.producer_cpus, settings.items, work),
+        Workload::Queue => queue::run(executor, cpus, items, work),
+        // skew is flood's loop from one producer (see `Workload::Skew`).
+        Workload::Flood | Workload::Skew => flood::run(executor, cpus, items, work),
+        Workload::Fanout => fanout::run(executor, cpus, items, work),
+        Workload::Rpc => rpc::run(executor, cpus, items, work),
     }
 }

@@ -3,10 +3,16 @@
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::args::{Settings, Workload};
-use super::machine::Machine;
+use super::args::Settings;
+use super::fanout::{RECEIVERS, SENDERS};
+use super::machine::{plural, Machine};
 use super::measurement::Summary;
-use super::system::System;
+use super::system::{on_off, System};
+use super::workload::{Shape, Workload};
+
+/// Characters the kernel's lines give the scope name before the numbers; longer labels widen
+/// the column for all of a workload's lines.
+const KERNEL_LABEL_WIDTH: usize = 12;
 
 /// One configuration's results over all runs.
 #[derive(Clone, Debug)]
@@ -22,7 +28,14 @@ pub(crate) struct Row {
 impl Row {
     /// The name in the kernel lines, the table and the plot.
     pub(crate) fn label(&self, settings: &Settings) -> String {
-        self.system.label(settings.sweeping)
+        self.system.label(settings.sweeping, settings.show_pull())
+    }
+
+    /// Round trips per second: half the hops per second (rpc only).
+    fn round_trips_per_sec(&self) -> Option<f64> {
+        self.summary
+            .round_trips
+            .map(|_| self.summary.items_per_sec / 2.0)
     }
 }
 
@@ -35,8 +48,12 @@ pub(crate) fn text(machine: &Machine, settings: &Settings, rows: &[Row]) -> Stri
             .filter(|row| row.workload == *workload)
             .collect();
         out.push_str(&format!("\n{}\n", heading(*workload, settings)));
+        let width = rows
+            .iter()
+            .map(|row| row.label(settings).chars().count() + 1)
+            .fold(KERNEL_LABEL_WIDTH, usize::max);
         for row in &rows {
-            out.push_str(&kernel_line(row, settings));
+            out.push_str(&kernel_line(row, settings, width));
             out.push('\n');
         }
         out.push('\n');
@@ -45,70 +62,117 @@ pub(crate) fn text(machine: &Machine, settings: &Settings, rows: &[Row]) -> Stri
     out
 }
 
-/// `queue: 2 producer threads (CPUs 0-1) x 50000 items, median of 5 runs`.
+/// `queue: 2 producer threads (CPUs 0-1) x 50000 items, ..., median of 5 runs`, and the
+/// like for the other workloads.
 fn heading(workload: Workload, settings: &Settings) -> String {
-    let cpus: podq::CpuSet = settings.producer_cpus.iter().copied().collect();
+    let producers = settings.producers(workload);
+    let cpus: podq::CpuSet = producers.iter().copied().collect();
+    let count = producers.len();
     let runs = match settings.runs {
         1 => "1 run".to_owned(),
         n => format!("median of {n} runs"),
     };
-    let work = match settings.work_ns {
+    let work = match settings.work_ns(workload) {
         0 => String::new(),
         ns => format!(", {ns} ns of work per item"),
     };
+    let items = settings.items;
+    let on = if count == 1 { "CPU" } else { "CPUs" };
+    let what = match workload {
+        Workload::Queue | Workload::Flood | Workload::Skew => {
+            format!(
+                "{} ({on} {cpus}) x {items} items",
+                plural(count, "producer thread")
+            )
+        }
+        Workload::Fanout => format!(
+            "{} of {SENDERS} senders and {RECEIVERS} receivers (producers on {on} {cpus}) x \
+             {items} messages",
+            plural(count, "team")
+        ),
+        Workload::Rpc => format!(
+            "{} (producers on {on} {cpus}) x {items} round trips",
+            plural(count, "pair")
+        ),
+    };
     format!(
-        "{}: {} producer threads (CPUs {cpus}) x {} items, peers with {} workers{work}, {runs}",
+        "{}: {what}, peers with {} workers{work}, {runs}",
         workload.name(),
-        settings.threads(),
-        settings.items,
         settings.peer_workers,
     )
 }
 
 /// The kernel's format, tab-separated:
 /// `cache_shard      3629098 items/sec<TAB>p50=6080<TAB>p90=8896<TAB>p95=9728 ns`
-/// (flood lines show p50/p99 and the queue-to-start p50/p99 instead).
-fn kernel_line(row: &Row, settings: &Settings) -> String {
+/// (the open loops show p50/p99 and the queue-to-start p50/p99 instead; rpc shows round
+/// trips/sec, p50/p99 and the per-hop p50/p99).
+/// The label takes `width` characters.
+fn kernel_line(row: &Row, settings: &Settings, width: usize) -> String {
     let s = &row.summary;
-    let head = format!(
-        "{:<12}{:>12.0} items/sec",
-        row.label(settings),
-        s.items_per_sec
-    );
-    match s.queue_to_start {
-        None => format!(
-            "{head}\tp50={}\tp90={}\tp95={} ns",
-            s.queue.p50, s.queue.p90, s.queue.p95
+    let label = row.label(settings);
+    match (s.queue_to_start, row.round_trips_per_sec()) {
+        (None, _) => format!(
+            "{label:<width$}{:>12.0} items/sec\tp50={}\tp90={}\tp95={} ns",
+            s.items_per_sec, s.queue.p50, s.queue.p90, s.queue.p95
         ),
-        Some(start) => format!(
-            "{head}\tp50={}\tp99={}\tstart_p50={}\tstart_p99={} ns",
-            s.queue.p50, s.queue.p99, start.p50, start.p99
+        (Some(start), None) => format!(
+            "{label:<width$}{:>12.0} items/sec\tp50={}\tp99={}\tstart_p50={}\tstart_p99={} ns",
+            s.items_per_sec, s.queue.p50, s.queue.p99, start.p50, start.p99
+        ),
+        (Some(hop), Some(round_trips)) => format!(
+            "{label:<width$}{round_trips:>12.0} round trips/sec\tp50={}\tp99={}\thop_p50={}\t\
+             hop_p99={} ns",
+            s.queue.p50, s.queue.p99, hop.p50, hop.p99
         ),
     }
 }
 
 /// The aligned table of one workload's rows.
 fn table(workload: Workload, rows: &[&Row], settings: &Settings) -> String {
-    let mut header = vec!["system", "scope", "items/sec", "min-max"];
-    match workload {
-        Workload::Queue => header.extend(["p50 ns", "p90 ns", "p95 ns"]),
-        Workload::Flood => header.extend(["p50 ns", "p99 ns", "start p50", "start p99"]),
+    let shape = workload.shape();
+    let mut header = vec!["system", "scope", "pull"];
+    match shape {
+        Shape::Closed => header.extend(["items/sec", "min-max", "p50 ns", "p90 ns", "p95 ns"]),
+        Shape::Open => header.extend([
+            "items/sec",
+            "min-max",
+            "p50 ns",
+            "p99 ns",
+            "start p50",
+            "start p99",
+        ]),
+        Shape::RoundTrips => header.extend([
+            "round trips/s",
+            "min-max",
+            "p50 ns",
+            "p99 ns",
+            "hop p50",
+            "hop p99",
+        ]),
     }
-    header.extend(["pools", "workers"]);
+    header.extend(["pulled", "pools", "workers"]);
     let dash = || "-".to_owned();
     let mut cells: Vec<Vec<String>> = vec![header.iter().map(|h| (*h).to_owned()).collect()];
     for row in rows {
         let s = &row.summary;
+        let scale = if shape == Shape::RoundTrips { 0.5 } else { 1.0 };
         let mut line = vec![
             row.system.name().to_owned(),
             row.system
                 .scope()
-                .map_or_else(dash, |_| row.label(settings)),
-            format!("{:.0}", s.items_per_sec),
-            format!("{:.0}-{:.0}", s.items_per_sec_min, s.items_per_sec_max),
+                .map_or_else(dash, |_| row.system.label(settings.sweeping, false)),
+            row.system
+                .pull()
+                .map_or_else(dash, |p| on_off(p).to_owned()),
+            format!("{:.0}", s.items_per_sec * scale),
+            format!(
+                "{:.0}-{:.0}",
+                s.items_per_sec_min * scale,
+                s.items_per_sec_max * scale
+            ),
         ];
-        match (workload, s.queue_to_start) {
-            (Workload::Flood, Some(start)) => line.extend([
+        match (shape, s.queue_to_start) {
+            (Shape::Open | Shape::RoundTrips, Some(start)) => line.extend([
                 s.queue.p50.to_string(),
                 s.queue.p99.to_string(),
                 start.p50.to_string(),
@@ -120,6 +184,7 @@ fn table(workload: Workload, rows: &[&Row], settings: &Settings) -> String {
                 s.queue.p95.to_string(),
             ]),
         }
+        line.push(s.pulled.map_or_else(dash, |p| p.to_string()));
         line.push(s.pools.map_or_else(dash, |p| p.to_string()));
         line.push(s.workers.map_or_else(dash, |w| w.to_string()));
         cells.push(line);
@@ -127,7 +192,7 @@ fn table(workload: Workload, rows: &[&Row], settings: &Settings) -> String {
     align(&cells)
 }
 
-/// Lays `cells` out in columns: the first two left-aligned (names), the rest right-aligned.
+/// Lays `cells` out in columns: the first three left-aligned (names), the rest right-aligned.
 fn align(cells: &[Vec<String>]) -> String {
     let columns = cells.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..columns)
@@ -146,7 +211,7 @@ fn align(cells: &[Vec<String>]) -> String {
             .iter()
             .enumerate()
             .map(|(c, cell)| {
-                if c < 2 {
+                if c < 3 {
                     format!("{cell:<w$}", w = widths[c])
                 } else {
                     format!("{cell:>w$}", w = widths[c])
@@ -167,7 +232,10 @@ struct JsonSettings<'a> {
     producer_cpus: &'a [usize],
     items_per_thread: u64,
     runs: usize,
-    work_ns: u64,
+    /// The busy-wait per item of each workload measured, by name.
+    work_ns: serde_json::Map<String, Value>,
+    /// The pull settings measured: `on`, `off`.
+    pull: Vec<&'static str>,
     peer_workers: usize,
 }
 
@@ -182,21 +250,28 @@ pub(crate) fn json(machine: &Machine, settings: &Settings, rows: &[Row]) -> Valu
             producer_cpus: &settings.producer_cpus,
             items_per_thread: settings.items,
             runs: settings.runs,
-            work_ns: settings.work_ns,
+            work_ns: settings
+                .workloads
+                .iter()
+                .map(|&w| (w.name().to_owned(), settings.work_ns(w).into()))
+                .collect(),
+            pull: settings.pulls.iter().map(|&p| on_off(p)).collect(),
             peer_workers: settings.peer_workers,
         },
         "results": results,
     })
 }
 
-/// One result: podq rows carry scope (and shard size for `cache_shard`) and pools; peers have
-/// neither; flood rows add p99 and the queue-to-start percentiles.
+/// One result: podq rows carry scope (and shard size for `cache_shard`), pull, pulled and
+/// pools; peers have none of them; the open loops add p99 and the queue-to-start percentiles;
+/// rpc adds p99, the round trips and the per-hop percentiles.
 fn json_row(row: &Row, settings: &Settings) -> Value {
     let s = &row.summary;
     let mut value = json!({
         "workload": row.workload.name(),
         "system": row.system.name(),
-        "threads": settings.threads(),
+        "threads": settings.producers(row.workload).len(),
+        "work_ns": settings.work_ns(row.workload),
         "items_per_thread": settings.items,
         "runs": s.runs,
         "items_per_sec": s.items_per_sec.round() as u64,
@@ -215,10 +290,29 @@ fn json_row(row: &Row, settings: &Settings) -> Value {
     if let Some(size) = row.system.shard_size() {
         map.insert("shard_size".into(), size.into());
     }
-    if let Some(start) = s.queue_to_start {
-        map.insert("p99_ns".into(), s.queue.p99.into());
-        map.insert("queue_to_start_p50_ns".into(), start.p50.into());
-        map.insert("queue_to_start_p99_ns".into(), start.p99.into());
+    if let Some(pull) = row.system.pull() {
+        map.insert("pull".into(), on_off(pull).into());
+    }
+    if let Some(pulled) = s.pulled {
+        map.insert("pulled".into(), pulled.into());
+    }
+    match (s.queue_to_start, row.round_trips_per_sec(), s.round_trips) {
+        (Some(hop), Some(per_sec), Some(round_trips)) => {
+            map.insert("p99_ns".into(), s.queue.p99.into());
+            map.insert("round_trips".into(), round_trips.into());
+            map.insert(
+                "round_trips_per_sec".into(),
+                (per_sec.round() as u64).into(),
+            );
+            map.insert("hop_p50_ns".into(), hop.p50.into());
+            map.insert("hop_p99_ns".into(), hop.p99.into());
+        }
+        (Some(start), _, _) => {
+            map.insert("p99_ns".into(), s.queue.p99.into());
+            map.insert("queue_to_start_p50_ns".into(), start.p50.into());
+            map.insert("queue_to_start_p99_ns".into(), start.p99.into());
+        }
+        (None, _, _) => {}
     }
     if let Some(pools) = s.pools {
         map.insert("pools".into(), pools.into());
@@ -245,6 +339,7 @@ mod tests {
             system: System::Podq {
                 scope: podq::AffinityScope::CacheShard,
                 shard_size: 8,
+                pull: true,
             },
             summary: Summary {
                 runs: 1,
@@ -260,7 +355,7 @@ mod tests {
         };
         let settings = test_settings();
         assert_eq!(
-            kernel_line(&settings_rows, &settings),
+            kernel_line(&settings_rows, &settings, KERNEL_LABEL_WIDTH),
             "cache_shard      3629098 items/sec\tp50=6080\tp90=8896\tp95=9728 ns"
         );
     }
@@ -274,6 +369,7 @@ mod tests {
                 system: System::Podq {
                     scope: podq::AffinityScope::Cpu,
                     shard_size: 8,
+                    pull: false,
                 },
                 summary: Summary {
                     runs: 1,
@@ -297,14 +393,15 @@ mod tests {
         let out = table(Workload::Queue, &refs, &settings);
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines.len(), 3);
-        assert!(lines[0].starts_with("system  scope"));
+        assert!(lines[0].starts_with("system  scope  pull"), "{out}");
+        assert!(lines[1].starts_with("podq    cpu    off"), "{out}");
         let end_of = |line: &str, field: &str| line.find(field).map(|i| i + field.len());
         assert_eq!(
             end_of(lines[1], "1234"),
             end_of(lines[2], "98765432"),
             "{out}"
         );
-        assert!(lines[2].starts_with("tokio   -"), "{out}");
+        assert!(lines[2].starts_with("tokio   -      -"), "{out}");
     }
 
     fn test_settings() -> Settings {
@@ -312,11 +409,12 @@ mod tests {
             workloads: vec![Workload::Queue],
             systems: Vec::new(),
             sweeping: false,
+            pulls: vec![true],
             producer_cpus: vec![0, 1],
             peer_workers: 2,
             items: 10,
             runs: 1,
-            work_ns: 0,
+            work_ns: None,
             plot: None,
             json: false,
         }

@@ -1,4 +1,4 @@
-//! What one measurement runs on: podq at one scope and shard size, or one peer.
+//! What one measurement runs on: podq at one scope, shard size and pull setting, or one peer.
 
 use podq::AffinityScope;
 
@@ -23,6 +23,8 @@ pub(crate) enum System {
         scope: AffinityScope,
         /// Cores per cache shard.
         shard_size: usize,
+        /// Whether idle workers pull work from other pods (`WorkqueueBuilder::pull`).
+        pull: bool,
     },
     /// One of the runtimes a user would pick instead.
     Peer(Peer),
@@ -51,20 +53,43 @@ impl System {
             System::Podq {
                 scope: AffinityScope::CacheShard,
                 shard_size,
+                ..
             } => Some(shard_size),
             _ => None,
         }
     }
 
-    /// The name in the kernel lines and the table: the scope (with `/S` when several shard sizes
-    /// are measured) or the peer.
-    pub(crate) fn label(self, show_shard_size: bool) -> String {
-        match (self, self.shard_size()) {
-            (System::Podq { scope, .. }, Some(size)) if show_shard_size => {
-                format!("{scope}/{size}")
-            }
-            (System::Podq { scope, .. }, _) => scope.name().to_owned(),
-            (System::Peer(peer), _) => peer.name().to_owned(),
+    /// Whether podq's idle workers pull; `None` for peers.
+    pub(crate) fn pull(self) -> Option<bool> {
+        match self {
+            System::Podq { pull, .. } => Some(pull),
+            System::Peer(_) => None,
         }
+    }
+
+    /// The name in the kernel lines and the table: the scope (with `/S` when several shard sizes
+    /// are measured, and ` pull=on` or ` pull=off` when asked) or the peer.
+    pub(crate) fn label(self, show_shard_size: bool, show_pull: bool) -> String {
+        let System::Podq { scope, pull, .. } = self else {
+            return self.name().to_owned();
+        };
+        let mut label = match self.shard_size() {
+            Some(size) if show_shard_size => format!("{scope}/{size}"),
+            _ => scope.name().to_owned(),
+        };
+        if show_pull {
+            label.push_str(" pull=");
+            label.push_str(on_off(pull));
+        }
+        label
+    }
+}
+
+/// `on` or `off`: how `--pull`, the labels and the JSON write a pull setting.
+pub(crate) fn on_off(pull: bool) -> &'static str {
+    if pull {
+        "on"
+    } else {
+        "off"
     }
 }

@@ -1,9 +1,11 @@
-//! podq itself as a system under test: one workqueue per measurement, with the scope and shard
-//! size being measured.
+//! podq itself as a system under test: one workqueue per measurement, with the scope, shard
+//! size and pull setting being measured.
+
+use std::sync::Arc;
 
 use podq::{AffinityScope, Work, Workqueue};
 
-use super::executor::{ClosedJob, Executor};
+use super::executor::{ClosedJob, Executor, Spawn};
 use crate::error::CliError;
 
 /// Counts summed over a workqueue's pools.
@@ -15,37 +17,54 @@ pub(crate) struct PoolCounts {
     pub(crate) workers_created: u64,
     /// Times a pool lock was found held by another thread.
     pub(crate) lock_contended: u64,
+    /// Items queued on one of the pools that a worker of another pool pulled and ran.
+    pub(crate) pulled: u64,
 }
 
 /// A podq workqueue built for one measurement.
 pub(crate) struct PodqExecutor {
-    wq: Workqueue,
+    /// Shared with the items that queue further items ([`Executor::handle`]); they let it go
+    /// when they finish, before the run's flush returns.
+    wq: Arc<Workqueue>,
 }
 
 impl PodqExecutor {
-    /// Builds a workqueue with `scope` and `shard_size` (everything else default).
+    /// Builds a workqueue with `scope`, `shard_size` and `pull` (everything else default).
     ///
     /// # Errors
     ///
     /// [`CliError::Failed`] with podq's reason when the workqueue cannot be built.
-    pub(crate) fn new(scope: AffinityScope, shard_size: usize) -> Result<PodqExecutor, CliError> {
+    pub(crate) fn new(
+        scope: AffinityScope,
+        shard_size: usize,
+        pull: bool,
+    ) -> Result<PodqExecutor, CliError> {
         let wq = Workqueue::builder("podq-bench")
             .scope(scope)
             .shard_size(shard_size)
+            .pull(pull)
             .build()
             .map_err(|err| CliError::Failed(format!("cannot build a {scope} workqueue: {err}")))?;
-        Ok(PodqExecutor { wq })
+        Ok(PodqExecutor { wq: Arc::new(wq) })
     }
 
     /// What the runtime reports about the run: pools serving the workqueue, workers they
-    /// created, and how often a pool lock was found held.
+    /// created, how often a pool lock was found held, and how many items were pulled.
     pub(crate) fn pool_counts(&self) -> PoolCounts {
         let stats = self.wq.stats();
+        let sum = |count: fn(&podq::PoolStats) -> u64| stats.pools.iter().map(count).sum();
         PoolCounts {
             pools: self.wq.pools(),
-            workers_created: stats.pools.iter().map(|pool| pool.workers_created).sum(),
-            lock_contended: stats.pools.iter().map(|pool| pool.lock_contended).sum(),
+            workers_created: sum(|pool| pool.workers_created),
+            lock_contended: sum(|pool| pool.lock_contended),
+            pulled: sum(|pool| pool.pulled_out),
         }
+    }
+
+    /// Executions of the workqueue's items that have finished.
+    #[cfg(test)]
+    pub(crate) fn completed(&self) -> u64 {
+        self.wq.stats().completed
     }
 }
 
@@ -53,6 +72,12 @@ impl Executor for PodqExecutor {
     /// One reusable work item per producer thread, as in the kernel's test: it is queued again
     /// as soon as it has run, never re-created while it may still be running.
     type Item = Work;
+
+    type Handle = Arc<Workqueue>;
+
+    fn handle(&self) -> Arc<Workqueue> {
+        Arc::clone(&self.wq)
+    }
 
     fn item(&self, job: ClosedJob) -> Work {
         Work::new(move || job.run())
@@ -68,5 +93,12 @@ impl Executor for PodqExecutor {
 
     fn quiesce(&self) {
         self.wq.flush();
+    }
+}
+
+impl Spawn for Arc<Workqueue> {
+    /// From a worker, to the pool of the pod of the CPU it runs on.
+    fn spawn<F: FnOnce() + Send + 'static>(&self, job: F) -> bool {
+        self.queue(job)
     }
 }

@@ -3,7 +3,7 @@
 
 use crossbeam_channel::{Receiver, Sender};
 
-use super::pool::{Job, JobPool};
+use super::pool::{Job, JobHandle, JobPool};
 use super::Spawner;
 use crate::error::CliError;
 
@@ -34,7 +34,13 @@ impl ChannelPeer {
 }
 
 impl Spawner for ChannelPeer {
+    type Handle = JobHandle<Sender<Job>>;
+
     fn spawn_job<F: FnOnce() + Send + 'static>(&self, job: F) -> bool {
         self.pool.send(job)
+    }
+
+    fn spawn_handle(&self) -> JobHandle<Sender<Job>> {
+        self.pool.handle()
     }
 }

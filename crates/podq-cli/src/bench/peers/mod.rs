@@ -16,7 +16,7 @@ pub(crate) use self::mutex::MutexPeer;
 pub(crate) use self::rayon::RayonPeer;
 pub(crate) use self::tokio::TokioPeer;
 
-use crate::bench::executor::{ClosedJob, Executor};
+use crate::bench::executor::{ClosedJob, Executor, Spawn};
 use crate::error::CliError;
 
 /// What each peer runtime provides: running a one-shot closure on its workers.
@@ -24,12 +24,23 @@ use crate::error::CliError;
 /// Every peer is an [`Executor`] through it alone: a peer has no reusable work item, so the
 /// closed loop spawns the producer's job anew each time it queues it.
 pub(crate) trait Spawner: Sync {
+    /// What the runtime's work items queue further jobs through.
+    type Handle: Spawn;
+
     /// Runs `job` on one of the runtime's workers; `false` when the runtime refused it.
     fn spawn_job<F: FnOnce() + Send + 'static>(&self, job: F) -> bool;
+
+    /// A handle for work items to queue further jobs with.
+    fn spawn_handle(&self) -> Self::Handle;
 }
 
 impl<S: Spawner> Executor for S {
     type Item = ClosedJob;
+    type Handle = S::Handle;
+
+    fn handle(&self) -> S::Handle {
+        self.spawn_handle()
+    }
 
     fn item(&self, job: ClosedJob) -> ClosedJob {
         job
@@ -137,6 +148,37 @@ mod tests {
         }
         drop(peer);
         assert_eq!(ran.load(Ordering::Relaxed), count);
+    }
+
+    /// Runs a chain of `count` jobs, each queueing the next through the peer's handle from
+    /// the worker it runs on, and checks that all ran.
+    fn handle_queues_from_jobs<E: Executor>(peer: E) {
+        fn link<H: Spawn>(handle: H, left: usize, ran: Arc<AtomicUsize>) {
+            ran.fetch_add(1, Ordering::Relaxed);
+            if left > 0 {
+                let next = handle.clone();
+                assert!(handle.spawn(move || link(next, left - 1, ran)));
+            }
+        }
+        let count = 500;
+        let ran = Arc::new(AtomicUsize::new(0));
+        let first = (peer.handle(), Arc::clone(&ran));
+        assert!(peer.spawn(move || link(first.0, count - 1, first.1)));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while ran.load(Ordering::Relaxed) < count && std::time::Instant::now() < deadline {
+            std::thread::yield_now();
+        }
+        drop(peer);
+        assert_eq!(ran.load(Ordering::Relaxed), count);
+    }
+
+    #[test]
+    fn every_peer_handle_queues_from_its_jobs() {
+        handle_queues_from_jobs(TokioPeer::new(2).expect("tokio"));
+        handle_queues_from_jobs(RayonPeer::new(2).expect("rayon"));
+        handle_queues_from_jobs(ChannelPeer::new(2).expect("channel"));
+        handle_queues_from_jobs(MpscPeer::new(2).expect("mpsc"));
+        handle_queues_from_jobs(MutexPeer::new(2).expect("mutex"));
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::pool::{Job, JobPool};
+use super::pool::{Job, JobHandle, JobPool};
 use super::Spawner;
 use crate::error::CliError;
 
@@ -46,7 +46,13 @@ fn work(receiver: &Mutex<Receiver<Job>>) {
 }
 
 impl Spawner for MpscPeer {
+    type Handle = JobHandle<Sender<Job>>;
+
     fn spawn_job<F: FnOnce() + Send + 'static>(&self, job: F) -> bool {
         self.pool.send(job)
+    }
+
+    fn spawn_handle(&self) -> JobHandle<Sender<Job>> {
+        self.pool.handle()
     }
 }

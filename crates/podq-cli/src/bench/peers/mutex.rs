@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
-use super::pool::{Job, JobPool, JobSender};
+use super::pool::{Job, JobHandle, JobPool, JobSender};
 use super::Spawner;
 use crate::error::CliError;
 
@@ -42,8 +42,14 @@ impl MutexPeer {
 }
 
 impl Spawner for MutexPeer {
+    type Handle = JobHandle<MutexSender>;
+
     fn spawn_job<F: FnOnce() + Send + 'static>(&self, job: F) -> bool {
         self.pool.send(job)
+    }
+
+    fn spawn_handle(&self) -> JobHandle<MutexSender> {
+        self.pool.handle()
     }
 }
 
@@ -59,7 +65,7 @@ struct State {
     jobs: VecDeque<Job>,
     /// Workers waiting on `ready`: a push notifies only when one is.
     sleepers: usize,
-    /// Set when the pool is dropped: workers leave once `jobs` is empty.
+    /// Set when the peer is dropped: workers leave once `jobs` is empty.
     closed: bool,
 }
 
@@ -71,7 +77,8 @@ impl Queue {
     }
 }
 
-/// The producers' handle: queues jobs; dropping it closes the queue.
+/// The producers' and the jobs' handle on the queue.
+#[derive(Clone)]
 pub(crate) struct MutexSender(Arc<Queue>);
 
 impl JobSender for MutexSender {
@@ -88,10 +95,8 @@ impl JobSender for MutexSender {
         }
         true
     }
-}
 
-impl Drop for MutexSender {
-    fn drop(&mut self) {
+    fn close(&self) {
         self.0.lock().closed = true;
         self.0.ready.notify_all();
     }

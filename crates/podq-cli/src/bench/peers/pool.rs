@@ -3,15 +3,21 @@
 
 use std::thread::{self, JoinHandle};
 
+use crate::bench::executor::Spawn;
 use crate::error::CliError;
 
 /// A boxed one-shot job, for the channel-fed pools.
 pub(crate) type Job = Box<dyn FnOnce() + Send + 'static>;
 
-/// The sending half of a channel of [`Job`]s; dropping it closes the channel.
-pub(crate) trait JobSender: Send + Sync {
+/// The sending half of a channel of [`Job`]s, cloned into the jobs that queue further jobs.
+pub(crate) trait JobSender: Clone + Send + Sync + 'static {
     /// Sends `job`; `false` when the channel is closed.
     fn send_job(&self, job: Job) -> bool;
+
+    /// Called when the pool is dropped, with its own sender: the workers leave once the queue
+    /// is empty. A channel closes when its last sender is dropped, so for channels this does
+    /// nothing.
+    fn close(&self) {}
 }
 
 impl JobSender for crossbeam_channel::Sender<Job> {
@@ -72,11 +78,31 @@ impl<S: JobSender> JobPool<S> {
             .as_ref()
             .is_some_and(|sender| sender.send_job(Box::new(job)))
     }
+
+    /// A handle on the same channel, for jobs that queue further jobs.
+    pub(crate) fn handle(&self) -> JobHandle<S> {
+        JobHandle(self.sender.clone())
+    }
+}
+
+/// A clone of a [`JobPool`]'s sender, held by jobs that queue further jobs; `None` only when
+/// taken from a pool being dropped.
+#[derive(Clone, Debug)]
+pub(crate) struct JobHandle<S: JobSender>(Option<S>);
+
+impl<S: JobSender> Spawn for JobHandle<S> {
+    fn spawn<F: FnOnce() + Send + 'static>(&self, job: F) -> bool {
+        self.0
+            .as_ref()
+            .is_some_and(|sender| sender.send_job(Box::new(job)))
+    }
 }
 
 impl<S: JobSender> Drop for JobPool<S> {
     fn drop(&mut self) {
-        self.sender = None;
+        if let Some(sender) = self.sender.take() {
+            sender.close();
+        }
         for worker in self.workers.drain(..) {
             // A worker only ends by the channel closing; a panic there was already reported.
             let _ = worker.join();

@@ -4,6 +4,7 @@
 use ::tokio::runtime::{Builder, Handle, Runtime};
 
 use super::Spawner;
+use crate::bench::executor::Spawn;
 use crate::error::CliError;
 
 /// A tokio runtime with N worker threads.
@@ -35,9 +36,22 @@ impl TokioPeer {
 }
 
 impl Spawner for TokioPeer {
+    type Handle = Handle;
+
     fn spawn_job<F: FnOnce() + Send + 'static>(&self, job: F) -> bool {
-        // The JoinHandle is dropped: the task runs detached, like a queued work item.
-        drop(self.handle.spawn(async move { job() }));
+        Spawn::spawn(&self.handle, job)
+    }
+
+    fn spawn_handle(&self) -> Handle {
+        self.handle.clone()
+    }
+}
+
+impl Spawn for Handle {
+    fn spawn<F: FnOnce() + Send + 'static>(&self, job: F) -> bool {
+        // The JoinHandle is dropped: the task runs detached, like a queued work item. From a
+        // worker of the runtime, the task goes to that worker's local queue.
+        drop(Handle::spawn(self, async move { job() }));
         true
     }
 }
