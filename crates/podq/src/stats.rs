@@ -54,6 +54,12 @@ pub struct PoolStats {
     pub worker_panics: u64,
     /// Worker threads the OS refused to start.
     pub spawn_failures: u64,
+    /// Busy workers that the stall watchdog found asleep in a work item (blocked on I/O, a
+    /// lock, a sleep), each item counted once.
+    pub workers_seen_blocked: u64,
+    /// Workers started because busy ones were found asleep, so that work waiting behind them
+    /// runs.
+    pub workers_started_for_blocked: u64,
     /// The pull gate's state and the searches of this pool's workers; `None` when the pool
     /// does not pull (pull off, a strict workqueue, or no sibling pool).
     pub pull: Option<PullStats>,

@@ -1,16 +1,63 @@
-//! The stall watchdog's decision (steps D2-D3 of `src/pool/README.md`): whether a watched pool,
-//! whose workers are all busy at its eager size, gets one more worker.
+//! The stall watchdog's decisions (steps D2-D5 of `src/pool/README.md`): how many workers a
+//! watched pool, whose workers are all busy at its eager size, gets for busy workers that block.
 //!
-//! That is the job of the kernel's mayday timer and manager for unbound pools, whose workers
-//! may block: a pool whose queue makes no progress for a whole interval while tasks wait is
-//! taken to have its workers blocked, and one more worker is started. The watchdog thread looks
-//! every [`STALL_CHECK_INTERVAL`]; a simulator calls [`check`] at simulated times.
+//! Two looks, as the kernel has two ways to notice a worker that blocks:
+//!
+//! * **Blocked workers** ([`replacements`]), the userspace analogue of the kernel's "worker
+//!   went to sleep" hook for per-CPU pools: the pool reads whether each busy worker's thread
+//!   sleeps, and starts as many workers as keep one runnable worker per CPU of the pod while
+//!   tasks wait. A worker that is merely preempted (runnable) does not count, so a machine busy
+//!   with other work gets no extra threads. The watchdog looks every [`BLOCK_CHECK_INTERVAL`],
+//!   and [`BLOCK_RECHECK_INTERVAL`] after a look that started workers.
+//! * **No progress** ([`check`]), the kernel's mayday timer for unbound pools, for systems
+//!   where a thread's state cannot be read and for workers that wait without sleeping: a pool
+//!   whose queue makes no progress for a whole [`STALL_CHECK_INTERVAL`] while tasks wait gets
+//!   one more worker.
+//!
+//! A simulator calls both at simulated times.
 
 use std::time::Duration;
 
-use super::growth::{need_more_workers, Workers};
+use super::growth::{need_more_workers, Limits, Workers};
 
-/// How often a watched pool is looked at: 10 ms, the kernel's first mayday timeout
+/// How often the watchdog looks for blocked busy workers in a watched pool: 1 ms, so that
+/// work queued behind workers that block starts within about a millisecond. A look reads one
+/// small procfs file per busy worker of each watched pool (a few microseconds each), so while
+/// pools are watched the watchdog costs well under 1 % of a CPU.
+pub const BLOCK_CHECK_INTERVAL: Duration = Duration::from_millis(1);
+
+/// How soon the watchdog looks again after a look that started workers for blocked ones:
+/// 100 us. Tasks that block one after another (16 of them queued before a short one) take the
+/// new workers, which block in turn; looking again soon gives the tasks behind them a worker
+/// each within about a millisecond instead of one pod's worth per [`BLOCK_CHECK_INTERVAL`].
+pub const BLOCK_RECHECK_INTERVAL: Duration = Duration::from_micros(100);
+
+/// Workers to start in a watched pool whose `blocked` of `busy` workers (running a task) are
+/// found asleep (step D4): enough that the busy workers still running, the spinning, idle and
+/// coming ones give each CPU of the pod (`limits.eager_workers`) a runnable worker, no more than
+/// the `waiting` tasks that those cannot take, and never past `limits.max_workers`.
+#[must_use]
+pub fn replacements(
+    workers: Workers,
+    waiting: usize,
+    spinners: usize,
+    busy: usize,
+    blocked: usize,
+    limits: Limits,
+) -> usize {
+    if blocked == 0 {
+        return 0;
+    }
+    let able = busy.saturating_sub(blocked) + spinners + workers.idle + workers.coming;
+    let waiting = waiting.saturating_sub(spinners + workers.idle + workers.coming);
+    limits
+        .eager_workers
+        .saturating_sub(able)
+        .min(waiting)
+        .min(limits.max_workers.saturating_sub(workers.live))
+}
+
+/// How often a watched pool's progress is looked at: 10 ms, the kernel's first mayday timeout
 /// (`MAYDAY_INITIAL_TIMEOUT`). A task that blocks delays the tasks queued behind it (with every
 /// worker busy) by one to two intervals before a worker is added. A shorter interval misfires
 /// when the CPUs are oversubscribed: busy workers that are merely preempted for a millisecond
@@ -85,5 +132,30 @@ mod tests {
             Look::Watch,
             "one coming"
         );
+    }
+
+    #[test]
+    fn blocked_workers_are_replaced_up_to_one_runnable_per_cpu() {
+        let limits = Limits::new(256, 2);
+        // Both busy workers asleep, one task waits: one more worker runs it.
+        assert_eq!(replacements(busy(2), 1, 0, 2, 2, limits), 1);
+        // Sixteen wait: two more, one per CPU; the next look replaces those if they block too.
+        assert_eq!(replacements(busy(2), 16, 0, 2, 2, limits), 2);
+        // One of two asleep: one more.
+        assert_eq!(replacements(busy(2), 16, 0, 2, 1, limits), 1);
+        // Nobody asleep (a CPU-bound flood, or workers merely preempted): none.
+        assert_eq!(replacements(busy(2), 16, 0, 2, 0, limits), 0);
+        // Workers already coming or spinning count as runnable.
+        let coming = Workers {
+            coming: 2,
+            ..busy(4)
+        };
+        assert_eq!(replacements(coming, 16, 0, 2, 2, limits), 0);
+        assert_eq!(replacements(busy(2), 16, 1, 2, 2, limits), 1);
+        // Never past max_workers.
+        assert_eq!(replacements(busy(2), 16, 0, 2, 2, Limits::new(3, 2)), 1);
+        assert_eq!(replacements(busy(3), 16, 0, 3, 3, Limits::new(3, 2)), 0);
+        // Nothing waits beyond what the others take: none.
+        assert_eq!(replacements(busy(2), 0, 0, 2, 2, limits), 0);
     }
 }

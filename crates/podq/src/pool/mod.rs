@@ -24,6 +24,7 @@
 
 mod core;
 mod lanes;
+mod probe;
 mod pull;
 mod registry;
 mod set;
@@ -44,6 +45,7 @@ use crate::sync::{Arc, CachePadded};
 
 use self::core::{Config, Core, Grow, Push};
 use lanes::LaneMap;
+use probe::Probes;
 use pull::PullGroup;
 
 pub(crate) use registry::Registry;
@@ -121,6 +123,13 @@ pub(crate) struct Shared<T> {
     /// A: set when the pool's last handle is dropped: its workers no longer pull, and
     /// siblings no longer kick it. Relaxed: shutdown itself is ordered by the pool lock.
     shut: AtomicBool,
+    /// The probes of the live workers, by which the watchdog sees blocked ones (D4).
+    probes: Probes,
+    /// A: busy workers the watchdog found asleep in a task, each task counted once. Relaxed:
+    /// a statistic.
+    workers_seen_blocked: AtomicU64,
+    /// A: workers started because busy ones were found asleep (D4). Relaxed: a statistic.
+    workers_started_for_blocked: AtomicU64,
     /// I (set once, right after the pools are made): the pull group of the pool set this pool
     /// was made for; unset when it does not pull. Weak: the group holds the pools' state.
     group: OnceLock<Weak<PullGroup<T>>>,
@@ -169,6 +178,9 @@ impl<T: Runnable> Pool<T> {
                 pulled_in: AtomicU64::new(0),
                 pulled_out: AtomicU64::new(0),
                 shut: AtomicBool::new(false),
+                probes: Probes::default(),
+                workers_seen_blocked: AtomicU64::new(0),
+                workers_started_for_blocked: AtomicU64::new(0),
                 group: OnceLock::new(),
             }),
             entry: None,
@@ -239,21 +251,26 @@ impl<T: Runnable> Pool<T> {
             spawn_failures: shared.spawn_failures.load(Ordering::Relaxed),
             pulled_in: shared.pulled_in.load(Ordering::Relaxed),
             pulled_out: shared.pulled_out.load(Ordering::Relaxed),
+            workers_seen_blocked: shared.workers_seen_blocked.load(Ordering::Relaxed),
+            workers_started_for_blocked: shared.workers_started_for_blocked.load(Ordering::Relaxed),
             pull: None,
         }
     }
 }
 
 impl<T: Runnable> watchdog::Watched for Shared<T> {
-    fn check(self: Arc<Self>) -> bool {
-        match self.core.check_stall() {
-            Look::Stop => false,
-            Look::Spawn => {
-                worker::start(&self);
-                true
-            }
-            Look::Watch => true,
-        }
+    fn check(self: Arc<Self>, progress: bool) -> watchdog::Checked {
+        let replaced = probe::replace_blocked(&self) > 0;
+        let keep = !progress
+            || match self.core.check_stall() {
+                Look::Stop => false,
+                Look::Spawn => {
+                    worker::start(&self);
+                    true
+                }
+                Look::Watch => true,
+            };
+        watchdog::Checked { keep, replaced }
     }
 }
 

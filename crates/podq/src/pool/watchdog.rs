@@ -1,28 +1,39 @@
 //! The stall watchdog's thread: looks at the pools whose workers are all busy at their eager
-//! size, and has a pool whose queue makes no progress start one more worker (steps D1-D3 of
-//! `pool/README.md`; the decision is `policy::stall`'s).
+//! size, and has a pool whose busy workers sleep in their tasks, or whose queue makes no
+//! progress, start more workers (steps D1-D5 of `pool/README.md`; the decisions are
+//! `policy::stall`'s).
 //!
 //! A pool starts workers at once up to its eager size (its pod's CPU count): more threads than
 //! CPUs only help when work items block, and starting them for work that merely keeps the CPUs
 //! busy costs throughput (without the watchdog, the flood workload started 12 to 22 workers on
-//! a 2-CPU pod). Past the eager size a pool asks this thread to watch it; every
-//! [`STALL_CHECK_INTERVAL`] the thread looks, and if items waited the whole interval and none
-//! was taken from the queue, it starts one more worker.
+//! a 2-CPU pod). Past the eager size a pool asks this thread to watch it. The thread looks for
+//! blocked workers every [`BLOCK_CHECK_INTERVAL`] (every [`BLOCK_RECHECK_INTERVAL`] right
+//! after a look that started workers), and at the progress every [`STALL_CHECK_INTERVAL`].
 //!
 //! One thread, `podq/watchdog`, serves every pool of the process. It is started on first use
 //! and sleeps without a timeout while no pool is watched.
 
 use std::sync::{OnceLock, Weak};
 use std::thread;
+use std::time::{Duration, Instant};
 
-use crate::policy::stall::STALL_CHECK_INTERVAL;
+use crate::policy::stall::{BLOCK_CHECK_INTERVAL, BLOCK_RECHECK_INTERVAL, STALL_CHECK_INTERVAL};
 use crate::sync::{Arc, Condvar, Mutex};
+
+/// What one look at a watched pool did.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Checked {
+    /// Whether to keep watching it.
+    pub(crate) keep: bool,
+    /// Whether it started workers for blocked ones (then the next look comes sooner).
+    pub(crate) replaced: bool,
+}
 
 /// A pool the watchdog can look at.
 pub(crate) trait Watched: Send + Sync {
-    /// Looks once (D2-D3), starting a worker if the pool is stalled; returns whether to keep
-    /// watching.
-    fn check(self: Arc<Self>) -> bool;
+    /// Looks once: for blocked busy workers (D4), and when `progress` also at the queue's
+    /// progress (D2-D3), starting workers as decided.
+    fn check(self: Arc<Self>, progress: bool) -> Checked;
 }
 
 /// The watched pools, and the condvar the watchdog sleeps on while there are none.
@@ -63,19 +74,53 @@ fn run() {
         }
         thread::yield_now();
     };
+    // The blocked look needs a thread's state, which only some systems give.
+    let probing = cfg!(target_os = "linux");
+    let mut interval = if probing {
+        BLOCK_CHECK_INTERVAL
+    } else {
+        STALL_CHECK_INTERVAL
+    };
+    let mut progress_due = Instant::now() + STALL_CHECK_INTERVAL;
     loop {
         let mut pools = dog.pools.lock();
         while pools.is_empty() {
             pools = dog.wake.wait(pools);
+            progress_due = Instant::now() + STALL_CHECK_INTERVAL;
         }
         let watched = std::mem::take(&mut *pools);
         drop(pools);
-        thread::sleep(STALL_CHECK_INTERVAL);
+        thread::sleep(interval);
+        let now = Instant::now();
+        let progress = !probing || now >= progress_due;
+        if progress {
+            progress_due = now + STALL_CHECK_INTERVAL;
+        }
         // Look outside the list's lock: a look may start a thread.
+        let mut replaced = false;
         let keep: Vec<Weak<dyn Watched>> = watched
             .into_iter()
-            .filter(|pool| pool.upgrade().is_some_and(Watched::check))
+            .filter(|pool| {
+                pool.upgrade().is_some_and(|pool| {
+                    let checked = pool.check(progress);
+                    replaced |= checked.replaced;
+                    checked.keep
+                })
+            })
             .collect();
+        if probing {
+            interval = next_interval(replaced);
+        }
         dog.pools.lock().extend(keep);
+    }
+}
+
+/// The wait before the next look: [`BLOCK_RECHECK_INTERVAL`] after a look that started
+/// workers for blocked ones, else [`BLOCK_CHECK_INTERVAL`].
+fn next_interval(replaced: bool) -> Duration {
+    if replaced {
+        BLOCK_RECHECK_INTERVAL
+    } else {
+        BLOCK_CHECK_INTERVAL
     }
 }

@@ -11,6 +11,7 @@ use std::panic::{self, AssertUnwindSafe};
 use std::thread;
 
 use super::core::{Grow, Next, NoSiblings, Siblings, WorkerSlot};
+use super::probe::WorkerProbe;
 use super::pull::PullGroup;
 use super::{Runnable, Shared};
 use crate::cpuset::CpuSet;
@@ -64,6 +65,7 @@ pub(super) fn grow_pool<T: Runnable>(shared: &Arc<Shared<T>>, grow: Grow) {
 fn run<T: Runnable>(shared: &Arc<Shared<T>>) {
     WORKER_OF.with(|w| w.set(Arc::as_ptr(shared) as usize));
     place(shared);
+    let probe = shared.probes.register();
     let group = shared.group.get().and_then(std::sync::Weak::upgrade);
     match group {
         Some(group) => work(
@@ -72,24 +74,42 @@ fn run<T: Runnable>(shared: &Arc<Shared<T>>) {
                 group: &group,
                 shared,
             },
+            probe.as_deref().map(|p| &**p),
         ),
-        None => work(shared, &mut NoSiblings),
+        None => work(shared, &mut NoSiblings, probe.as_deref().map(|p| &**p)),
+    }
+    if let Some(probe) = &probe {
+        shared.probes.remove(probe);
     }
     WORKER_OF.with(|w| w.set(0));
 }
 
 /// The run loop. Leaves on `Next::Exit` (retired when idle, or shut down with nothing
 /// queued): either way nothing waits that another worker, or one that the next push starts,
-/// will not run.
-fn work<T: Runnable>(shared: &Arc<Shared<T>>, siblings: &mut impl Siblings<T>) {
+/// will not run. Marks each task's start and end in the worker's `probe`, if it has one.
+fn work<T: Runnable>(
+    shared: &Arc<Shared<T>>,
+    siblings: &mut impl Siblings<T>,
+    probe: Option<&WorkerProbe>,
+) {
     let mut slot = WorkerSlot::new();
+    let mut runs = 0u64;
     while let Next::Run { item, grow } =
         shared
             .core
             .next(&mut slot, || shared.lanes.here(), siblings)
     {
         grow_pool(shared, grow);
-        if run_task(shared, item) {
+        if let Some(probe) = probe {
+            runs += 1;
+            probe.mark(runs);
+        }
+        let ran = run_task(shared, item);
+        if let Some(probe) = probe {
+            runs += 1;
+            probe.mark(runs);
+        }
+        if ran {
             slot.ran_one();
         }
     }

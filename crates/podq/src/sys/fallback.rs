@@ -20,3 +20,20 @@ pub(crate) fn pin_current_thread(_cpus: &[usize]) -> io::Result<()> {
         "thread affinity is only supported on Linux",
     ))
 }
+
+/// A thread's scheduler state cannot be read here: no probe, so blocked workers are found only
+/// by the stall watchdog's progress check.
+#[derive(Debug)]
+pub(crate) struct ThreadProbe;
+
+impl ThreadProbe {
+    /// Always `None` here.
+    pub(crate) fn of_current_thread() -> Option<ThreadProbe> {
+        None
+    }
+
+    /// Never reached (there is no probe).
+    pub(crate) fn is_sleeping(&self) -> bool {
+        false
+    }
+}

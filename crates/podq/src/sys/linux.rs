@@ -1,8 +1,50 @@
-//! Linux: `sched_getcpu`, `sched_getaffinity`, `sched_setaffinity`.
+//! Linux: `sched_getcpu`, `sched_getaffinity`, `sched_setaffinity`, and a thread's scheduler
+//! state from `/proc/thread-self/stat`.
 #![allow(unsafe_code)]
 
+use std::fs::File;
 use std::io;
 use std::mem;
+use std::os::unix::fs::FileExt;
+
+/// Where another thread can read whether the thread that made it is asleep: its
+/// `/proc/thread-self/stat`, opened by that thread (the file stays that thread's).
+#[derive(Debug)]
+pub(crate) struct ThreadProbe {
+    stat: File,
+}
+
+impl ThreadProbe {
+    /// The calling thread's probe; `None` where procfs cannot be read.
+    pub(crate) fn of_current_thread() -> Option<ThreadProbe> {
+        File::open("/proc/thread-self/stat")
+            .ok()
+            .map(|stat| ThreadProbe { stat })
+    }
+
+    /// Whether the thread sleeps now (state `S`, waiting for an event, or `D`, waiting for
+    /// I/O), as opposed to running or runnable (`R`). One `pread` of the stat file; `false`
+    /// when it cannot be read (an ended thread).
+    pub(crate) fn is_sleeping(&self) -> bool {
+        let mut buf = [0u8; 256];
+        let Ok(n) = self.stat.read_at(&mut buf, 0) else {
+            return false;
+        };
+        sleeping_state(&buf[..n])
+    }
+}
+
+/// Whether a `/proc/.../stat` line says the thread sleeps: the state is the first field after
+/// the command name, which is in parentheses and may itself hold spaces and parentheses.
+fn sleeping_state(stat: &[u8]) -> bool {
+    let Some(close) = stat.iter().rposition(|&b| b == b')') else {
+        return false;
+    };
+    matches!(
+        stat[close + 1..].iter().find(|b| !b.is_ascii_whitespace()),
+        Some(b'S' | b'D')
+    )
+}
 
 /// The CPU the calling thread runs on now, or `None` when the kernel cannot tell.
 ///
@@ -88,6 +130,30 @@ mod tests {
         })
         .join()
         .unwrap();
+    }
+
+    #[test]
+    fn a_probe_tells_a_sleeping_thread_from_a_running_one() {
+        assert!(sleeping_state(b"12 (podq/cs8 (p0)) S 1 2"));
+        assert!(sleeping_state(b"12 (x) D 1"));
+        assert!(!sleeping_state(b"12 (a) b) R 1"));
+        assert!(!sleeping_state(b"garbage"));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (go, wait) = std::sync::mpsc::channel::<()>();
+        let sleeper = std::thread::spawn(move || {
+            tx.send(ThreadProbe::of_current_thread()).unwrap();
+            wait.recv().unwrap();
+        });
+        let probe = rx.recv().unwrap().expect("procfs");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !probe.is_sleeping() {
+            assert!(std::time::Instant::now() < deadline, "never seen asleep");
+            std::thread::yield_now();
+        }
+        // The calling thread runs while it reads its own state.
+        assert!(!ThreadProbe::of_current_thread().unwrap().is_sleeping());
+        go.send(()).unwrap();
+        sleeper.join().unwrap();
     }
 
     #[test]

@@ -106,6 +106,31 @@ impl<T> Core<T> {
         (item, grow)
     }
 
+    /// (D4) The watchdog found `blocked` of the pool's `busy` workers asleep in their tasks:
+    /// counts as many new workers as [`stall::replacements`] decides (the caller starts them)
+    /// and returns how many.
+    pub(crate) fn replace_blocked(&self, busy: usize, blocked: usize) -> usize {
+        let head = self.lock_head();
+        let waiting = head.queue.len() + self.lanes_len();
+        drop(head);
+        let mut synced = self.lock();
+        let n = stall::replacements(
+            synced.workers(),
+            waiting,
+            self.spinners(),
+            busy,
+            blocked,
+            self.limits,
+        );
+        for _ in 0..n {
+            synced.add_worker();
+        }
+        if n > 0 {
+            self.publish(&synced);
+        }
+        n
+    }
+
     /// The stall watchdog's look at a watched pool (D2-D3), decided by [`stall::check`]:
     /// [`Look::Spawn`] when the caller must start one worker (counted here), [`Look::Watch`] to
     /// look again later, [`Look::Stop`] when the queue is empty and the pool stops being
