@@ -36,7 +36,9 @@ pub(super) fn start<T: Runnable>(shared: &Arc<Shared<T>>) {
     let spawned = thread::Builder::new()
         .name(format!("podq/{}", shared.name))
         .spawn(move || run(&for_worker));
-    if spawned.is_err() {
+    if let Err(_error) = &spawned {
+        #[cfg(feature = "tracing")]
+        crate::trace::spawn_failed(&shared.name, _error);
         shared.spawn_failures.fetch_add(1, Ordering::Relaxed);
         if shared.core.spawn_failed() {
             while let Some(task) = shared.core.pop() {
@@ -51,7 +53,11 @@ pub(super) fn start<T: Runnable>(shared: &Arc<Shared<T>>) {
 pub(super) fn grow_pool<T: Runnable>(shared: &Arc<Shared<T>>, grow: Grow) {
     match grow {
         Grow::No => {}
-        Grow::Spawn => start(shared),
+        Grow::Spawn => {
+            #[cfg(feature = "tracing")]
+            crate::trace::pool_grows(&shared.name, "busy");
+            start(shared);
+        }
         Grow::Watch => {
             let weak: std::sync::Weak<Shared<T>> = Arc::downgrade(shared);
             super::watchdog::watch(weak);
@@ -63,6 +69,8 @@ pub(super) fn grow_pool<T: Runnable>(shared: &Arc<Shared<T>>, grow: Grow) {
 fn run<T: Runnable>(shared: &Arc<Shared<T>>) {
     WORKER_OF.with(|w| w.set(Arc::as_ptr(shared) as usize));
     place(shared);
+    #[cfg(feature = "tracing")]
+    crate::trace::worker_started(&shared.name);
     let mut slot = WorkerSlot::new();
     // Leaves on `Next::Exit` (retired when idle, or shut down with nothing queued): either way
     // nothing waits that another worker, or one that the next push starts, will not run.
@@ -72,6 +80,8 @@ fn run<T: Runnable>(shared: &Arc<Shared<T>>) {
             slot.ran_one();
         }
     }
+    #[cfg(feature = "tracing")]
+    crate::trace::worker_exits(&shared.name);
     WORKER_OF.with(|w| w.set(0));
 }
 
