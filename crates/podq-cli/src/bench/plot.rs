@@ -29,14 +29,16 @@ use crate::error::CliError;
 /// Pixels per configuration (bars) or swept value (curves) along the x axis.
 const WIDTH_PER_ROW: u32 = 110;
 /// Narrowest drawing, in pixels, so that the captions and the legend fit.
-const MIN_WIDTH: u32 = 900;
+const MIN_WIDTH: u32 = 1000;
+/// Width of the legend's area right of each panel, in pixels.
+const LEGEND_WIDTH: u32 = 180;
 /// Height of each panel, in pixels.
 const PANEL_HEIGHT: u32 = 380;
 /// Height of the title's two lines, in pixels.
 const TITLE_HEIGHT: u32 = 64;
 
-/// podq's colour, and the shades of its other scopes when they are compared with a sweep (in
-/// the kernel's scope order).
+/// podq's colour (the first), and the shades of its other scopes when they are compared with
+/// a sweep (the others, in the kernel's scope order).
 const PODQ: [RGBColor; 6] = [
     RGBColor(31, 119, 180),
     RGBColor(23, 190, 207),
@@ -58,6 +60,9 @@ const PEERS: [RGBColor; 5] = [
 /// A panel's chart: configurations or swept values (segments) along x, a value along y.
 type Panel<'a, DB> =
     ChartContext<'a, DB, Cartesian2d<SegmentedCoord<RangedCoordusize>, RangedCoordf64>>;
+
+/// A panel's area: where its chart goes, and where its legend goes (right of it).
+type Pane<DB> = (DrawingArea<DB, Shift>, DrawingArea<DB, Shift>);
 
 /// What plotters reports when drawing fails.
 type DrawError<DB> = DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>;
@@ -93,7 +98,11 @@ pub(crate) fn draw(
         root.fill(&WHITE).map_err(|e| fail(&e))?;
         let (title, body) = root.split_vertically(TITLE_HEIGHT);
         draw_title(&title, settings, machine).map_err(|e| fail(&e))?;
-        let areas = body.split_evenly((panels as usize, 1));
+        let areas: Vec<Pane<SVGBackend<'_>>> = body
+            .split_evenly((panels as usize, 1))
+            .into_iter()
+            .map(|area| area.split_horizontally(width - LEGEND_WIDTH))
+            .collect();
         for (workload, pair) in settings.workloads.iter().zip(areas.chunks(2)) {
             let rows: Vec<&Row> = rows.iter().filter(|r| r.workload == *workload).collect();
             let [upper, lower] = pair else { continue };
@@ -146,8 +155,8 @@ fn draw_title<DB: DrawingBackend>(
 /// One bar (median, min-max whisker) per configuration above, one p50 point per
 /// configuration below, coloured by system, each with its value.
 fn draw_bars<DB: DrawingBackend>(
-    upper: &DrawingArea<DB, Shift>,
-    lower: &DrawingArea<DB, Shift>,
+    upper: &Pane<DB>,
+    lower: &Pane<DB>,
     workload: Workload,
     rows: &[&Row],
     settings: &Settings,
@@ -176,28 +185,25 @@ fn draw_bars<DB: DrawingBackend>(
         x_label: &label_of,
         y_label: &si,
     };
-    let mut chart = panel(upper, &axes)?;
+    let mut chart = panel(&upper.0, &axes)?;
     for (name, colour) in &legend {
         let colour = *colour;
-        chart
-            .draw_series(
-                rows.iter()
-                    .enumerate()
-                    .filter(|(_, row)| legend_name(row.system) == *name)
-                    .map(|(i, row)| {
-                        let mut bar = Rectangle::new(
-                            [
-                                (SegmentValue::Exact(i), 0.0),
-                                (SegmentValue::Exact(i + 1), row.summary.items_per_sec),
-                            ],
-                            colour.mix(0.8).filled(),
-                        );
-                        bar.set_margin(0, 0, 14, 14);
-                        bar
-                    }),
-            )?
-            .label(*name)
-            .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 14, y + 6)], colour.filled()));
+        chart.draw_series(
+            rows.iter()
+                .enumerate()
+                .filter(|(_, row)| legend_name(row.system) == *name)
+                .map(|(i, row)| {
+                    let mut bar = Rectangle::new(
+                        [
+                            (SegmentValue::Exact(i), 0.0),
+                            (right_edge(i, rows.len()), row.summary.items_per_sec),
+                        ],
+                        colour.mix(0.8).filled(),
+                    );
+                    bar.set_margin(0, 0, 14, 14);
+                    bar
+                }),
+        )?;
     }
     chart.draw_series(rows.iter().enumerate().map(|(i, row)| {
         PathElement::new(
@@ -208,13 +214,26 @@ fn draw_bars<DB: DrawingBackend>(
             BLACK.stroke_width(2),
         )
     }))?;
-    chart.draw_series(rows.iter().enumerate().map(|(i, row)| {
-        value_label(
-            (SegmentValue::CenterOf(i), row.summary.items_per_sec_max),
-            si(&row.summary.items_per_sec),
-        )
-    }))?;
-    draw_legend(&mut chart)?;
+    draw_labels(
+        &mut chart,
+        rows.iter().enumerate().map(|(i, row)| {
+            (
+                (SegmentValue::CenterOf(i), row.summary.items_per_sec_max),
+                si(&row.summary.items_per_sec),
+            )
+        }),
+    )?;
+    let key = |mark| -> Vec<Key> {
+        legend
+            .iter()
+            .map(|(name, colour)| Key {
+                name: (*name).to_owned(),
+                colour: *colour,
+                mark,
+            })
+            .collect()
+    };
+    draw_key(&upper.1, &key(Mark::Bar))?;
 
     let top = rows
         .iter()
@@ -231,40 +250,40 @@ fn draw_bars<DB: DrawingBackend>(
         y_label: &thousands_f64,
         ..axes
     };
-    let mut chart = panel(lower, &axes)?;
+    let mut chart = panel(&lower.0, &axes)?;
     for (name, colour) in &legend {
         let colour = *colour;
-        chart
-            .draw_series(
-                rows.iter()
-                    .enumerate()
-                    .filter(|(_, row)| legend_name(row.system) == *name)
-                    .map(|(i, row)| {
-                        Circle::new(
-                            (SegmentValue::CenterOf(i), row.summary.queue.p50 as f64),
-                            6,
-                            colour.filled(),
-                        )
-                    }),
-            )?
-            .label(*name)
-            .legend(move |(x, y)| Circle::new((x + 7, y), 6, colour.filled()));
+        chart.draw_series(
+            rows.iter()
+                .enumerate()
+                .filter(|(_, row)| legend_name(row.system) == *name)
+                .map(|(i, row)| {
+                    Circle::new(
+                        (SegmentValue::CenterOf(i), row.summary.queue.p50 as f64),
+                        6,
+                        colour.filled(),
+                    )
+                }),
+        )?;
     }
-    chart.draw_series(rows.iter().enumerate().map(|(i, row)| {
-        let p50 = row.summary.queue.p50;
-        value_label(
-            (SegmentValue::CenterOf(i), p50 as f64),
-            format!("{} ns", thousands(p50)),
-        )
-    }))?;
-    draw_legend(&mut chart)
+    draw_labels(
+        &mut chart,
+        rows.iter().enumerate().map(|(i, row)| {
+            let p50 = row.summary.queue.p50;
+            (
+                (SegmentValue::CenterOf(i), p50 as f64),
+                format!("{} ns", thousands(p50)),
+            )
+        }),
+    )?;
+    draw_key(&lower.1, &key(Mark::Dot))
 }
 
 /// cache_shard's items/s and p50 as curves against the shard size, the other configurations
 /// as dashed lines across.
 fn draw_sweep<DB: DrawingBackend>(
-    upper: &DrawingArea<DB, Shift>,
-    lower: &DrawingArea<DB, Shift>,
+    upper: &Pane<DB>,
+    lower: &Pane<DB>,
     workload: Workload,
     rows: &[&Row],
 ) -> Result<(), DrawError<DB>> {
@@ -304,7 +323,7 @@ fn draw_sweep<DB: DrawingBackend>(
         x_label: &label_of,
         y_label: &si,
     };
-    let mut chart = panel(upper, &axes)?;
+    let mut chart = panel(&upper.0, &axes)?;
     let curve = |value: fn(&Row) -> f64| -> Vec<(SegmentValue<usize>, f64)> {
         swept
             .iter()
@@ -312,9 +331,7 @@ fn draw_sweep<DB: DrawingBackend>(
             .map(|(i, (_, row))| (SegmentValue::CenterOf(i), value(row)))
             .collect()
     };
-    draw_references(&mut chart, &others, swept.len(), |row| {
-        row.summary.items_per_sec
-    })?;
+    draw_references(&mut chart, &others, |row| row.summary.items_per_sec)?;
     draw_curve(&mut chart, curve(|row| row.summary.items_per_sec))?;
     chart.draw_series(swept.iter().enumerate().map(|(i, (_, row))| {
         PathElement::new(
@@ -325,17 +342,33 @@ fn draw_sweep<DB: DrawingBackend>(
             PODQ[0].stroke_width(2),
         )
     }))?;
-    chart.draw_series(swept.iter().enumerate().map(|(i, (_, row))| {
-        let workers = row
-            .summary
-            .workers
-            .map_or_else(String::new, |w| format!(", {w} workers"));
-        value_label(
-            (SegmentValue::CenterOf(i), row.summary.items_per_sec_max),
-            format!("{}{workers}", si(&row.summary.items_per_sec)),
-        )
-    }))?;
-    draw_legend(&mut chart)?;
+    draw_labels(
+        &mut chart,
+        swept.iter().enumerate().map(|(i, (_, row))| {
+            let workers = row.summary.workers.map_or_else(String::new, |w| match w {
+                1 => ", 1 worker".to_owned(),
+                w => format!(", {w} workers"),
+            });
+            (
+                (SegmentValue::CenterOf(i), row.summary.items_per_sec_max),
+                format!("{}{workers}", si(&row.summary.items_per_sec)),
+            )
+        }),
+    )?;
+    let key: Vec<Key> = others
+        .iter()
+        .map(|row| Key {
+            name: reference_name(row.system),
+            colour: colour_of(row.system, true),
+            mark: Mark::Dashed,
+        })
+        .chain(std::iter::once(Key {
+            name: "podq cache_shard".to_owned(),
+            colour: PODQ[0],
+            mark: Mark::Line,
+        }))
+        .collect();
+    draw_key(&upper.1, &key)?;
 
     let top = rows
         .iter()
@@ -355,19 +388,20 @@ fn draw_sweep<DB: DrawingBackend>(
         y_label: &thousands_f64,
         ..axes
     };
-    let mut chart = panel(lower, &axes)?;
-    draw_references(&mut chart, &others, swept.len(), |row| {
-        row.summary.queue.p50 as f64
-    })?;
+    let mut chart = panel(&lower.0, &axes)?;
+    draw_references(&mut chart, &others, |row| row.summary.queue.p50 as f64)?;
     draw_curve(&mut chart, curve(|row| row.summary.queue.p50 as f64))?;
-    chart.draw_series(swept.iter().enumerate().map(|(i, (_, row))| {
-        let p50 = row.summary.queue.p50;
-        value_label(
-            (SegmentValue::CenterOf(i), p50 as f64),
-            format!("{} ns", thousands(p50)),
-        )
-    }))?;
-    draw_legend(&mut chart)
+    draw_labels(
+        &mut chart,
+        swept.iter().enumerate().map(|(i, (_, row))| {
+            let p50 = row.summary.queue.p50;
+            (
+                (SegmentValue::CenterOf(i), p50 as f64),
+                format!("{} ns", thousands(p50)),
+            )
+        }),
+    )?;
+    draw_key(&lower.1, &key)
 }
 
 /// The swept configuration's curve: a line through circles, in podq's colour.
@@ -376,10 +410,7 @@ fn draw_curve<'a, DB: DrawingBackend + 'a>(
     points: Vec<(SegmentValue<usize>, f64)>,
 ) -> Result<(), DrawError<DB>> {
     let colour = PODQ[0];
-    chart
-        .draw_series(LineSeries::new(points.clone(), colour.stroke_width(3)))?
-        .label("podq cache_shard")
-        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(3)));
+    chart.draw_series(LineSeries::new(points.clone(), colour.stroke_width(3)))?;
     chart.draw_series(
         points
             .into_iter()
@@ -393,46 +424,105 @@ fn draw_curve<'a, DB: DrawingBackend + 'a>(
 fn draw_references<'a, DB: DrawingBackend + 'a>(
     chart: &mut Panel<'a, DB>,
     rows: &[&Row],
-    count: usize,
     value: impl Fn(&Row) -> f64,
 ) -> Result<(), DrawError<DB>> {
     for row in rows {
         let colour = colour_of(row.system, true);
         let y = value(row);
-        let line = [(SegmentValue::Exact(0), y), (SegmentValue::Exact(count), y)];
-        chart
-            .draw_series(DashedLineSeries::new(line, 8, 6, colour.stroke_width(2)))?
-            .label(reference_name(row.system))
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(2))
-            });
+        let line = [(SegmentValue::Exact(0), y), (SegmentValue::Last, y)];
+        chart.draw_series(DashedLineSeries::new(line, 8, 6, colour.stroke_width(2)))?;
     }
     Ok(())
 }
 
-/// The legend, in the upper right corner.
-fn draw_legend<'a, DB: DrawingBackend + 'a>(
-    chart: &mut Panel<'a, DB>,
-) -> Result<(), DrawError<DB>> {
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.5))
-        .label_font(("sans-serif", 14))
-        .draw()
+/// The right edge of segment `i` of `count`.
+fn right_edge(i: usize, count: usize) -> SegmentValue<usize> {
+    if i + 1 < count {
+        SegmentValue::Exact(i + 1)
+    } else {
+        SegmentValue::Last
+    }
 }
 
-/// A small value label centred just above `at`.
-fn value_label(
-    at: (SegmentValue<usize>, f64),
-    text: String,
-) -> Text<'static, (SegmentValue<usize>, f64), String> {
+/// How a legend entry shows its series.
+#[derive(Clone, Copy)]
+enum Mark {
+    /// A filled square: a bar.
+    Bar,
+    /// A filled circle: a point.
+    Dot,
+    /// A thick line: the swept curve.
+    Line,
+    /// A dashed line: a configuration to compare the curve with.
+    Dashed,
+}
+
+/// One legend entry.
+struct Key {
+    /// What the entry names.
+    name: String,
+    /// Its series' colour.
+    colour: RGBColor,
+    /// How its series is drawn.
+    mark: Mark,
+}
+
+/// The legend, on its own area right of the chart, so that it never hides a point.
+fn draw_key<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    keys: &[Key],
+) -> Result<(), DrawError<DB>> {
+    /// Pixels from the top of the panel to the legend's box, below the caption.
+    const TOP: i32 = 44;
+    /// Pixels per entry.
+    const LINE: i32 = 22;
+    let count = i32::try_from(keys.len()).unwrap_or(0);
+    let right = i32::try_from(LEGEND_WIDTH).unwrap_or(0) - 12;
+    area.draw(&Rectangle::new(
+        [(0, TOP), (right, TOP + 8 + LINE * count)],
+        BLACK.mix(0.5),
+    ))?;
+    let font = ("sans-serif", 14).into_font().color(&BLACK);
+    for (k, key) in (0..).zip(keys) {
+        let y = TOP + 4 + LINE * k + LINE / 2;
+        let colour = key.colour;
+        match key.mark {
+            Mark::Bar => area.draw(&Rectangle::new(
+                [(10, y - 7), (26, y + 7)],
+                colour.mix(0.8).filled(),
+            ))?,
+            Mark::Dot => area.draw(&Circle::new((18, y), 6, colour.filled()))?,
+            Mark::Line => area.draw(&PathElement::new(
+                vec![(8, y), (28, y)],
+                colour.stroke_width(3),
+            ))?,
+            Mark::Dashed => {
+                for x in [8, 22] {
+                    area.draw(&PathElement::new(
+                        vec![(x, y), (x + 6, y)],
+                        colour.stroke_width(2),
+                    ))?;
+                }
+            }
+        }
+        area.draw_text(&key.name, &font, (36, y - 8))?;
+    }
+    Ok(())
+}
+
+/// Draws each text centred a few pixels above its point.
+fn draw_labels<'a, DB: DrawingBackend + 'a>(
+    chart: &mut Panel<'a, DB>,
+    labels: impl Iterator<Item = ((SegmentValue<usize>, f64), String)>,
+) -> Result<(), DrawError<DB>> {
     let style = ("sans-serif", 13)
         .into_font()
         .color(&BLACK)
         .pos(Pos::new(HPos::Center, VPos::Bottom));
-    Text::new(text, at, style)
+    chart.draw_series(
+        labels.map(|(at, text)| EmptyElement::at(at) + Text::new(text, (0, -9), style.clone())),
+    )?;
+    Ok(())
 }
 
 /// The legend's groups of a bar chart, in order of first appearance: podq (every scope in
@@ -465,12 +555,11 @@ fn reference_name(system: System) -> String {
 fn colour_of(system: System, by_scope: bool) -> RGBColor {
     match system {
         System::Podq { scope, .. } => {
-            let shade = if by_scope {
-                KERNEL_ORDER.iter().position(|s| *s == scope).unwrap_or(0)
-            } else {
-                0
-            };
-            PODQ[shade % PODQ.len()]
+            if !by_scope {
+                return PODQ[0];
+            }
+            let shade = KERNEL_ORDER.iter().position(|s| *s == scope).unwrap_or(0);
+            PODQ[1 + shade % (PODQ.len() - 1)]
         }
         System::Peer(peer) => {
             let index = Peer::KNOWN.iter().position(|p| *p == peer).unwrap_or(0);
@@ -508,10 +597,14 @@ fn panel<'a, DB: DrawingBackend>(
         .margin(12)
         .x_label_area_size(48)
         .y_label_area_size(90)
-        .build_cartesian_2d((0..axes.count).into_segmented(), 0.0..axes.top)?;
+        .build_cartesian_2d(
+            (0..axes.count.saturating_sub(1)).into_segmented(),
+            0.0..axes.top,
+        )?;
     chart
         .configure_mesh()
         .disable_x_mesh()
+        .light_line_style(WHITE)
         .x_labels(axes.count)
         .x_label_formatter(axes.x_label)
         .y_label_formatter(axes.y_label)
