@@ -7,7 +7,7 @@
 //! * Without `--sweep`, one bar per configuration (the median, with a min-max whisker) and
 //!   one p50 point per configuration, each labelled with its value.
 //! * With `--sweep shard-size=...`, cache_shard's items/s and p50 are curves against the shard
-//!   size, each point labelled with the pool's workers (the median over the runs); every other
+//!   size, each point labelled with its pools and workers (medians over the runs); every other
 //!   configuration measured (other scopes, the peers) is a dashed line across the panel, to
 //!   compare the curve with.
 
@@ -311,7 +311,7 @@ fn draw_sweep<DB: DrawingBackend>(
         .fold(1.0, f64::max)
         * 1.15;
     let caption = format!(
-        "{}: items/s against the cache shard size (median, min-max; workers per point)",
+        "{}: items/s against the cache shard size (median, min-max; pools and workers)",
         workload.name()
     );
     let axes = Axes {
@@ -345,13 +345,17 @@ fn draw_sweep<DB: DrawingBackend>(
     draw_labels(
         &mut chart,
         swept.iter().enumerate().map(|(i, (_, row))| {
-            let workers = row.summary.workers.map_or_else(String::new, |w| match w {
-                1 => ", 1 worker".to_owned(),
-                w => format!(", {w} workers"),
-            });
+            let count = |n: Option<u64>, what: &str| {
+                n.map_or_else(String::new, |n| match n {
+                    1 => format!(", 1 {what}"),
+                    n => format!(", {n} {what}s"),
+                })
+            };
+            let pools = count(row.summary.pools.map(|p| p as u64), "pool");
+            let workers = count(row.summary.workers, "worker");
             (
                 (SegmentValue::CenterOf(i), row.summary.items_per_sec_max),
-                format!("{}{workers}", si(&row.summary.items_per_sec)),
+                format!("{}{pools}{workers}", si(&row.summary.items_per_sec)),
             )
         }),
     )?;

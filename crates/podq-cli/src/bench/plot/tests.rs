@@ -46,6 +46,7 @@ fn row(workload: Workload, system: System, items_per_sec: f64, p50: u64) -> Row 
                 p95: p50 * 3,
                 p99: p50 * 4,
             },
+            pools: system.scope().map(|_| 1),
             workers: system.scope().map(|_| 2),
             ..Summary::default()
         },
@@ -137,15 +138,15 @@ fn a_sweep_is_a_curve_against_the_shard_size_with_workers() {
         "cache shard size (cores per shard)",
         "podq cache_shard",
         "channel",
-        "1.5M, 2 workers",
+        "1.5M, 1 pool, 2 workers",
         "queue: items/s against the cache shard size",
         "flood: queue call p50 against the cache shard size",
     ] {
         assert!(svg.contains(text), "{text} missing");
     }
     // The curve is a line through the sizes in ascending order: 1.5M at 2 cores first.
-    let first = svg.find("1.5M, 2 workers").expect("size 2");
-    let last = svg.find("800k, 2 workers").expect("size 16");
+    let first = svg.find("1.5M, 1 pool, 2 workers").expect("size 2");
+    let last = svg.find("800k, 1 pool, 2 workers").expect("size 16");
     assert!(first < last, "points not in shard size order");
     assert!(svg.contains("<polyline"), "no curve");
 }
