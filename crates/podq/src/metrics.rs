@@ -1,4 +1,4 @@
-//! Every workqueue's counters and its pools' state through the [`metrics`](::metrics) facade
+//! Every workqueue's counters and its pools' state through the [`metrics`] facade
 //! (the `metrics` feature): for Prometheus and the other exporters a service already uses.
 //!
 //! Nothing is recorded per work item. The counters are the per-pod ones that
@@ -22,7 +22,7 @@
 //! ```
 //!
 //! The names, kinds, labels and units are in one table, `docs/observability.md` (a test
-//! checks that it matches [`WORKQUEUE`] and [`POOL`] here). Series carry the label
+//! checks that it matches the lists `WORKQUEUE` and `POOL` here). Series carry the label
 //! `workqueue` (its name); pool series also carry `pool` (the pool's short name, `cs8-p2`). A
 //! pool is shared by every workqueue with equal attributes, so it appears under each of them
 //! with the same values. Give live workqueues distinct names: two with one name write the same
@@ -215,17 +215,15 @@ struct Entry {
     pods: Box<[Weak<CachePadded<PodShared>>]>,
 }
 
+/// Strong handles of a live workqueue's parts, for one publish.
+type Held = (Arc<WqShared>, Vec<Arc<CachePadded<PodShared>>>);
+
 impl Entry {
-    /// The workqueue's statistics, or `None` once it is gone.
-    ///
-    /// The upgraded handles keep the workqueue's shared parts (and so its pools) alive while
-    /// they are read; should the workqueue be dropped meanwhile, its pools shut down when this
-    /// returns, on the calling thread.
-    fn stats(&self) -> Option<WorkqueueStats> {
+    /// Strong handles of the workqueue's parts, or `None` once it is gone.
+    fn upgrade(&self) -> Option<Held> {
         let shared = self.shared.upgrade()?;
-        let pods: Vec<Arc<CachePadded<PodShared>>> =
-            self.pods.iter().map(Weak::upgrade).collect::<Option<_>>()?;
-        Some(stats_of(&shared, &pods))
+        let pods = self.pods.iter().map(Weak::upgrade).collect::<Option<_>>()?;
+        Some((shared, pods))
     }
 }
 
@@ -251,21 +249,24 @@ pub(crate) fn register(shared: &Arc<WqShared>, pods: &[Arc<CachePadded<PodShared
 /// themselves record nothing.
 pub fn publish() {
     describe();
-    let snapshots: Vec<WorkqueueStats> = {
+    let held: Vec<Held> = {
         let mut live = LIVE.lock();
-        let mut snapshots = Vec::with_capacity(live.len());
-        live.retain(|entry| match entry.stats() {
-            Some(stats) => {
-                snapshots.push(stats);
+        let mut held = Vec::with_capacity(live.len());
+        live.retain(|entry| match entry.upgrade() {
+            Some(handles) => {
+                held.push(handles);
                 true
             }
             None => false,
         });
-        snapshots
+        held
     };
-    for stats in &snapshots {
-        record(stats);
+    for (shared, pods) in &held {
+        record(&stats_of(shared, pods));
     }
+    // Should a workqueue have been dropped meanwhile, these were the last handles of its
+    // parts: its pools shut down here, on the calling thread, outside the lock.
+    drop(held);
 }
 
 /// Describes every series to the current recorder: its kind, the unit `Count`, and its help
