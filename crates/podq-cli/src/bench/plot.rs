@@ -10,6 +10,9 @@
 //!   size, each point labelled with its pools and workers (medians over the runs); every other
 //!   configuration measured (other scopes, the peers) is a dashed line across the panel, to
 //!   compare the curve with.
+//!
+//! Files: this one lays out the panels and draws them; `legend.rs` the colours and the legend;
+//! `numbers.rs` how numbers read.
 
 use std::path::Path;
 
@@ -21,10 +24,14 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::args::{Settings, Workload};
 use super::machine::Machine;
-use super::peers::Peer;
 use super::report::Row;
-use super::system::{System, KERNEL_ORDER};
 use crate::error::CliError;
+
+use legend::{colour_of, draw_key, legend_groups, legend_name, reference_name, Key, Mark, PODQ};
+use numbers::{si, thousands, thousands_f64};
+
+mod legend;
+mod numbers;
 
 /// Pixels per configuration (bars) or swept value (curves) along the x axis.
 const WIDTH_PER_ROW: u32 = 110;
@@ -36,26 +43,6 @@ const LEGEND_WIDTH: u32 = 180;
 const PANEL_HEIGHT: u32 = 380;
 /// Height of the title's two lines, in pixels.
 const TITLE_HEIGHT: u32 = 64;
-
-/// podq's colour (the first), and the shades of its other scopes when they are compared with
-/// a sweep (the others, in the kernel's scope order).
-const PODQ: [RGBColor; 6] = [
-    RGBColor(31, 119, 180),
-    RGBColor(23, 190, 207),
-    RGBColor(57, 59, 121),
-    RGBColor(107, 174, 214),
-    RGBColor(8, 48, 107),
-    RGBColor(158, 202, 225),
-];
-
-/// The peers' colours, in the order of [`Peer::KNOWN`].
-const PEERS: [RGBColor; 5] = [
-    RGBColor(255, 127, 14),
-    RGBColor(44, 160, 44),
-    RGBColor(148, 103, 189),
-    RGBColor(214, 39, 40),
-    RGBColor(127, 127, 127),
-];
 
 /// A panel's chart: configurations or swept values (segments) along x, a value along y.
 type Panel<'a, DB> =
@@ -448,72 +435,6 @@ fn right_edge(i: usize, count: usize) -> SegmentValue<usize> {
     }
 }
 
-/// How a legend entry shows its series.
-#[derive(Clone, Copy)]
-enum Mark {
-    /// A filled square: a bar.
-    Bar,
-    /// A filled circle: a point.
-    Dot,
-    /// A thick line: the swept curve.
-    Line,
-    /// A dashed line: a configuration to compare the curve with.
-    Dashed,
-}
-
-/// One legend entry.
-struct Key {
-    /// What the entry names.
-    name: String,
-    /// Its series' colour.
-    colour: RGBColor,
-    /// How its series is drawn.
-    mark: Mark,
-}
-
-/// The legend, on its own area right of the chart, so that it never hides a point.
-fn draw_key<DB: DrawingBackend>(
-    area: &DrawingArea<DB, Shift>,
-    keys: &[Key],
-) -> Result<(), DrawError<DB>> {
-    /// Pixels from the top of the panel to the legend's box, below the caption.
-    const TOP: i32 = 44;
-    /// Pixels per entry.
-    const LINE: i32 = 22;
-    let count = i32::try_from(keys.len()).unwrap_or(0);
-    let right = i32::try_from(LEGEND_WIDTH).unwrap_or(0) - 12;
-    area.draw(&Rectangle::new(
-        [(0, TOP), (right, TOP + 8 + LINE * count)],
-        BLACK.mix(0.5),
-    ))?;
-    let font = ("sans-serif", 14).into_font().color(&BLACK);
-    for (k, key) in (0..).zip(keys) {
-        let y = TOP + 4 + LINE * k + LINE / 2;
-        let colour = key.colour;
-        match key.mark {
-            Mark::Bar => area.draw(&Rectangle::new(
-                [(10, y - 7), (26, y + 7)],
-                colour.mix(0.8).filled(),
-            ))?,
-            Mark::Dot => area.draw(&Circle::new((18, y), 6, colour.filled()))?,
-            Mark::Line => area.draw(&PathElement::new(
-                vec![(8, y), (28, y)],
-                colour.stroke_width(3),
-            ))?,
-            Mark::Dashed => {
-                for x in [8, 22] {
-                    area.draw(&PathElement::new(
-                        vec![(x, y), (x + 6, y)],
-                        colour.stroke_width(2),
-                    ))?;
-                }
-            }
-        }
-        area.draw_text(&key.name, &font, (36, y - 8))?;
-    }
-    Ok(())
-}
-
 /// Draws each text centred a few pixels above its point.
 fn draw_labels<'a, DB: DrawingBackend + 'a>(
     chart: &mut Panel<'a, DB>,
@@ -527,49 +448,6 @@ fn draw_labels<'a, DB: DrawingBackend + 'a>(
         labels.map(|(at, text)| EmptyElement::at(at) + Text::new(text, (0, -9), style.clone())),
     )?;
     Ok(())
-}
-
-/// The legend's groups of a bar chart, in order of first appearance: podq (every scope in
-/// one colour), then each peer.
-fn legend_groups(rows: &[&Row]) -> Vec<(&'static str, RGBColor)> {
-    let mut groups: Vec<(&'static str, RGBColor)> = Vec::new();
-    for row in rows {
-        let name = legend_name(row.system);
-        if !groups.iter().any(|(n, _)| *n == name) {
-            groups.push((name, colour_of(row.system, false)));
-        }
-    }
-    groups
-}
-
-/// `podq` or the peer's name.
-fn legend_name(system: System) -> &'static str {
-    system.name()
-}
-
-/// `podq cpu` or the peer's name: a configuration drawn as a reference line.
-fn reference_name(system: System) -> String {
-    match system.scope() {
-        Some(scope) => format!("podq {scope}"),
-        None => system.name().to_owned(),
-    }
-}
-
-/// A system's colour: podq's blue (with `by_scope`, a shade per scope), or the peer's.
-fn colour_of(system: System, by_scope: bool) -> RGBColor {
-    match system {
-        System::Podq { scope, .. } => {
-            if !by_scope {
-                return PODQ[0];
-            }
-            let shade = KERNEL_ORDER.iter().position(|s| *s == scope).unwrap_or(0);
-            PODQ[1 + shade % (PODQ.len() - 1)]
-        }
-        System::Peer(peer) => {
-            let index = Peer::KNOWN.iter().position(|p| *p == peer).unwrap_or(0);
-            PEERS[index % PEERS.len()]
-        }
-    }
 }
 
 /// What a panel shows: its caption, axes and how their labels read.
@@ -621,44 +499,6 @@ fn panel<'a, DB: DrawingBackend>(
 /// `n` as a `u32`, saturating.
 fn count_u32(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
-}
-
-/// An axis value with k or M: `0`, `950`, `12.5k`, `250k`, `1.6M`, `12M`.
-fn si(value: &f64) -> String {
-    let v = *value;
-    let (scaled, suffix) = if v.abs() >= 1e6 {
-        (v / 1e6, "M")
-    } else if v.abs() >= 1e3 {
-        (v / 1e3, "k")
-    } else {
-        (v, "")
-    };
-    let text = if scaled.abs() >= 100.0 || suffix.is_empty() {
-        format!("{scaled:.0}")
-    } else {
-        let text = format!("{scaled:.1}");
-        text.strip_suffix(".0").map(str::to_owned).unwrap_or(text)
-    };
-    format!("{text}{suffix}")
-}
-
-/// A whole number with thousands separators: `12,345`.
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, digit) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(digit);
-    }
-    out
-}
-
-/// An axis value rounded to a whole number, with thousands separators.
-fn thousands_f64(value: &f64) -> String {
-    // Axis values are 0 or more; rounding to a whole number is the label's precision.
-    thousands(value.max(0.0).round() as u64)
 }
 
 #[cfg(test)]

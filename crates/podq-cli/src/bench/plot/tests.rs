@@ -1,5 +1,8 @@
+use super::legend::PEERS;
 use super::*;
 use crate::bench::measurement::{Percentiles, Summary};
+use crate::bench::peers::Peer;
+use crate::bench::system::System;
 
 fn settings(workloads: Vec<Workload>, sweeping: bool) -> Settings {
     Settings {
