@@ -240,8 +240,8 @@ fn sweep_measures_cache_shard_at_each_size_and_plots_svg() {
         "not SVG: {svg:.200}"
     );
     assert!(
-        svg.contains("cache_shard/1") && svg.contains("rayon"),
-        "labels drawn"
+        svg.contains("podq cache_shard") && svg.contains("rayon") && svg.contains("workers"),
+        "the sweep's curve, the peer's line and the worker counts drawn"
     );
 }
 

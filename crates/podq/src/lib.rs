@@ -58,6 +58,15 @@
 //!
 //! * `serde` (off by default): `Serialize` for [`CpuSet`] (an array of CPU ids), [`AffinityScope`]
 //!   (its name), [`Pod`], [`WorkqueueStats`] and [`PoolStats`]; `Deserialize` for [`CpuSet`].
+//! * `metrics` (off by default): the module `metrics`, which publishes every workqueue's
+//!   counters and its pools' state through the `metrics` facade, on each scrape or on a tick,
+//!   and never per work item.
+//! * `tracing` (off by default): a `tracing` span around each run of a work item (trace level,
+//!   target `podq::work`: workqueue, pod, queue-to-start time) and events when a worker
+//!   starts or exits and when a pool grows or shuts down (debug level, target
+//!   `podq::worker`).
+//!
+//! What each feature emits, by name, label and unit: `docs/observability.md`.
 //!
 //! The protocols behind the guarantees (pending, cancel, flush, `max_active`) are written down
 //! as numbered steps in `src/workqueue/README.md`; the pools' park/wake protocol in
@@ -68,6 +77,8 @@ pub mod affinity;
 pub mod cpuset;
 pub mod error;
 mod here;
+#[cfg(feature = "metrics")]
+pub mod metrics;
 pub mod scope;
 pub mod topology;
 
@@ -78,6 +89,8 @@ mod sync;
 mod sys;
 #[cfg(test)]
 mod test_support;
+#[cfg(feature = "tracing")]
+mod trace;
 mod workqueue;
 
 pub use cpuset::CpuSet;

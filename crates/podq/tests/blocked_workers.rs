@@ -33,7 +33,9 @@ fn start_delay_behind(blockers: &Workqueue, short: &Workqueue, blocked: usize) -
     assert!(short.queue(move || {
         let _ = started.send(queued.elapsed());
     }));
-    let delay = start.recv_timeout(BLOCK).expect("the short item never started");
+    let delay = start
+        .recv_timeout(BLOCK)
+        .expect("the short item never started");
     // Every blocked item must get a worker for the barrier to open.
     release.wait();
     delay
@@ -50,7 +52,11 @@ fn a_short_item_starts_soon_behind_blocked_items_of_another_workqueue() {
     }
     let stats = a.stats();
     let seen: u64 = stats.pools.iter().map(|p| p.workers_seen_blocked).sum();
-    let started: u64 = stats.pools.iter().map(|p| p.workers_started_for_blocked).sum();
+    let started: u64 = stats
+        .pools
+        .iter()
+        .map(|p| p.workers_started_for_blocked)
+        .sum();
     if cfg!(target_os = "linux") {
         assert!(seen >= 1 && started >= 1, "{stats:?}");
     }
@@ -80,7 +86,9 @@ fn delayed_work_fires_on_time_while_items_block() {
         let _ = fired.send(asked.elapsed());
     });
     assert!(wq.queue_delayed(&work, Duration::from_millis(2)));
-    let late = when.recv_timeout(BLOCK).expect("the delayed work never fired");
+    let late = when
+        .recv_timeout(BLOCK)
+        .expect("the delayed work never fired");
     release.wait();
     assert!(late < BOUND, "a 2 ms delayed work fired after {late:?}");
 }

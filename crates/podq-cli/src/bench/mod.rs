@@ -56,7 +56,7 @@ pub(crate) fn run(args: &BenchArgs) -> Result<(), CliError> {
     let machine = Machine::describe(&topology);
     let rows = measure_all(&settings)?;
     if let Some(path) = &settings.plot {
-        plot::draw(path, &rows, &settings)?;
+        plot::draw(path, &rows, &settings, &machine)?;
     }
     let out = if settings.json {
         let mut text = serde_json::to_string_pretty(&report::json(&machine, &settings, &rows))

@@ -265,6 +265,8 @@ impl<T: Runnable> watchdog::Watched for Shared<T> {
             || match self.core.check_stall() {
                 Look::Stop => false,
                 Look::Spawn => {
+                    #[cfg(feature = "tracing")]
+                    crate::trace::pool_grows(&self.name, "stall");
                     worker::start(&self);
                     true
                 }
@@ -280,6 +282,8 @@ impl<T: Runnable> Drop for Pool<T> {
             entry.forget();
         }
         self.shared.shut.store(true, Ordering::Relaxed);
+        #[cfg(feature = "tracing")]
+        crate::trace::pool_shut_down(&self.shared.name);
         self.shared.core.shutdown();
         // A worker of this pool may drop the pool's last handle (a task dropping the last
         // workqueue): it must not wait for itself. It goes on running the queue, then exits.

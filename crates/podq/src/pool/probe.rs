@@ -98,6 +98,10 @@ pub(super) fn replace_blocked<T: super::Runnable>(shared: &Arc<Shared<T>>) -> us
         .workers_seen_blocked
         .fetch_add(seen.newly_blocked as u64, Ordering::Relaxed);
     let n = shared.core.replace_blocked(seen.busy, seen.blocked);
+    #[cfg(feature = "tracing")]
+    if n > 0 {
+        crate::trace::pool_grows(&shared.name, "blocked");
+    }
     for _ in 0..n {
         super::worker::start(shared);
     }

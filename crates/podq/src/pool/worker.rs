@@ -38,7 +38,9 @@ pub(super) fn start<T: Runnable>(shared: &Arc<Shared<T>>) {
     let spawned = thread::Builder::new()
         .name(format!("podq/{}", shared.name))
         .spawn(move || run(&for_worker));
-    if spawned.is_err() {
+    if let Err(_error) = &spawned {
+        #[cfg(feature = "tracing")]
+        crate::trace::spawn_failed(&shared.name, _error);
         shared.spawn_failures.fetch_add(1, Ordering::Relaxed);
         if shared.core.spawn_failed() {
             while let Some(task) = shared.core.pop() {
@@ -53,7 +55,11 @@ pub(super) fn start<T: Runnable>(shared: &Arc<Shared<T>>) {
 pub(super) fn grow_pool<T: Runnable>(shared: &Arc<Shared<T>>, grow: Grow) {
     match grow {
         Grow::No => {}
-        Grow::Spawn => start(shared),
+        Grow::Spawn => {
+            #[cfg(feature = "tracing")]
+            crate::trace::pool_grows(&shared.name, "busy");
+            start(shared);
+        }
         Grow::Watch => {
             let weak: std::sync::Weak<Shared<T>> = Arc::downgrade(shared);
             super::watchdog::watch(weak);
@@ -65,6 +71,8 @@ pub(super) fn grow_pool<T: Runnable>(shared: &Arc<Shared<T>>, grow: Grow) {
 fn run<T: Runnable>(shared: &Arc<Shared<T>>) {
     WORKER_OF.with(|w| w.set(Arc::as_ptr(shared) as usize));
     place(shared);
+    #[cfg(feature = "tracing")]
+    crate::trace::worker_started(&shared.name);
     let probe = shared.probes.register();
     let group = shared.group.get().and_then(std::sync::Weak::upgrade);
     match group {
@@ -81,6 +89,8 @@ fn run<T: Runnable>(shared: &Arc<Shared<T>>) {
     if let Some(probe) = &probe {
         shared.probes.remove(probe);
     }
+    #[cfg(feature = "tracing")]
+    crate::trace::worker_exits(&shared.name);
     WORKER_OF.with(|w| w.set(0));
 }
 

@@ -34,6 +34,8 @@ fn submit_counted(wq: &WqShared, counted: Counted, job: Job, at: usize) {
             counted,
             holds_slot: false,
         },
+        #[cfg(feature = "tracing")]
+        queued: crate::trace::Stamp::now(),
     };
     match &wq.active {
         None => dispatch(wq, task, at),

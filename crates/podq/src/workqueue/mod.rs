@@ -211,7 +211,10 @@ impl Workqueue {
                 }))
             })
             .collect();
-        Workqueue { shared, pods }
+        let wq = Workqueue { shared, pods };
+        #[cfg(feature = "metrics")]
+        crate::metrics::register(&wq.shared, &wq.pods);
+        wq
     }
 
     /// The name given to the builder.
@@ -418,38 +421,7 @@ impl Workqueue {
 
     /// Counters of this workqueue and the state of its pools, now.
     pub fn stats(&self) -> WorkqueueStats {
-        let mut stats = WorkqueueStats {
-            name: self.shared.name.clone(),
-            scope: self.shared.scope,
-            started: 0,
-            completed: 0,
-            in_flight: 0,
-            panicked: 0,
-            cancelled: 0,
-            drop_panics: self.shared.drop_panics.load(Ordering::Relaxed),
-            waiting_for_slot: self
-                .shared
-                .active
-                .as_ref()
-                .map_or(0, |a| a.waiting() as u64),
-            pools: Vec::new(),
-        };
-        // Panicked, then completed, then started (see `PodCounters::total`): a snapshot taken
-        // while items run keeps `panicked <= completed <= started`.
-        let total = |count: fn(&Stripe) -> &AtomicU64| -> u64 {
-            self.pods.iter().map(|pod| pod.counters.total(count)).sum()
-        };
-        stats.panicked = total(|s| &s.panicked);
-        stats.completed = total(|s| &s.completed);
-        stats.started = total(|s| &s.started);
-        stats.cancelled = total(|s| &s.cancelled);
-        stats.in_flight = self
-            .pods
-            .iter()
-            .map(|pod| pod.counters.in_flight() as u64)
-            .sum();
-        stats.pools = self.shared.pools.stats();
-        stats
+        stats_of(&self.shared, &self.pods)
     }
 
     /// Queues `work` to `pod` from `at` (see [`Workqueue::submit`]), claiming it first.
@@ -557,6 +529,35 @@ impl fmt::Debug for Workqueue {
             .field("pools", &self.pools())
             .finish()
     }
+}
+
+/// Counters of the workqueue of `shared` and `pods` and the state of its pools, now (what
+/// [`Workqueue::stats`] returns, and what the `metrics` feature publishes).
+pub(crate) fn stats_of(shared: &WqShared, pods: &[Arc<CachePadded<PodShared>>]) -> WorkqueueStats {
+    let mut stats = WorkqueueStats {
+        name: shared.name.clone(),
+        scope: shared.scope,
+        started: 0,
+        completed: 0,
+        in_flight: 0,
+        panicked: 0,
+        cancelled: 0,
+        drop_panics: shared.drop_panics.load(Ordering::Relaxed),
+        waiting_for_slot: shared.active.as_ref().map_or(0, |a| a.waiting() as u64),
+        pools: Vec::new(),
+    };
+    // Panicked, then completed, then started (see `PodCounters::total`): a snapshot taken
+    // while items run keeps `panicked <= completed <= started`.
+    let total = |count: fn(&Stripe) -> &AtomicU64| -> u64 {
+        pods.iter().map(|pod| pod.counters.total(count)).sum()
+    };
+    stats.panicked = total(|s| &s.panicked);
+    stats.completed = total(|s| &s.completed);
+    stats.started = total(|s| &s.started);
+    stats.cancelled = total(|s| &s.cancelled);
+    stats.in_flight = pods.iter().map(|pod| pod.counters.in_flight() as u64).sum();
+    stats.pools = shared.pools.stats();
+    stats
 }
 
 /// Flushes until every pod's counts are zero (step 18).

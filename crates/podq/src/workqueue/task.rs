@@ -28,6 +28,9 @@ pub(crate) struct Task {
     pub(crate) job: Job,
     /// Where it is counted.
     pub(crate) acct: Acct,
+    /// When it was queued, for the run span's queue-to-start time.
+    #[cfg(feature = "tracing")]
+    pub(crate) queued: crate::trace::Stamp,
 }
 
 /// Where an execution is counted: its workqueue's pod, flush colour and `max_active` slot.
@@ -85,7 +88,12 @@ impl Task {
     /// Steps 6-10: runs the execution, catches a panic, and does all accounting (pending
     /// state, flush colour, `max_active`, statistics). Never unwinds.
     pub(crate) fn run(self) {
-        let Task { job, acct } = self;
+        #[cfg(feature = "tracing")]
+        let _span = {
+            let pod = self.acct.counted.pod();
+            crate::trace::run_span(&pod.wq.name, pod.index, self.queued)
+        };
+        let Task { job, acct, .. } = self;
         let counters = acct.counted.pod().counters.mine();
         let wq_id = acct.counted.pod().wq.id;
         // The item's handle is dropped only after the accounting (see `release`).
@@ -141,7 +149,7 @@ impl Task {
     /// `max_active` slot and uncounts its colour. Returns the item whose claim is now the
     /// caller's (`None` for a one-shot closure, which is dropped).
     pub(crate) fn unqueue(self) -> Option<Arc<WorkInner>> {
-        let Task { job, acct } = self;
+        let Task { job, acct, .. } = self;
         acct.retire();
         match job {
             Job::Once(_) => None,
