@@ -1,7 +1,7 @@
 //! Fits the `kernel` profile on the brief's two tables and prints the costs and the error per
 //! cell: `cargo run --release -p podq-sim --example fit_kernel -- ITEMS EVALUATIONS`.
 //!
-//! The shared costs and the two machines' idle exits move within the bounds below (the
+//! The shared costs, the two machines' idle exits and the Xeon's software factor move within the bounds below (the
 //! physical ranges in `docs/simulator.md`); the cache-line latencies stay at the brief's
 //! table.
 
@@ -27,24 +27,28 @@ fn main() {
     let mut bounds: Vec<(f64, f64)> = free.iter().map(|&(_, lo, hi)| (lo, hi)).collect();
     bounds.push((500.0, 3000.0));
     bounds.push((2000.0, 10000.0));
+    bounds.push((0.4, 2.5));
     let base = Profile::kernel();
     let mut start: Vec<f64> = free.iter().map(|&(p, _, _)| base.costs.get(p)).collect();
     start.push(TABLES[0].sim_machine().platform().idle_exit_ns);
     start.push(TABLES[1].sim_machine().platform().idle_exit_ns);
+    start.push(TABLES[1].sim_machine().platform().software_factor);
     let apply = |values: &[f64]| {
         let mut profile = base.clone();
         for (&(p, _, _), &v) in free.iter().zip(values) {
             profile.costs.set(p, v);
         }
         let exits = [values[free.len()], values[free.len() + 1]];
+        let factor = values[free.len() + 2];
         let machine_of = move |t: &Table| {
             let m = t.sim_machine();
             let mut platform = *m.platform();
-            platform.idle_exit_ns = if t.machine == "grace" {
-                exits[0]
+            if t.machine == "grace" {
+                platform.idle_exit_ns = exits[0];
             } else {
-                exits[1]
-            };
+                platform.idle_exit_ns = exits[1];
+                platform.software_factor = factor;
+            }
             SimMachine::with_lines(
                 m.topology().clone(),
                 t.machine,
@@ -73,6 +77,10 @@ fn main() {
     }
     println!("grace idle_exit_ns = {:.1}", values[free.len()]);
     println!("xeon-8321hc idle_exit_ns = {:.1}", values[free.len() + 1]);
+    println!(
+        "xeon-8321hc software_factor = {:.3}",
+        values[free.len() + 2]
+    );
     let (profile, machine_of) = apply(&values);
     let cells = check_with(&TABLES, &profile, machine_of, items, 1).expect("simulates");
     for c in &cells {

@@ -5,14 +5,14 @@ use crate::cost::Costs;
 
 /// The Linux workqueue's costs.
 pub(crate) const KERNEL: Costs = Costs {
-    lines_per_handover: 4.0,
-    contended_factor: 2.0,
-    critical_section_ns: 100.0,
-    wake_call_ns: 600.0,
-    wake_idle_ns: 4000.0,
-    switch_ns: 4000.0,
-    producer_item_ns: 2000.0,
-    worker_item_ns: 500.0,
+    lines_per_handover: 4.5,
+    contended_factor: 1.8,
+    critical_section_ns: 114.3,
+    wake_call_ns: 657.1,
+    wake_idle_ns: 3226.7,
+    switch_ns: 7226.9,
+    producer_item_ns: 4034.3,
+    worker_item_ns: 630.5,
     // The scheduler's base slice: 0.75 ms x (1 + log2(min(CPUs, 8))) = 3 ms (EEVDF's
     // `sysctl_sched_base_slice` with the default logarithmic scaling).
     slice_ns: 3_000_000.0,
@@ -25,11 +25,17 @@ pub(crate) const KERNEL: Costs = Costs {
 /// Idle-state exit on the Xeon Platinum 8321HC (Cascade Lake): fitted within 2-10 us, the
 /// exit latencies of C1 and C1E in the kernel's `intel_idle` table for Skylake-SP
 /// (`skx_cstates`), the states an idle period of tens of microseconds gets.
-pub(crate) const XEON_IDLE_EXIT_NS: f64 = 4000.0;
+pub(crate) const XEON_IDLE_EXIT_NS: f64 = 3817.0;
 
 /// Idle-state exit on NVIDIA Grace (Neoverse V2, WFI): fitted within 0.5-3 us; no published
 /// figure was at hand.
-pub(crate) const GRACE_IDLE_EXIT_NS: f64 = 1000.0;
+pub(crate) const GRACE_IDLE_EXIT_NS: f64 = 796.3;
 
 /// Idle-state exit on any other machine: the middle of the two fitted ones (geometric mean).
 pub(crate) const IDLE_EXIT_NS: f64 = 2000.0;
+
+/// The Xeon's software factor against Grace's (1): fitted.
+pub(crate) const XEON_SOFTWARE_FACTOR: f64 = 1.0;
+
+/// The software factor of any other machine: the geometric mean of Grace's and the Xeon's.
+pub(crate) const SOFTWARE_FACTOR: f64 = 1.0;

@@ -35,6 +35,12 @@ pub struct Platform {
     pub other_node_ns: f64,
     /// Leaving the idle state an idle CPU is in when a wake-up reaches it.
     pub idle_exit_ns: f64,
+    /// How much longer the operating system's and runtime's work takes on this machine than on
+    /// Grace: it multiplies every software cost of [`Costs`] (critical section, wake-up call
+    /// and latency, switch, per-item work, spin), not the cache lines nor the idle exit.
+    /// Clock, microarchitecture and kernel configuration set it; no public figure gives it, so
+    /// it is fitted ([`crate::calibrated`]).
+    pub software_factor: f64,
 }
 
 impl Platform {
@@ -48,6 +54,7 @@ impl Platform {
             other_cache_ns,
             other_node_ns,
             idle_exit_ns: crate::calibrated::IDLE_EXIT_NS,
+            software_factor: crate::calibrated::SOFTWARE_FACTOR,
         };
         match name {
             // Grace: 30-60 ns within its one LLC (Chips and Cheese); the middle of the range.
@@ -56,6 +63,7 @@ impl Platform {
             "grace" => (
                 Platform {
                     idle_exit_ns: crate::calibrated::GRACE_IDLE_EXIT_NS,
+                    software_factor: 1.0,
                     ..row(10.0, 45.0, 110.0, 198.0)
                 },
                 "NVIDIA Grace",
@@ -65,6 +73,7 @@ impl Platform {
             "xeon-8321hc" | "skylake-18c" => (
                 Platform {
                     idle_exit_ns: crate::calibrated::XEON_IDLE_EXIT_NS,
+                    software_factor: crate::calibrated::XEON_SOFTWARE_FACTOR,
                     ..row(8.0, 51.0, 110.0, 110.0)
                 },
                 "Intel Xeon 8358 (Ice Lake), standing in",
@@ -185,6 +194,21 @@ impl Param {
 }
 
 impl Costs {
+    /// These costs with every software cost multiplied by `factor` (see
+    /// [`Platform::software_factor`]).
+    pub fn scaled(&self, factor: f64) -> Costs {
+        Costs {
+            critical_section_ns: self.critical_section_ns * factor,
+            wake_call_ns: self.wake_call_ns * factor,
+            wake_idle_ns: self.wake_idle_ns * factor,
+            switch_ns: self.switch_ns * factor,
+            producer_item_ns: self.producer_item_ns * factor,
+            worker_item_ns: self.worker_item_ns * factor,
+            spin_ns: self.spin_ns * factor,
+            ..*self
+        }
+    }
+
     /// The value of `param`.
     pub fn get(&self, param: Param) -> f64 {
         match param {

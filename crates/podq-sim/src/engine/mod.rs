@@ -209,7 +209,7 @@ impl<'m> Engine<'m> {
         let total_items = scenario.items * scenario.threads as u64;
         let mut engine = Engine {
             machine,
-            costs: profile.costs,
+            costs: profile.costs.scaled(machine.platform().software_factor),
             mech: profile.mechanism,
             workload: scenario.workload,
             work_ns: scenario.work_ns as f64,
