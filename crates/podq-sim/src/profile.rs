@@ -71,11 +71,15 @@ impl Profile {
     }
 
     /// podq, with costs to be fitted by `--calibrate` on a `podq bench --json` run; before
-    /// that, the kernel's fitted costs stand in.
+    /// that, the kernel's fitted costs stand in, with workers that spin 20 us before parking
+    /// (podq's `pool::SPIN_ROUNDS` of doubling spins and yields, in the order of 10-50 us).
     pub fn podq() -> Profile {
         Profile {
             name: "podq",
-            costs: crate::calibrated::KERNEL,
+            costs: Costs {
+                spin_ns: 20_000.0,
+                ..crate::calibrated::KERNEL
+            },
             mechanism: Mechanism {
                 wake_under_lock: false,
                 push_lanes: true,

@@ -20,7 +20,7 @@ const FIT_EVALUATIONS: usize = 120;
 
 /// The costs the fit moves, and their bounds: from a tenth of the fastest to ten times the
 /// slowest plausible value on today's servers (see `docs/simulator.md`).
-const FREE: [Bound; 6] = [
+const FREE: [Bound; 7] = [
     Bound {
         param: Param::Switch,
         low: 200.0,
@@ -50,6 +50,11 @@ const FREE: [Bound; 6] = [
         param: Param::CriticalSection,
         low: 10.0,
         high: 2_000.0,
+    },
+    Bound {
+        param: Param::Spin,
+        low: 100.0,
+        high: 200_000.0,
     },
 ];
 

@@ -45,6 +45,9 @@ struct Event {
     seq: u64,
     /// A thread, or a pool with [`POOL_EVENT`] set.
     target: u32,
+    /// The thread's [`Thread::token`] when scheduled: an event whose token is stale (a
+    /// spinner's timeout after a push found it) is dropped.
+    token: u32,
 }
 
 /// A pool lock (or a podq lane lock): held or not, and its spinning waiters in order.
@@ -98,6 +101,8 @@ struct Pool {
     last_started: Option<u64>,
     /// Rotation for placing a worker when no CPU is idle.
     rotation: usize,
+    /// Workers spinning for work (podq, step W5), in the order they began.
+    spinners: Vec<u32>,
 }
 
 /// What a critical section decided to do once the lock is released.
@@ -145,7 +150,7 @@ struct Engine<'m> {
     starts: Vec<u32>,
     /// Producers that have not finished.
     producers_left: usize,
-    /// Items run (flood).
+    /// Items run.
     items_done: u64,
     /// Items in the run.
     total_items: u64,
@@ -300,6 +305,7 @@ impl<'m> Engine<'m> {
             started: 0,
             last_started: None,
             rotation: 0,
+            spinners: Vec::new(),
         });
         let worker = self.new_thread(Thread::worker(id, first));
         self.pools[id as usize].idle.push(worker);
@@ -329,6 +335,8 @@ impl<'m> Engine<'m> {
             self.events += 1;
             if event.target & POOL_EVENT != 0 {
                 self.watchdog_look((event.target & !POOL_EVENT) as usize);
+            } else if self.threads[event.target as usize].token != event.token {
+                continue;
             } else if self.threads[event.target as usize].on_cpu {
                 self.step(event.target);
             } else {
@@ -371,10 +379,12 @@ impl<'m> Engine<'m> {
         let jittered = delay_ns * (1.0 + self.costs.jitter * self.rng.symmetric());
         let time = self.now + jittered.max(0.0).round() as u64;
         self.seq += 1;
+        let token = self.threads[target as usize].token;
         self.heap.push(Reverse(Event {
             time,
             seq: self.seq,
             target,
+            token,
         }));
     }
 
@@ -420,7 +430,16 @@ impl<'m> Engine<'m> {
     fn decide(&mut self, pool: usize) -> Option<Action> {
         let p = &mut self.pools[pool];
         let w = p.workers;
-        if !growth::wants_help(w, p.limits) {
+        // Spinners off their CPU (yielded) cannot take an item before the pusher blocks.
+        let threads = &self.threads;
+        let spinners = p
+            .spinners
+            .iter()
+            .filter(|&&s| threads[s as usize].on_cpu)
+            .count();
+        if !growth::wants_help(w, p.limits)
+            || (spinners > 0 && growth::spinners_take(p.queue.len(), spinners))
+        {
             return None;
         }
         if growth::wakes(w) {
@@ -432,7 +451,7 @@ impl<'m> Engine<'m> {
             }
             return Some(Action::Wake(worker));
         }
-        match growth::grow(w, p.queue.len(), 0, p.limits) {
+        match growth::grow(w, p.queue.len(), spinners, p.limits) {
             Grow::Spawn => {
                 p.workers.live += 1;
                 p.workers.coming += 1;
@@ -456,6 +475,7 @@ impl<'m> Engine<'m> {
             time: self.now + interval as u64,
             seq: self.seq,
             target: POOL_EVENT | pool as u32,
+            token: 0,
         }));
     }
 
@@ -522,6 +542,28 @@ impl<'m> Engine<'m> {
         self.after(tid, self.costs.spawn_ns);
     }
 
+    /// A push to `pool` from dense CPU `cpu`: the first spinner, if any, sees the item after
+    /// one cache line comes over, and stops spinning.
+    fn notify_spinner(&mut self, pool: usize, cpu: u32) {
+        let p = &mut self.pools[pool];
+        if p.spinners.is_empty() {
+            return;
+        }
+        let spinner = p.spinners.remove(0);
+        let t = &mut self.threads[spinner as usize];
+        t.token = t.token.wrapping_add(1);
+        if !t.on_cpu {
+            // It yielded its CPU and looks again when it is back.
+            return;
+        }
+        let at = t.cpu as usize;
+        let line = self
+            .machine
+            .platform()
+            .at(self.machine.distance(cpu as usize, at));
+        self.after(spinner, line);
+    }
+
     /// Puts `tid` on dense CPU `cpu` now, running after `delay_ns` (a switch or an idle exit).
     fn run_on(&mut self, tid: u32, cpu: usize, delay_ns: f64) {
         self.cpus[cpu].current = Some(tid);
@@ -553,16 +595,29 @@ impl<'m> Engine<'m> {
         if c.runq.is_empty() || ((self.now - c.slice_start) as f64) < self.costs.slice_ns {
             return false;
         }
-        self.threads[tid as usize].on_cpu = false;
+        self.yield_cpu(tid);
+        true
+    }
+
+    /// `tid` gives its CPU to the first thread waiting for it and waits at the back; events
+    /// scheduled for it so far are dropped.
+    fn yield_cpu(&mut self, tid: u32) {
+        let t = &mut self.threads[tid as usize];
+        t.on_cpu = false;
+        t.token = t.token.wrapping_add(1);
+        let cpu = t.cpu as usize;
         self.cpus[cpu].runq.push_back(tid);
         let next = self.cpus[cpu].runq.pop_front().expect("not empty");
         self.run_on(next, cpu, self.costs.switch_ns);
-        true
     }
 
     /// Makes sleeping `tid` runnable, woken from dense CPU `waker`; `pinned` says whether the
     /// waker is a per-CPU thread (a producer).
     fn wake(&mut self, tid: u32, waker: u32, pinned: bool) {
+        if self.threads[tid as usize].on_cpu {
+            self.threads[tid as usize].notified = true;
+            return;
+        }
         let cpu = match self.threads[tid as usize].role {
             Role::Producer { .. } => self.threads[tid as usize].cpu as usize,
             Role::Worker { pool, .. } => self.place_worker(tid, pool as usize, waker, pinned),

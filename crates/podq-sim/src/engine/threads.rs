@@ -30,6 +30,8 @@ pub(super) enum Role {
         item: Option<Item>,
         /// Counted in the pool's `coming` (just woken or started).
         coming: bool,
+        /// Has spun since it last took an item (so it parks when it finds none).
+        spun: bool,
         /// The action its critical section decided.
         action: Option<Action>,
     },
@@ -63,6 +65,10 @@ pub(super) enum Phase {
     Ran,
     /// Worker: unlock and park.
     ParkRelease,
+    /// Worker (podq): unlock and spin.
+    SpinRelease,
+    /// Worker (podq): spinning; resumed when a push finds it or the spin is over.
+    Spin,
 }
 
 /// One simulated thread.
@@ -76,6 +82,11 @@ pub(super) struct Thread {
     pub(super) cpu: u32,
     /// Whether it is the current thread of `cpu`.
     pub(super) on_cpu: bool,
+    /// Bumped to drop the events scheduled for it so far (a spinner's timeout).
+    pub(super) token: u32,
+    /// Woken before it went to sleep: it does not sleep (podq's `notified`, step W11; the
+    /// kernel's `try_to_wake_up` of a thread still running likewise leaves it runnable).
+    pub(super) notified: bool,
 }
 
 impl Thread {
@@ -93,6 +104,8 @@ impl Thread {
             phase: Phase::Start,
             cpu: cpu as u32,
             on_cpu: false,
+            token: 0,
+            notified: false,
         }
     }
 
@@ -103,11 +116,14 @@ impl Thread {
                 pool,
                 item: None,
                 coming: false,
+                spun: false,
                 action: None,
             },
             phase: Phase::Take,
             cpu,
             on_cpu: false,
+            token: 0,
+            notified: false,
         }
     }
 }
@@ -147,7 +163,12 @@ impl Engine<'_> {
                     self.release(tid, lock);
                     if self.mech.push_lanes {
                         let p = &self.pools[pool as usize];
-                        if podq::policy::growth::wants_help(p.workers, p.limits) {
+                        let spinners = p.spinners.len();
+                        let left_to_spinners = spinners > 0
+                            && podq::policy::growth::spinners_take(p.queue.len(), spinners);
+                        if podq::policy::growth::wants_help(p.workers, p.limits)
+                            && !left_to_spinners
+                        {
                             self.set_phase(tid, Phase::Help);
                             continue;
                         }
@@ -229,6 +250,7 @@ impl Engine<'_> {
                 (Role::Worker { item, .. }, Phase::Ran) => {
                     let item = item.expect("a worker runs an item it took");
                     self.set_phase(tid, Phase::Take);
+                    self.items_done += 1;
                     match self.workload {
                         Workload::Queue => {
                             let producer = &mut self.threads[item.producer as usize];
@@ -244,7 +266,6 @@ impl Engine<'_> {
                             }
                         }
                         Workload::Flood => {
-                            self.items_done += 1;
                             if self.items_done == self.total_items {
                                 self.end = Some(self.now);
                                 return;
@@ -252,10 +273,34 @@ impl Engine<'_> {
                         }
                     }
                 }
+                (Role::Worker { pool, .. }, Phase::SpinRelease) => {
+                    let lock = self.pools[pool as usize].head;
+                    self.release(tid, lock);
+                    self.pools[pool as usize].spinners.push(tid);
+                    self.set_phase(tid, Phase::Spin);
+                    if self.cpus[cpu as usize].runq.is_empty() {
+                        self.after(tid, self.costs.spin_ns);
+                    } else {
+                        // podq's spin yields: others waiting for this CPU run first, and
+                        // the spinner looks once more when it is back.
+                        self.yield_cpu(tid);
+                    }
+                    return;
+                }
+                (Role::Worker { pool, .. }, Phase::Spin) => {
+                    self.pools[pool as usize].spinners.retain(|&s| s != tid);
+                    if let Role::Worker { spun, .. } = &mut self.threads[tid as usize].role {
+                        *spun = true;
+                    }
+                    self.set_phase(tid, Phase::Take);
+                }
                 (Role::Worker { pool, .. }, Phase::ParkRelease) => {
                     let lock = self.pools[pool as usize].head;
                     self.release(tid, lock);
                     self.set_phase(tid, Phase::Take);
+                    if std::mem::take(&mut self.threads[tid as usize].notified) {
+                        continue;
+                    }
                     self.block(tid);
                     return;
                 }
@@ -277,6 +322,8 @@ impl Engine<'_> {
                     queued_at: t0,
                     lane,
                 });
+                let cpu = self.threads[tid as usize].cpu;
+                self.notify_spinner(pool as usize, cpu);
                 self.set_phase(tid, Phase::PushRelease);
                 if self.mech.push_lanes {
                     return cs;
@@ -291,7 +338,12 @@ impl Engine<'_> {
                 self.set_phase(tid, Phase::HelpRelease);
                 cs + self.wake_inside(action)
             }
-            (Role::Worker { pool, coming, .. }, Phase::Take) => {
+            (
+                Role::Worker {
+                    pool, coming, spun, ..
+                },
+                Phase::Take,
+            ) => {
                 let p = &mut self.pools[pool as usize];
                 if coming {
                     p.workers.coming -= 1;
@@ -309,6 +361,8 @@ impl Engine<'_> {
                         action = self.decide(pool as usize);
                     }
                     Phase::TakeRelease
+                } else if self.costs.spin_ns > 0.0 && !spun {
+                    Phase::SpinRelease
                 } else {
                     p.idle.push(tid);
                     p.workers.idle += 1;
@@ -317,10 +371,14 @@ impl Engine<'_> {
                 if let Role::Worker {
                     item: slot,
                     coming,
+                    spun,
                     action: decided,
                     ..
                 } = &mut self.threads[tid as usize].role
                 {
+                    if item.is_some() {
+                        *spun = false;
+                    }
                     *slot = item;
                     *coming = false;
                     *decided = action;
