@@ -349,9 +349,11 @@ impl Engine<'_> {
                     p.workers.coming -= 1;
                 }
                 let item = p.queue.pop_front();
+                if item.is_some() {
+                    p.started += 1;
+                }
                 let mut action = None;
                 let next = if let Some(item) = item {
-                    p.started += 1;
                     if self.mech.push_lanes {
                         // A refill moves the lane's lines to the worker.
                         let cpu = self.threads[tid as usize].cpu;
@@ -361,9 +363,12 @@ impl Engine<'_> {
                         action = self.decide(pool as usize);
                     }
                     Phase::TakeRelease
+                } else if let Some(_other) = self.pull_from(pool as usize) {
+                    unreachable!("pull is not modelled yet: pull_from never names a pool")
                 } else if self.costs.spin_ns > 0.0 && !spun {
                     Phase::SpinRelease
                 } else {
+                    let p = &mut self.pools[pool as usize];
                     p.idle.push(tid);
                     p.workers.idle += 1;
                     Phase::ParkRelease
@@ -388,6 +393,14 @@ impl Engine<'_> {
             }
             (role, phase) => unreachable!("{role:?} takes no lock in {phase:?}"),
         }
+    }
+
+    /// The pool an idle worker of `pool` pulls from before it spins or parks: the place where
+    /// the pull gate (`podq::policy::pull`, being written) will be asked, with the pools'
+    /// queue lengths and the topology order. Pull is not modelled yet, so no pool is named
+    /// (and `podq sim --pull` is refused).
+    fn pull_from(&self, _pool: usize) -> Option<usize> {
+        None
     }
 
     /// The cost inside the lock of carrying out `action` there (the kernel wakes under it).
