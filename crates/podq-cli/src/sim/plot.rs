@@ -71,6 +71,7 @@ pub(crate) fn draw(
             .configure_mesh()
             .x_desc("cache_shard size (cores)")
             .y_desc("items/sec")
+            .y_label_formatter(&|v| format!("{:.1}M", v / 1e6))
             .draw()
             .map_err(|e| fail(&e))?;
         let points: Vec<(f64, f64)> = shards
