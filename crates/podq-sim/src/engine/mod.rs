@@ -14,6 +14,7 @@
 //! the new one's.
 
 mod cpus;
+mod locks;
 mod threads;
 
 use std::cmp::Reverse;
@@ -23,7 +24,8 @@ use podq::policy::growth::{self, Grow, Limits, Workers};
 use podq::policy::{stall, Placement};
 use podq::{AffinityScope, Pods};
 
-use self::cpus::{assign, first_common, mask_of, Cpu, Mask};
+use self::cpus::{mask_of, Cpu, Mask};
+use self::locks::Lock;
 use self::threads::{Role, Thread};
 use crate::cost::Costs;
 use crate::machine::SimMachine;
@@ -48,17 +50,6 @@ struct Event {
     /// The thread's [`Thread::token`] when scheduled: an event whose token is stale (a
     /// spinner's timeout after a push found it) is dropped.
     token: u32,
-}
-
-/// A pool lock (or a podq lane lock): held or not, and its spinning waiters in order.
-#[derive(Clone, Debug)]
-struct Lock {
-    /// Whether someone holds it.
-    held: bool,
-    /// Threads spinning for it, first come first served (a queued spinlock).
-    waiters: VecDeque<u32>,
-    /// The dense CPU of its last holder: where its cache lines are.
-    last_cpu: u32,
 }
 
 /// A queued work item.
@@ -388,43 +379,6 @@ impl<'m> Engine<'m> {
         }));
     }
 
-    /// Requests `lock` for `tid`: granted at once when free, else `tid` spins in line.
-    fn acquire(&mut self, tid: u32, lock: u32) {
-        let l = &mut self.locks[lock as usize];
-        if l.held {
-            l.waiters.push_back(tid);
-            self.contended += 1;
-        } else {
-            l.held = true;
-            self.grant(tid, lock, false);
-        }
-    }
-
-    /// Gives `lock` to `tid`: its lines move to `tid`'s CPU, its critical section takes
-    /// effect, and its release is scheduled.
-    fn grant(&mut self, tid: u32, lock: u32, contended: bool) {
-        let cpu = self.threads[tid as usize].cpu as usize;
-        let from = self.locks[lock as usize].last_cpu as usize;
-        let line = self.machine.platform().at(self.machine.distance(from, cpu));
-        let mut handover = line * self.costs.lines_per_handover;
-        if contended {
-            handover *= self.costs.contended_factor;
-        }
-        let inside = self.enter(tid);
-        self.after(tid, handover + inside);
-    }
-
-    /// Releases `lock` held by `tid`: the next waiter, if any, gets it.
-    fn release(&mut self, tid: u32, lock: u32) {
-        let cpu = self.threads[tid as usize].cpu;
-        let l = &mut self.locks[lock as usize];
-        l.last_cpu = cpu;
-        match l.waiters.pop_front() {
-            Some(next) => self.grant(next, lock, true),
-            None => l.held = false,
-        }
-    }
-
     /// What the pool of `pool` does for waiting items, as the policy decides (steps P4-P6,
     /// W4), applied to the pool's counts; the action is carried out after the unlock.
     fn decide(&mut self, pool: usize) -> Option<Action> {
@@ -540,121 +494,5 @@ impl<'m> Engine<'m> {
         let tid = self.new_thread(thread);
         self.workers_started += 1;
         self.after(tid, self.costs.spawn_ns);
-    }
-
-    /// A push to `pool` from dense CPU `cpu`: the first spinner, if any, sees the item after
-    /// one cache line comes over, and stops spinning.
-    fn notify_spinner(&mut self, pool: usize, cpu: u32) {
-        let p = &mut self.pools[pool];
-        if p.spinners.is_empty() {
-            return;
-        }
-        let spinner = p.spinners.remove(0);
-        let t = &mut self.threads[spinner as usize];
-        t.token = t.token.wrapping_add(1);
-        if !t.on_cpu {
-            // It yielded its CPU and looks again when it is back.
-            return;
-        }
-        let at = t.cpu as usize;
-        let line = self
-            .machine
-            .platform()
-            .at(self.machine.distance(cpu as usize, at));
-        self.after(spinner, line);
-    }
-
-    /// Puts `tid` on dense CPU `cpu` now, running after `delay_ns` (a switch or an idle exit).
-    fn run_on(&mut self, tid: u32, cpu: usize, delay_ns: f64) {
-        self.cpus[cpu].current = Some(tid);
-        self.cpus[cpu].slice_start = self.now;
-        assign(&mut self.idle_cpus, cpu, false);
-        let t = &mut self.threads[tid as usize];
-        t.cpu = cpu as u32;
-        t.on_cpu = true;
-        self.after(tid, delay_ns);
-    }
-
-    /// `tid` leaves its CPU (it sleeps, or has finished); the CPU switches to the next
-    /// runnable thread or goes idle.
-    fn block(&mut self, tid: u32) {
-        let t = &mut self.threads[tid as usize];
-        t.on_cpu = false;
-        let cpu = t.cpu as usize;
-        self.cpus[cpu].current = None;
-        match self.cpus[cpu].runq.pop_front() {
-            Some(next) => self.run_on(next, cpu, self.costs.switch_ns),
-            None => assign(&mut self.idle_cpus, cpu, true),
-        }
-    }
-
-    /// Whether `tid` gives its CPU up at this step: its slice is over and others wait.
-    fn yields(&mut self, tid: u32) -> bool {
-        let cpu = self.threads[tid as usize].cpu as usize;
-        let c = &self.cpus[cpu];
-        if c.runq.is_empty() || ((self.now - c.slice_start) as f64) < self.costs.slice_ns {
-            return false;
-        }
-        self.yield_cpu(tid);
-        true
-    }
-
-    /// `tid` gives its CPU to the first thread waiting for it and waits at the back; events
-    /// scheduled for it so far are dropped.
-    fn yield_cpu(&mut self, tid: u32) {
-        let t = &mut self.threads[tid as usize];
-        t.on_cpu = false;
-        t.token = t.token.wrapping_add(1);
-        let cpu = t.cpu as usize;
-        self.cpus[cpu].runq.push_back(tid);
-        let next = self.cpus[cpu].runq.pop_front().expect("not empty");
-        self.run_on(next, cpu, self.costs.switch_ns);
-    }
-
-    /// Makes sleeping `tid` runnable, woken from dense CPU `waker`; `pinned` says whether the
-    /// waker is a per-CPU thread (a producer).
-    fn wake(&mut self, tid: u32, waker: u32, pinned: bool) {
-        if self.threads[tid as usize].on_cpu {
-            self.threads[tid as usize].notified = true;
-            return;
-        }
-        let cpu = match self.threads[tid as usize].role {
-            Role::Producer { .. } => self.threads[tid as usize].cpu as usize,
-            Role::Worker { pool, .. } => self.place_worker(tid, pool as usize, waker, pinned),
-        };
-        if self.cpus[cpu].current.is_none() {
-            let delay = self.costs.wake_idle_ns + self.machine.platform().idle_exit_ns;
-            self.run_on(tid, cpu, delay);
-        } else {
-            self.threads[tid as usize].cpu = cpu as u32;
-            self.cpus[cpu].runq.push_back(tid);
-        }
-    }
-
-    /// Where a woken worker runs: the scheduler's `select_idle_sibling`, simplified. Its last
-    /// CPU if idle; the waker's CPU if the waker is a per-CPU thread on the worker's last CPU
-    /// (and the profile stacks); an idle CPU of the pod, then of the allowed CPUs, searched
-    /// from the waker's; else its last CPU (or the pod's next by rotation), to wait there.
-    fn place_worker(&mut self, tid: u32, pool: usize, waker: u32, pinned: bool) -> usize {
-        let prev = self.threads[tid as usize].cpu as usize;
-        let p = &mut self.pools[pool];
-        let allowed = cpus::contains(&p.allowed, prev);
-        if allowed && self.cpus[prev].current.is_none() {
-            return prev;
-        }
-        if self.mech.stack_on_waker && pinned && prev == waker as usize {
-            return prev;
-        }
-        if let Some(cpu) = first_common(&p.pod, &self.idle_cpus, waker as usize) {
-            return cpu;
-        }
-        if let Some(cpu) = first_common(&p.allowed, &self.idle_cpus, waker as usize) {
-            return cpu;
-        }
-        if allowed {
-            return prev;
-        }
-        p.rotation += 1;
-        p.cpus[p.rotation % p.cpus.len()] as usize
     }
 }
