@@ -37,13 +37,13 @@ impl Report<'_> {
         let topo = m.topology();
         let p = m.platform();
         let mut out = format!(
-            "machine: {} ({}), {} CPUs, {} cores, {} cache domains, {} nodes\n",
+            "machine: {} ({}), {}, {}, {}, {}\n",
             m.name(),
             topo.source(),
-            topo.cpus().len(),
-            topo.core_count(),
-            topo.cache_domains().len(),
-            topo.node_ids().len()
+            plural(topo.cpus().len(), "CPU"),
+            plural(topo.core_count(), "core"),
+            plural(topo.cache_domains().len(), "cache domain"),
+            plural(topo.node_ids().len(), "node")
         );
         out.push_str(&format!(
             "platform: cache line same core {} ns, same cache {} ns, other cache {} ns, other \
@@ -216,5 +216,14 @@ impl Report<'_> {
             map.insert("order_flips_with".into(), flips.into());
         }
         value
+    }
+}
+
+/// `1 core`, `2 cores`.
+fn plural(count: usize, what: &str) -> String {
+    if count == 1 {
+        format!("{count} {what}")
+    } else {
+        format!("{count} {what}s")
     }
 }
