@@ -39,7 +39,7 @@ pub struct Platform {
     /// Grace: it multiplies every software cost of [`Costs`] (critical section, wake-up call
     /// and latency, switch, per-item work, spin), not the cache lines nor the idle exit.
     /// Clock, microarchitecture and kernel configuration set it; no public figure gives it, so
-    /// it is fitted ([`crate::calibrated`]).
+    /// it is fitted (`docs/simulator.md`).
     pub software_factor: f64,
 }
 

@@ -6,7 +6,7 @@
 //! worker or grows the pool ([`growth`]), and the stall watchdog's look ([`stall`]). The engine
 //! only says how long each step takes (the [`Costs`]) and in which order steps happen.
 //!
-//! A thread is a small state machine ([`Phase`]); an event resumes one thread at one time
+//! A thread is a small state machine (`threads::Phase`); an event resumes one thread at one time
 //! (or looks at one pool, for the watchdog). A lock is a FIFO of spinning waiters: a holder's
 //! critical section takes effect when the lock is granted, and the lock passes to the next
 //! waiter when the holder's release event runs. Moving the lock costs
