@@ -1,4 +1,5 @@
-//! `podq`: see the pods of a machine (`podq topo`) and measure them (`podq bench`).
+//! `podq`: see the pods of a machine (`podq topo`), measure them (`podq bench`) and predict
+//! them on other machines (`podq sim`).
 //!
 //! Every failure is one line on stderr (`podq: ...`) that names the bad input and the valid
 //! choices, with exit code 2 for bad usage and 1 for input that cannot be used. Even a bug
@@ -13,6 +14,7 @@ use clap::{CommandFactory, Parser, Subcommand};
 mod bench;
 mod error;
 mod output;
+mod sim;
 mod topo;
 
 use error::CliError;
@@ -36,6 +38,8 @@ enum Command {
     Topo(topo::TopoArgs),
     /// Measure queueing throughput and latency per scope, next to tokio, rayon and channel pools.
     Bench(bench::BenchArgs),
+    /// Predict every scope and shard size on any machine with a calibrated simulator.
+    Sim(sim::SimArgs),
 }
 
 fn main() -> ExitCode {
@@ -55,6 +59,7 @@ fn main() -> ExitCode {
     let result: Result<(), CliError> = match cli.command {
         Command::Topo(args) => topo::run(&args),
         Command::Bench(args) => bench::run(&args),
+        Command::Sim(args) => sim::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

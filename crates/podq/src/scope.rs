@@ -195,14 +195,57 @@ impl Pods {
             return Err(Error::ZeroShardSize);
         }
         let cpus = topo.cpu_set();
-        let mut sets = match scope {
+        let sets = match scope {
             AffinityScope::Cpu => pods_from_predicate(&cpus, |a, b| a == b),
             AffinityScope::Smt => pods_from_predicate(&cpus, |a, b| topo.shares_core(a, b)),
             AffinityScope::Cache => pods_from_predicate(&cpus, |a, b| topo.shares_cache(a, b)),
-            AffinityScope::CacheShard => cache_shards(topo, &cpus, shard_size),
+            AffinityScope::CacheShard => {
+                cache_shards(topo, &cpus, shard_size, |a, b| topo.shares_core(a, b))
+            }
             AffinityScope::Numa => pods_from_predicate(&cpus, |a, b| topo.shares_node(a, b)),
             AffinityScope::System => pods_from_predicate(&cpus, |_, _| true),
         };
+        Ok(Pods::from_sets(topo, scope, shard_size, sets))
+    }
+
+    /// The `cache_shard` pods as the kernel formed them before the core-boundary rule: each
+    /// cache domain split into shards of about `shard_size` CPUs, every CPU counted as a core
+    /// of its own, so SMT siblings may land in different shards. The published Xeon Platinum
+    /// 8321HC table ran with these shards; the simulator forms them to reproduce it.
+    ///
+    /// ```
+    /// use podq::{Pods, Topology};
+    /// let topo = Topology::from_machine("cores=26,smt=2,cpus=51").unwrap();
+    /// let pods = Pods::cache_shards_by_cpu(&topo, 8).unwrap();
+    /// let sizes: Vec<usize> = pods.pods().iter().map(|p| p.cpus().len()).collect();
+    /// assert_eq!(sizes, vec![9, 9, 9, 8, 8, 8]);
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ZeroShardSize`] when `shard_size` is 0.
+    pub fn cache_shards_by_cpu(topo: &Topology, shard_size: usize) -> Result<Pods> {
+        if shard_size == 0 {
+            return Err(Error::ZeroShardSize);
+        }
+        let sets = cache_shards(topo, &topo.cpu_set(), shard_size, |a, b| a == b);
+        Ok(Pods::from_sets(
+            topo,
+            AffinityScope::CacheShard,
+            shard_size,
+            sets,
+        ))
+    }
+
+    /// Numbers `sets` in order of their lowest CPU and records each pod's node and cache
+    /// domain.
+    fn from_sets(
+        topo: &Topology,
+        scope: AffinityScope,
+        shard_size: usize,
+        mut sets: Vec<CpuSet>,
+    ) -> Pods {
+        let cpus = topo.cpu_set();
         sets.sort_by_key(CpuSet::first);
         let mut pod_of = vec![NO_POD; cpus.last().map_or(0, |c| c + 1)];
         let pods = sets
@@ -223,12 +266,12 @@ impl Pods {
                 }
             })
             .collect();
-        Ok(Pods {
+        Pods {
             scope,
             shard_size,
             pods,
             pod_of,
-        })
+        }
     }
 
     /// The scope these pods were formed under.
@@ -280,17 +323,24 @@ pub fn shard_count(cores: usize, shard_size: usize) -> usize {
     ((cores + shard_size / 2) / shard_size).max(1)
 }
 
-/// The `cache_shard` pods: each `cache` pod split into shards of whole cores.
+/// The `cache_shard` pods: each `cache` pod split into shards of whole cores, where
+/// `same_core(a, b)` says whether CPUs `a` and `b` count as one core.
 ///
-/// In each cache domain: the cores are the `smt` pods inside it, each led by its lowest CPU;
+/// In each cache domain: the cores are the groups of `same_core` inside it, each led by its
+/// lowest CPU;
 /// `shards = shard_count(cores, shard_size)`, `base = cores / shards`, and the first
 /// `cores % shards` shards take `base + 1` cores. Walking the domain's CPUs in ascending order,
 /// each leader joins the current shard (moving on when it is full) and each sibling joins its
 /// leader's shard.
-fn cache_shards(topo: &Topology, cpus: &CpuSet, shard_size: usize) -> Vec<CpuSet> {
+fn cache_shards(
+    topo: &Topology,
+    cpus: &CpuSet,
+    shard_size: usize,
+    same_core: impl Fn(usize, usize) -> bool,
+) -> Vec<CpuSet> {
     let mut all = Vec::new();
     for domain in pods_from_predicate(cpus, |a, b| topo.shares_cache(a, b)) {
-        let cores = pods_from_predicate(&domain, |a, b| topo.shares_core(a, b));
+        let cores = pods_from_predicate(&domain, &same_core);
         let shards = shard_count(cores.len(), shard_size);
         let base = cores.len() / shards;
         let bigger = cores.len() % shards;

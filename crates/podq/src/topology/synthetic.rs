@@ -9,6 +9,10 @@
 //! CPUs are numbered as Linux does on x86: first the first thread of every core in order, then
 //! their siblings, so CPU `n` and CPU `n + cores` share a core. Core `k` lies in cache domain
 //! `k / (cores / caches)`, and likewise for nodes and packages.
+//!
+//! `cpus=N` (optional) keeps only CPUs `0..N` of the `cores x smt`, as on a machine with CPUs
+//! offline: `cores=26,smt=2,cpus=51` is the published Xeon Platinum 8321HC run, 26 cores with
+//! SMT and the last CPU (the sibling of core 25) absent.
 
 use crate::cpuset::CpuSet;
 use crate::error::{Error, Result};
@@ -23,7 +27,7 @@ pub const MAX_CPUS: usize = 4096;
 const SYNTHETIC_CACHE_LEVEL: u8 = 3;
 
 /// The keys a description may use, in the order they nest.
-const KEYS: [&str; 5] = ["sockets", "nodes", "caches", "cores", "smt"];
+const KEYS: [&str; 6] = ["sockets", "nodes", "caches", "cores", "smt", "cpus"];
 
 /// A parsed machine description: totals for the whole machine.
 ///
@@ -46,6 +50,8 @@ pub struct MachineShape {
     pub(crate) cores: usize,
     /// Threads (CPUs) per core.
     pub(crate) smt: usize,
+    /// The CPUs kept, `0..present` (`cores x smt` unless `cpus=` says fewer).
+    pub(crate) present: usize,
 }
 
 impl MachineShape {
@@ -61,7 +67,7 @@ impl MachineShape {
             description: desc.to_owned(),
             reason,
         };
-        let mut counts: [Option<usize>; 5] = [None; 5];
+        let mut counts: [Option<usize>; 6] = [None; 6];
         for pair in desc.trim().split(',') {
             let pair = pair.trim();
             let Some((key, value)) = pair.split_once('=') else {
@@ -92,7 +98,7 @@ impl MachineShape {
             }
             counts[slot] = Some(count);
         }
-        let [sockets, nodes, caches, cores, smt] = counts;
+        let [sockets, nodes, caches, cores, smt, present] = counts;
         let Some(cores) = cores else {
             return Err(bad("'cores' is required, for instance cores=64".into()));
         };
@@ -102,6 +108,7 @@ impl MachineShape {
             caches: caches.unwrap_or(1),
             cores,
             smt: smt.unwrap_or(1),
+            present: 0,
         };
         for (outer, inner, o, i) in [
             ("sockets", "nodes", shape.sockets, shape.nodes),
@@ -122,7 +129,14 @@ impl MachineShape {
                 shape.cores, shape.smt
             )));
         }
-        Ok(shape)
+        let present = present.unwrap_or(cpus);
+        if present > cpus {
+            return Err(bad(format!(
+                "cpus={present} is more than cores={} x smt={} = {cpus}; give at most {cpus}",
+                shape.cores, shape.smt
+            )));
+        }
+        Ok(MachineShape { present, ..shape })
     }
 
     /// The number of packages (`sockets`).
@@ -155,10 +169,10 @@ impl MachineShape {
         self.smt
     }
 
-    /// The number of CPUs: cores times threads per core.
+    /// The number of CPUs: cores times threads per core, or fewer when `cpus=` says so.
     #[must_use]
     pub fn cpus(&self) -> usize {
-        self.cores * self.smt
+        self.present
     }
 
     /// Builds the machine, with `source` as its [`Topology::source`].
@@ -169,7 +183,9 @@ impl MachineShape {
             caches,
             cores,
             smt,
+            present,
         } = *self;
+        let keep = |set: CpuSet| -> CpuSet { set.iter().filter(|&c| c < present).collect() };
         let core_of = |cpu: usize| cpu % cores;
         let core_cpus = |core: usize| -> CpuSet { (0..smt).map(|t| core + t * cores).collect() };
         let cores_per_cache = cores / caches;
@@ -184,8 +200,8 @@ impl MachineShape {
                 let cache = core / cores_per_cache;
                 Cpu {
                     id,
-                    core_cpus: core_cpus(core),
-                    cache_cpus: cache_cpus(cache),
+                    core_cpus: keep(core_cpus(core)),
+                    cache_cpus: keep(cache_cpus(cache)),
                     cache_level: Some(SYNTHETIC_CACHE_LEVEL),
                     node: core / (cores / nodes),
                     package: i64::try_from(core / (cores / sockets)).unwrap_or(i64::MAX),
@@ -239,6 +255,16 @@ mod tests {
     }
 
     #[test]
+    fn cpus_keeps_the_lowest_cpus() {
+        let t = Topology::from_machine("cores=26,smt=2,cpus=51").unwrap();
+        assert_eq!(t.cpus().len(), 51);
+        assert_eq!(t.core_count(), 26);
+        assert_eq!(t.cpu(25).unwrap().core_cpus.to_string(), "25");
+        assert_eq!(t.cpu(24).unwrap().core_cpus.to_string(), "24,50");
+        assert_eq!(t.cache_domains()[0].cpus.len(), 51);
+    }
+
+    #[test]
     fn keys_default_to_one() {
         let t = Topology::from_machine("cores=4").unwrap();
         assert_eq!(t.cpu_set().to_string(), "0-3");
@@ -275,8 +301,10 @@ mod tests {
             ("cores=8,cores=8", "twice"),
             (
                 "cores=8,threads=2",
-                "expected sockets, nodes, caches, cores, smt",
+                "expected sockets, nodes, caches, cores, smt, cpus",
             ),
+            ("cores=2,smt=2,cpus=5", "at most 4"),
+            ("cores=2,cpus=0", "at least 1"),
             ("cores=8,smt", "not key=count"),
             ("caches=3,cores=8", "does not divide"),
             ("sockets=2,nodes=3,cores=6", "does not divide"),

@@ -1,0 +1,288 @@
+//! The command line of `podq sim`, and its checks: every bad value is refused with one line
+//! that names it and the valid choices.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use podq::AffinityScope;
+use podq_sim::{ShardRule, Workload, PROFILES};
+
+use crate::error::CliError;
+
+/// Items per producer thread when `--items` is not given: the kernel test's default.
+const DEFAULT_ITEMS: u64 = 50_000;
+
+/// The scopes in the order the kernel's test_workqueue runs them.
+pub(crate) const KERNEL_ORDER: [AffinityScope; 6] = [
+    AffinityScope::Cpu,
+    AffinityScope::Smt,
+    AffinityScope::CacheShard,
+    AffinityScope::Cache,
+    AffinityScope::Numa,
+    AffinityScope::System,
+];
+
+/// Arguments of `podq sim`.
+///
+/// Values are taken as text and checked here rather than by clap, so that every bad value is
+/// reported as one line naming it and the valid choices.
+#[derive(Debug, Args)]
+pub(crate) struct SimArgs {
+    /// The machine: this (the one podq runs on), a preset (grace, epyc-9d64, ryzen-3900x,
+    /// ryzen-7950x, skylake-18c), xeon-8321hc (the published 51-CPU run), or a description
+    /// such as 'sockets=2,nodes=4,caches=16,cores=128,smt=2' (cpus=N keeps the lowest N CPUs).
+    #[arg(long, value_name = "NAME|DESC", default_value = "this")]
+    pub(crate) machine: String,
+    /// Read the machine from the sysfs tree under this folder instead.
+    #[arg(long, value_name = "DIR", conflicts_with = "machine")]
+    pub(crate) sysfs: Option<PathBuf>,
+    /// Workload: queue (the kernel's test_workqueue closed loop) or flood (open loop).
+    #[arg(long, value_name = "NAME", default_value = "queue")]
+    pub(crate) workload: String,
+    /// Scopes to simulate, comma-separated [default: cpu,smt,cache_shard,cache,numa,system].
+    #[arg(long, value_name = "LIST")]
+    pub(crate) scopes: Option<String>,
+    /// Producer threads, one pinned per CPU in ascending order [default: every CPU].
+    #[arg(long, value_name = "N")]
+    pub(crate) threads: Option<String>,
+    /// Work items per producer thread.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_ITEMS.to_string())]
+    pub(crate) items: String,
+    /// Simulated work per item, in nanoseconds.
+    #[arg(long, value_name = "NS", default_value = "0")]
+    pub(crate) work_ns: String,
+    /// Cores per cache_shard pod.
+    #[arg(long, value_name = "N", default_value = "8")]
+    pub(crate) shard_size: String,
+    /// Cut cache shards on core boundaries (core, podq and today's kernel) or CPU boundaries
+    /// (cpu, the kernel before the core-boundary rule) [default: cpu for xeon-8321hc, else core].
+    #[arg(long, value_name = "core|cpu")]
+    pub(crate) shard_by: Option<String>,
+    /// Vary a parameter: shard-size=2,4,8,16 simulates cache_shard at each size.
+    #[arg(long, value_name = "PARAM=LIST")]
+    pub(crate) sweep: Option<String>,
+    /// The seed of the simulation's jitter; one seed gives one result.
+    #[arg(long, value_name = "N", default_value = "1")]
+    pub(crate) seed: String,
+    /// Cost profile: kernel (the Linux workqueue) or podq [default: podq with --calibrate,
+    /// else kernel].
+    #[arg(long, value_name = "NAME")]
+    pub(crate) profile: Option<String>,
+    /// Fit the podq profile to this `podq bench --json` file of the machine first.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) calibrate: Option<PathBuf>,
+    /// Model idle workers pulling from other pools (not modelled yet: refused).
+    #[arg(long)]
+    pub(crate) pull: bool,
+    /// Rerun with every cost parameter moved by up to P percent; report each result's range
+    /// and the orders that flip.
+    #[arg(long, value_name = "P")]
+    pub(crate) uncertainty: Option<String>,
+    /// Instead of a machine, simulate the brief's two published tables and report the error
+    /// of each cell.
+    #[arg(long)]
+    pub(crate) published: bool,
+    /// Also draw items/sec per configuration (a shard-size sweep as a line) into this SVG file.
+    #[arg(long, value_name = "FILE.svg")]
+    pub(crate) plot: Option<PathBuf>,
+    /// Print the results as JSON instead of the kernel's lines.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// A checked command line.
+#[derive(Clone, Debug)]
+pub(crate) struct Settings {
+    /// The workload.
+    pub(crate) workload: Workload,
+    /// Scopes in order.
+    pub(crate) scopes: Vec<AffinityScope>,
+    /// Shard sizes of `cache_shard` (several with `--sweep`).
+    pub(crate) shard_sizes: Vec<usize>,
+    /// The shard rule given, if any.
+    pub(crate) shard_by: Option<ShardRule>,
+    /// Producer threads; `None`: every CPU.
+    pub(crate) threads: Option<usize>,
+    /// Items per producer.
+    pub(crate) items: u64,
+    /// Work per item, ns.
+    pub(crate) work_ns: u64,
+    /// Seed.
+    pub(crate) seed: u64,
+    /// Profile name.
+    pub(crate) profile: &'static str,
+    /// `--uncertainty`, in percent.
+    pub(crate) uncertainty: Option<f64>,
+    /// Where to draw the plot.
+    pub(crate) plot: Option<PathBuf>,
+    /// JSON instead of text.
+    pub(crate) json: bool,
+}
+
+impl Settings {
+    /// Checks `args`.
+    ///
+    /// # Errors
+    ///
+    /// [`CliError::Usage`] for a bad value: one line naming it and the valid choices.
+    pub(crate) fn from_args(args: &SimArgs) -> Result<Settings, CliError> {
+        if args.pull {
+            return Err(CliError::Usage(
+                "--pull: pulling between pools is not modelled yet (the pull gate, \
+                 podq::policy::pull, does not exist yet); run without --pull"
+                    .into(),
+            ));
+        }
+        let workload = match args.workload.as_str() {
+            "queue" => Workload::Queue,
+            "flood" => Workload::Flood,
+            other => {
+                return Err(CliError::Usage(format!(
+                    "unknown workload '{other}': expected one of queue, flood"
+                )))
+            }
+        };
+        let scopes = match &args.scopes {
+            Some(list) => parse_scopes(list)?,
+            None => KERNEL_ORDER.to_vec(),
+        };
+        let shard_size = parse_count("--shard-size", &args.shard_size)?;
+        let shard_sizes = match &args.sweep {
+            Some(text) => parse_sweep(text)?,
+            None => vec![usize::try_from(shard_size).unwrap_or(usize::MAX)],
+        };
+        if args.sweep.is_some() && !scopes.contains(&AffinityScope::CacheShard) {
+            return Err(CliError::Usage(
+                "--sweep shard-size needs the cache_shard scope, but --scopes leaves it out".into(),
+            ));
+        }
+        let shard_by = match args.shard_by.as_deref() {
+            None => None,
+            Some("core") => Some(ShardRule::Cores),
+            Some("cpu") => Some(ShardRule::Cpus),
+            Some(other) => {
+                return Err(CliError::Usage(format!(
+                    "unknown --shard-by '{other}': expected one of core, cpu"
+                )))
+            }
+        };
+        let profile =
+            match (args.profile.as_deref(), &args.calibrate) {
+                (None, Some(_)) | (Some("podq"), _) => "podq",
+                (None | Some("kernel"), None) => "kernel",
+                (Some("kernel"), Some(_)) => return Err(CliError::Usage(
+                    "--calibrate fits the podq profile; give --profile podq or leave --profile out"
+                        .into(),
+                )),
+                (Some(other), _) => {
+                    return Err(CliError::Usage(format!(
+                        "unknown profile '{other}': expected one of {}",
+                        PROFILES.join(", ")
+                    )))
+                }
+            };
+        let uncertainty = match &args.uncertainty {
+            None => None,
+            Some(text) => match text.trim().trim_end_matches('%').parse::<f64>() {
+                Ok(p) if p > 0.0 && p < 100.0 => Some(p),
+                _ => {
+                    return Err(CliError::Usage(format!(
+                        "--uncertainty '{text}': expected a percentage above 0 and below 100, \
+                         such as 20"
+                    )))
+                }
+            },
+        };
+        if let Some(path) = &args.plot {
+            let is_svg = path
+                .extension()
+                .is_some_and(|ext| ext.eq_ignore_ascii_case("svg"));
+            if !is_svg {
+                return Err(CliError::Usage(format!(
+                    "--plot {}: only SVG is drawn; give a file name ending in .svg",
+                    path.display()
+                )));
+            }
+        }
+        let threads = match &args.threads {
+            None => None,
+            Some(text) => Some(usize::try_from(parse_count("--threads", text)?).unwrap_or(0)),
+        };
+        Ok(Settings {
+            workload,
+            scopes,
+            shard_sizes,
+            shard_by,
+            threads,
+            items: parse_count("--items", &args.items)?,
+            work_ns: parse_number("--work-ns", &args.work_ns)?,
+            seed: parse_number("--seed", &args.seed)?,
+            profile,
+            uncertainty,
+            plot: args.plot.clone(),
+            json: args.json,
+        })
+    }
+}
+
+/// A comma-separated list of scopes, kept in the order given, without duplicates.
+fn parse_scopes(list: &str) -> Result<Vec<AffinityScope>, CliError> {
+    let mut scopes = Vec::new();
+    for name in list.split(',').map(str::trim) {
+        let scope: AffinityScope = name
+            .parse()
+            .map_err(|err: podq::Error| CliError::Usage(err.to_string()))?;
+        if !scopes.contains(&scope) {
+            scopes.push(scope);
+        }
+    }
+    Ok(scopes)
+}
+
+/// `shard-size=2,4,8,16`: sizes of at least 1, in the order given, without duplicates.
+fn parse_sweep(text: &str) -> Result<Vec<usize>, CliError> {
+    let form = "expected shard-size=N[,N...] with sizes of at least 1, e.g. shard-size=2,4,8,16";
+    let Some((param, values)) = text.split_once('=') else {
+        return Err(CliError::Usage(format!("bad --sweep '{text}': {form}")));
+    };
+    if param.trim() != "shard-size" {
+        return Err(CliError::Usage(format!(
+            "unknown --sweep parameter '{}': expected one of shard-size (as in shard-size=2,4,8,16)",
+            param.trim()
+        )));
+    }
+    let mut sizes = Vec::new();
+    for value in values.split(',') {
+        match value.trim().parse::<usize>() {
+            Ok(size) if size >= 1 => {
+                if !sizes.contains(&size) {
+                    sizes.push(size);
+                }
+            }
+            _ => {
+                return Err(CliError::Usage(format!(
+                    "bad shard size '{}' in --sweep '{text}': {form}",
+                    value.trim()
+                )))
+            }
+        }
+    }
+    Ok(sizes)
+}
+
+/// A whole number (underscores allowed as separators).
+fn parse_number(flag: &str, text: &str) -> Result<u64, CliError> {
+    text.trim().replace('_', "").parse::<u64>().map_err(|_| {
+        CliError::Usage(format!(
+            "{flag} '{text}': expected a whole number such as 1000"
+        ))
+    })
+}
+
+/// A whole number of at least 1.
+fn parse_count(flag: &str, text: &str) -> Result<u64, CliError> {
+    match parse_number(flag, text)? {
+        0 => Err(CliError::Usage(format!("{flag} 0: give at least 1"))),
+        n => Ok(n),
+    }
+}

@@ -1,0 +1,179 @@
+//! `podq sim`: predict every scope and shard size of the kernel's test on any machine, with the
+//! discrete-event simulator of `podq-sim`.
+//!
+//! The machine comes from a preset, a description, a sysfs tree or this machine; the costs from
+//! a profile (`kernel`, calibrated on the brief's published tables, or `podq`, fitted by
+//! `--calibrate` on a `podq bench --json` file). The report gives the kernel's lines or the
+//! bench's JSON rows with `"system": "sim"`.
+
+mod args;
+mod calibrate;
+mod plot;
+mod published;
+mod report;
+
+use podq::{AffinityScope, Topology};
+use podq_sim::published::XEON_8321HC;
+use podq_sim::{simulate, Outcome, Profile, Scenario, ShardRule, SimMachine};
+
+use self::args::Settings;
+pub(crate) use self::args::SimArgs;
+use crate::error::CliError;
+
+/// One simulated configuration and its outcome.
+#[derive(Clone, Debug)]
+pub(crate) struct Row {
+    /// What was simulated.
+    pub(crate) scenario: Scenario,
+    /// What came out.
+    pub(crate) outcome: Outcome,
+    /// Least and greatest items/sec under `--uncertainty`.
+    pub(crate) range: Option<(f64, f64)>,
+}
+
+impl Row {
+    /// The name in the kernel lines: the scope, with `/S` for `cache_shard` when several shard
+    /// sizes are simulated.
+    pub(crate) fn label(&self, sweeping: bool) -> String {
+        match self.scenario.scope {
+            AffinityScope::CacheShard if sweeping => {
+                format!("cache_shard/{}", self.scenario.shard_size)
+            }
+            scope => scope.name().to_owned(),
+        }
+    }
+}
+
+/// Runs `podq sim`.
+///
+/// # Errors
+///
+/// [`CliError::Usage`] for a bad argument; [`CliError::Failed`] when the machine or the
+/// calibration file cannot be read or used, or the output cannot be written.
+pub(crate) fn run(args: &SimArgs) -> Result<(), CliError> {
+    let settings = Settings::from_args(args)?;
+    if args.published {
+        return published::run(&settings);
+    }
+    let (machine, default_rule) = resolve_machine(args)?;
+    let mut profile = Profile::by_name(settings.profile).expect("checked profile name");
+    let scenarios = scenarios(&settings, &machine, default_rule)?;
+    let calibration = match &args.calibrate {
+        Some(path) => Some(calibrate::fit(path, &machine, &mut profile, default_rule)?),
+        None => None,
+    };
+    let mut rows = Vec::with_capacity(scenarios.len());
+    for scenario in &scenarios {
+        let outcome = simulate(&machine, &profile, scenario).map_err(sim_error)?;
+        rows.push(Row {
+            scenario: *scenario,
+            outcome,
+            range: None,
+        });
+    }
+    let mut flips = Vec::new();
+    if let Some(percent) = settings.uncertainty {
+        let spread =
+            podq_sim::uncertainty::spread(&machine, &profile, &scenarios, percent, settings.seed)
+                .map_err(sim_error)?;
+        for (i, row) in rows.iter_mut().enumerate() {
+            row.range = Some(spread.range(i));
+        }
+        flips = spread.flips();
+    }
+    if let Some(path) = &settings.plot {
+        plot::draw(path, &rows, &machine, &profile)?;
+    }
+    let report = report::Report {
+        machine: &machine,
+        profile: &profile,
+        settings: &settings,
+        rows: &rows,
+        flips: &flips,
+        calibration: calibration.as_ref(),
+    };
+    let out = if settings.json {
+        let mut text = serde_json::to_string_pretty(&report.json())
+            .map_err(|err| CliError::Failed(format!("cannot write the JSON report: {err}")))?;
+        text.push('\n');
+        text
+    } else {
+        report.text()
+    };
+    crate::output::print(&out)
+}
+
+/// The machine `--machine` or `--sysfs` names, and its default shard rule.
+fn resolve_machine(args: &SimArgs) -> Result<(SimMachine, ShardRule), CliError> {
+    if let Some(dir) = &args.sysfs {
+        let topology = Topology::from_sysfs(dir)?;
+        let name = format!("sysfs {}", dir.display());
+        return Ok((SimMachine::new(topology, &name), ShardRule::Cores));
+    }
+    let name = args.machine.trim();
+    match name {
+        "this" => {
+            let topology = Topology::discover().map_err(|err| {
+                CliError::Failed(format!("cannot read this machine's topology: {err}"))
+            })?;
+            Ok((SimMachine::new(topology, "this"), ShardRule::Cores))
+        }
+        "xeon-8321hc" => Ok((XEON_8321HC.sim_machine(), XEON_8321HC.shard_rule)),
+        _ => match Topology::from_machine(name) {
+            Ok(topology) => Ok((SimMachine::new(topology, name), ShardRule::Cores)),
+            Err(podq::Error::UnknownPreset { presets, .. }) => Err(CliError::Usage(format!(
+                "unknown machine '{name}': expected this, xeon-8321hc, a preset ({presets}) or a \
+                 description such as sockets=2,nodes=4,caches=16,cores=128,smt=2"
+            ))),
+            Err(err) => Err(err.into()),
+        },
+    }
+}
+
+/// The scenarios of `settings` on `machine`: each scope in order, `cache_shard` once per shard
+/// size.
+fn scenarios(
+    settings: &Settings,
+    machine: &SimMachine,
+    default_rule: ShardRule,
+) -> Result<Vec<Scenario>, CliError> {
+    let cpus = machine.len();
+    let threads = settings.threads.unwrap_or(cpus);
+    if threads > cpus {
+        return Err(CliError::Usage(format!(
+            "--threads {threads}: give 1 to {cpus} (one pinned producer per CPU of the machine)"
+        )));
+    }
+    let base = Scenario {
+        workload: settings.workload,
+        scope: AffinityScope::Cpu,
+        shard_size: settings.shard_sizes[0],
+        shard_rule: settings.shard_by.unwrap_or(default_rule),
+        threads,
+        items: settings.items,
+        work_ns: settings.work_ns,
+        seed: settings.seed,
+    };
+    let mut out = Vec::new();
+    for &scope in &settings.scopes {
+        if scope == AffinityScope::CacheShard {
+            out.extend(settings.shard_sizes.iter().map(|&shard_size| Scenario {
+                scope,
+                shard_size,
+                ..base
+            }));
+        } else {
+            out.push(Scenario { scope, ..base });
+        }
+    }
+    Ok(out)
+}
+
+/// The CLI's error for a simulation that could not run.
+fn sim_error(err: podq_sim::SimError) -> CliError {
+    match err {
+        podq_sim::SimError::Pods(err) => err.into(),
+        podq_sim::SimError::Stuck { .. } => CliError::Failed(err.to_string()),
+        _ => CliError::Usage(err.to_string()),
+    }
+}

@@ -1,0 +1,103 @@
+//! `podq sim --published`: the brief's two published tables next to the `kernel` profile's
+//! simulation of each cell, with the error per cell and the orders kept or lost.
+
+use podq_sim::published::{check, order_flips};
+use podq_sim::Profile;
+use serde_json::json;
+
+use super::args::Settings;
+use crate::error::CliError;
+
+/// How far apart two published cells must be for their order to count (10 %, the brief's
+/// done-when bar).
+const ORDER_MARGIN: f64 = 0.10;
+
+/// Simulates every published cell with the `kernel` profile and reports the errors.
+///
+/// # Errors
+///
+/// [`CliError::Usage`] for a profile other than `kernel`; [`CliError::Failed`] when a
+/// simulation fails or the output cannot be written.
+pub(crate) fn run(settings: &Settings) -> Result<(), CliError> {
+    if settings.profile != "kernel" {
+        return Err(CliError::Usage(
+            "--published checks the kernel profile; leave --profile and --calibrate out".into(),
+        ));
+    }
+    let cells = check(&Profile::kernel(), settings.items, settings.seed)
+        .map_err(|err| CliError::Failed(err.to_string()))?;
+    let flips = order_flips(&cells, ORDER_MARGIN);
+    let worst = cells.iter().map(|c| c.error().abs()).fold(0.0, f64::max);
+    let out = if settings.json {
+        let rows: Vec<_> = cells
+            .iter()
+            .map(|c| {
+                json!({
+                    "machine": c.machine,
+                    "scope": c.scope.name(),
+                    "published_items_per_sec": c.published.round() as u64,
+                    "items_per_sec": c.simulated.round() as u64,
+                    "error": c.error(),
+                    "published_p50_ns": c.published_p50,
+                    "p50_ns": c.simulated_p50,
+                })
+            })
+            .collect();
+        let flipped: Vec<_> = flips
+            .iter()
+            .map(|(lo, hi)| json!([lo.machine, lo.scope.name(), hi.scope.name()]))
+            .collect();
+        let value = json!({
+            "profile": "kernel",
+            "items_per_thread": settings.items,
+            "seed": settings.seed,
+            "cells": rows,
+            "largest_error": worst,
+            "order_flips": flipped,
+        });
+        let mut text = serde_json::to_string_pretty(&value)
+            .map_err(|err| CliError::Failed(format!("cannot write the JSON report: {err}")))?;
+        text.push('\n');
+        text
+    } else {
+        let mut out = format!(
+            "published tables, profile kernel, {} items per producer, seed {}\n",
+            settings.items, settings.seed
+        );
+        out.push_str(&format!(
+            "{:<12} {:<12} {:>10} {:>10} {:>7} {:>8} {:>8}\n",
+            "machine", "scope", "published", "simulated", "error", "p50 pub", "p50 sim"
+        ));
+        for c in &cells {
+            out.push_str(&format!(
+                "{:<12} {:<12} {:>10.0} {:>10.0} {:>+6.1}% {:>8} {:>8}\n",
+                c.machine,
+                c.scope.name(),
+                c.published,
+                c.simulated,
+                100.0 * c.error(),
+                c.published_p50,
+                c.simulated_p50
+            ));
+        }
+        out.push_str(&format!(
+            "largest error: {:.1}% of items/sec\n",
+            100.0 * worst
+        ));
+        if flips.is_empty() {
+            out.push_str(
+                "order: every pair of published cells more than 10% apart keeps its order\n",
+            );
+        }
+        for (lo, hi) in &flips {
+            out.push_str(&format!(
+                "order lost on {}: {} is published above {} but not simulated so\n",
+                lo.machine,
+                hi.scope.name(),
+                lo.scope.name()
+            ));
+        }
+        out
+    };
+    crate::output::print(&out)
+}

@@ -1,0 +1,229 @@
+//! The report of `podq sim`: the kernel's lines, or the bench's JSON rows with
+//! `"system": "sim"` and the profile.
+
+use podq::AffinityScope;
+use podq_sim::{Profile, SimMachine, Workload};
+use serde_json::{json, Value};
+
+use super::args::Settings;
+use super::calibrate::Calibration;
+use super::Row;
+
+/// Everything a report shows.
+pub(crate) struct Report<'a> {
+    /// The machine.
+    pub(crate) machine: &'a SimMachine,
+    /// The profile the rows ran with.
+    pub(crate) profile: &'a Profile,
+    /// The command line.
+    pub(crate) settings: &'a Settings,
+    /// One row per configuration.
+    pub(crate) rows: &'a [Row],
+    /// Pairs of rows whose order flips under `--uncertainty`.
+    pub(crate) flips: &'a [(usize, usize)],
+    /// The fit of `--calibrate`.
+    pub(crate) calibration: Option<&'a Calibration>,
+}
+
+impl Report<'_> {
+    /// Whether several shard sizes are simulated (labels then show the size).
+    fn sweeping(&self) -> bool {
+        self.settings.shard_sizes.len() > 1
+    }
+
+    /// The text report: the machine, the settings, the kernel's lines, the flips.
+    pub(crate) fn text(&self) -> String {
+        let m = self.machine;
+        let topo = m.topology();
+        let p = m.platform();
+        let mut out = format!(
+            "machine: {} ({}), {}, {}, {}, {}\n",
+            m.name(),
+            topo.source(),
+            plural(topo.cpus().len(), "CPU"),
+            plural(topo.core_count(), "core"),
+            plural(topo.cache_domains().len(), "cache domain"),
+            plural(topo.node_ids().len(), "node")
+        );
+        out.push_str(&format!(
+            "platform: cache line same core {} ns, same cache {} ns, other cache {} ns, other \
+             node {} ns ({}); idle exit {:.0} ns\n",
+            p.same_core_ns,
+            p.same_cache_ns,
+            p.other_cache_ns,
+            p.other_node_ns,
+            m.platform_source(),
+            p.idle_exit_ns
+        ));
+        if let Some(calibration) = self.calibration {
+            out.push_str(&calibration.text());
+        }
+        let first = self.rows.first().map(|r| r.scenario);
+        if let Some(s) = first {
+            out.push_str(&format!(
+                "sim: profile {}, {}: {} producer threads x {} items, {} ns of work per item, \
+                 seed {}\n",
+                self.profile.name,
+                s.workload.name(),
+                s.threads,
+                s.items,
+                s.work_ns,
+                s.seed
+            ));
+        }
+        for row in self.rows {
+            out.push_str(&self.kernel_line(row));
+            out.push('\n');
+        }
+        if let Some(percent) = self.settings.uncertainty {
+            if self.flips.is_empty() {
+                out.push_str(&format!(
+                    "uncertainty: no order of two configurations flips with every cost moved \
+                     by up to {percent}%\n"
+                ));
+            }
+            for &(a, b) in self.flips {
+                out.push_str(&format!(
+                    "uncertainty: the order of {} and {} flips with costs moved by up to \
+                     {percent}%\n",
+                    self.rows[a].label(self.sweeping()),
+                    self.rows[b].label(self.sweeping())
+                ));
+            }
+        }
+        out
+    }
+
+    /// The kernel's format, tab-separated:
+    /// `cache_shard      3629098 items/sec<TAB>p50=6080<TAB>p90=8896<TAB>p95=9728 ns`
+    /// (flood lines show p50/p99 and the queue-to-start p50/p99), with the range under
+    /// `--uncertainty`.
+    fn kernel_line(&self, row: &Row) -> String {
+        let o = &row.outcome;
+        let head = format!(
+            "{:<12}{:>12.0} items/sec",
+            row.label(self.sweeping()),
+            o.items_per_sec
+        );
+        let mut line = match o.queue_to_start {
+            None => format!(
+                "{head}\tp50={}\tp90={}\tp95={} ns",
+                o.queue.p50, o.queue.p90, o.queue.p95
+            ),
+            Some(start) => format!(
+                "{head}\tp50={}\tp99={}\tstart_p50={}\tstart_p99={} ns",
+                o.queue.p50, o.queue.p99, start.p50, start.p99
+            ),
+        };
+        if let Some((lo, hi)) = row.range {
+            line.push_str(&format!("\trange={lo:.0}-{hi:.0}"));
+        }
+        line
+    }
+
+    /// `{"machine": {...}, "settings": {...}, "results": [...]}`, the results in the bench's
+    /// shape.
+    pub(crate) fn json(&self) -> Value {
+        let m = self.machine;
+        let topo = m.topology();
+        let p = m.platform();
+        let results: Vec<Value> = self
+            .rows
+            .iter()
+            .enumerate()
+            .map(|(i, row)| self.json_row(i, row))
+            .collect();
+        let mut value = json!({
+            "machine": {
+                "name": m.name(),
+                "source": topo.source(),
+                "usable_cpus": topo.cpu_set().to_string(),
+                "cpus": topo.cpus().len(),
+                "cores": topo.core_count(),
+                "cache_domains": topo.cache_domains().len(),
+                "nodes": topo.node_ids().len(),
+                "platform": {
+                    "source": m.platform_source(),
+                    "same_core_ns": p.same_core_ns,
+                    "same_cache_ns": p.same_cache_ns,
+                    "other_cache_ns": p.other_cache_ns,
+                    "other_node_ns": p.other_node_ns,
+                    "idle_exit_ns": p.idle_exit_ns,
+                },
+            },
+            "settings": {
+                "workloads": [self.settings.workload.name()],
+                "threads": self.rows.first().map_or(0, |r| r.scenario.threads),
+                "items_per_thread": self.settings.items,
+                "work_ns": self.settings.work_ns,
+                "seed": self.settings.seed,
+                "profile": self.profile.name,
+                "uncertainty_percent": self.settings.uncertainty,
+            },
+            "results": results,
+        });
+        if let (Some(calibration), Value::Object(map)) = (self.calibration, &mut value) {
+            map.insert("calibration".into(), calibration.json());
+        }
+        value
+    }
+
+    /// One result row in the bench's shape.
+    fn json_row(&self, index: usize, row: &Row) -> Value {
+        let o = &row.outcome;
+        let s = &row.scenario;
+        let (lo, hi) = row.range.unwrap_or((o.items_per_sec, o.items_per_sec));
+        let mut value = json!({
+            "workload": s.workload.name(),
+            "system": "sim",
+            "profile": self.profile.name,
+            "scope": s.scope.name(),
+            "threads": s.threads,
+            "items_per_thread": s.items,
+            "runs": 1,
+            "items_per_sec": o.items_per_sec.round() as u64,
+            "items_per_sec_min": lo.round() as u64,
+            "items_per_sec_max": hi.round() as u64,
+            "p50_ns": o.queue.p50,
+            "p90_ns": o.queue.p90,
+            "p95_ns": o.queue.p95,
+            "pools": o.pools,
+            "workers": o.workers,
+            "lock_contended": o.lock_contended,
+            "seed": s.seed,
+        });
+        let Value::Object(map) = &mut value else {
+            unreachable!("json! of an object literal")
+        };
+        if s.scope == AffinityScope::CacheShard {
+            map.insert("shard_size".into(), s.shard_size.into());
+        }
+        if let (Workload::Flood, Some(start)) = (s.workload, o.queue_to_start) {
+            map.insert("p99_ns".into(), o.queue.p99.into());
+            map.insert("queue_to_start_p50_ns".into(), start.p50.into());
+            map.insert("queue_to_start_p99_ns".into(), start.p99.into());
+        }
+        if self.settings.uncertainty.is_some() {
+            let flips: Vec<String> = self
+                .flips
+                .iter()
+                .filter_map(|&(a, b)| match (a == index, b == index) {
+                    (true, _) => Some(self.rows[b].label(self.sweeping())),
+                    (_, true) => Some(self.rows[a].label(self.sweeping())),
+                    _ => None,
+                })
+                .collect();
+            map.insert("order_flips_with".into(), flips.into());
+        }
+        value
+    }
+}
+
+/// `1 core`, `2 cores`.
+fn plural(count: usize, what: &str) -> String {
+    if count == 1 {
+        format!("{count} {what}")
+    } else {
+        format!("{count} {what}s")
+    }
+}

@@ -1,0 +1,222 @@
+//! `podq sim`: the kernel's lines and the bench's JSON rows, one result per seed, the sweep,
+//! the plot, calibration from a bench file, and bad input refused with one line and exit
+//! code 2.
+
+mod cli_support;
+
+use cli_support::{assert_one_line_error, podq_json, podq_ok};
+
+/// The scopes in the kernel's order.
+const SCOPES: [&str; 6] = ["cpu", "smt", "cache_shard", "cache", "numa", "system"];
+
+#[test]
+fn json_rows_have_the_bench_shape_with_system_sim_and_the_profile() {
+    let report = podq_json(&["sim", "--machine", "grace", "--items", "200", "--json"]);
+    let rows = report["results"].as_array().expect("results");
+    let scopes: Vec<&str> = rows.iter().map(|r| r["scope"].as_str().unwrap()).collect();
+    assert_eq!(scopes, SCOPES);
+    for row in rows {
+        assert_eq!(row["system"], "sim");
+        assert_eq!(row["profile"], "kernel");
+        assert_eq!(row["workload"], "queue");
+        assert_eq!(row["threads"], 72);
+        assert_eq!(row["items_per_thread"], 200);
+        assert!(row["items_per_sec"].as_u64().unwrap() > 0, "{row}");
+        assert!(row["p50_ns"].as_u64().unwrap() <= row["p95_ns"].as_u64().unwrap());
+        let has_shard = row.get("shard_size").is_some();
+        assert_eq!(has_shard, row["scope"] == "cache_shard", "{row}");
+    }
+    let shard = &rows[2];
+    assert_eq!(shard["shard_size"], 8);
+    assert_eq!(shard["pools"], 9, "72 cores make nine shards of 8");
+    assert_eq!(report["machine"]["cpus"], 72);
+}
+
+#[test]
+fn one_seed_gives_one_result_and_another_seed_another() {
+    let args = |seed: &'static str| {
+        [
+            "sim",
+            "--machine",
+            "sockets=2,nodes=2,caches=4,cores=16,smt=2",
+            "--items",
+            "300",
+            "--seed",
+            seed,
+        ]
+    };
+    let first = podq_ok(&args("7"));
+    assert_eq!(first, podq_ok(&args("7")));
+    assert_ne!(first, podq_ok(&args("8")));
+}
+
+#[test]
+fn kernel_lines_follow_the_kernel_format_and_the_sweep_labels_shard_sizes() {
+    let out = podq_ok(&[
+        "sim",
+        "--machine",
+        "skylake-18c",
+        "--items",
+        "200",
+        "--scopes",
+        "cpu,cache_shard",
+        "--sweep",
+        "shard-size=2,4",
+        "--workload",
+        "flood",
+    ]);
+    let lines: Vec<&str> = out.lines().filter(|l| l.contains("items/sec")).collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    assert!(lines[0].starts_with("cpu "), "{out}");
+    assert!(lines[1].starts_with("cache_shard/2 "), "{out}");
+    assert!(lines[2].starts_with("cache_shard/4 "), "{out}");
+    for line in lines {
+        assert!(
+            line.contains("items/sec\tp50=") && line.contains("\tstart_p50="),
+            "{line}"
+        );
+    }
+}
+
+#[test]
+fn uncertainty_gives_each_row_a_range_around_its_value() {
+    let report = podq_json(&[
+        "sim",
+        "--machine",
+        "ryzen-3900x",
+        "--items",
+        "200",
+        "--uncertainty",
+        "20",
+        "--json",
+    ]);
+    for row in report["results"].as_array().unwrap() {
+        let (lo, mid, hi) = (
+            row["items_per_sec_min"].as_u64().unwrap(),
+            row["items_per_sec"].as_u64().unwrap(),
+            row["items_per_sec_max"].as_u64().unwrap(),
+        );
+        assert!(lo <= mid && mid <= hi && lo < hi, "{row}");
+        assert!(row["order_flips_with"].is_array(), "{row}");
+    }
+}
+
+#[test]
+fn the_plot_is_an_svg_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sweep.svg");
+    podq_ok(&[
+        "sim",
+        "--machine",
+        "grace",
+        "--items",
+        "100",
+        "--sweep",
+        "shard-size=4,8,16",
+        "--plot",
+        path.to_str().unwrap(),
+    ]);
+    let svg = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        svg.starts_with("<svg") && svg.contains("cache_shard"),
+        "{svg}"
+    );
+}
+
+#[test]
+fn calibrate_fits_the_podq_profile_to_a_bench_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bench.json");
+    let row = |scope: &str, ips: u64| {
+        serde_json::json!({
+            "workload": "queue", "system": "podq", "scope": scope, "shard_size": 8,
+            "threads": 4, "items_per_thread": 300, "items_per_sec": ips,
+        })
+    };
+    let bench = serde_json::json!({
+        "settings": { "work_ns": 0 },
+        "results": [row("cpu", 900_000), row("cache", 600_000),
+                    { "workload": "queue", "system": "tokio", "items_per_sec": 1 }],
+    });
+    std::fs::write(&path, bench.to_string()).unwrap();
+    let report = podq_json(&[
+        "sim",
+        "--machine",
+        "cores=4",
+        "--calibrate",
+        path.to_str().unwrap(),
+        "--items",
+        "300",
+        "--scopes",
+        "cpu,cache",
+        "--json",
+    ]);
+    assert_eq!(report["settings"]["profile"], "podq");
+    let fitted = report["calibration"]["rows"].as_array().unwrap();
+    assert_eq!(fitted.len(), 2, "the tokio row is not podq's");
+    for row in report["results"].as_array().unwrap() {
+        assert_eq!(row["profile"], "podq");
+    }
+    let line = assert_one_line_error(
+        &[
+            "sim",
+            "--machine",
+            "cores=2",
+            "--calibrate",
+            path.to_str().unwrap(),
+        ],
+        1,
+        &["4 threads", "2 CPUs"],
+    );
+    assert!(line.contains("bench.json"), "{line}");
+}
+
+#[test]
+fn the_published_check_reports_every_cell() {
+    let report = podq_json(&["sim", "--published", "--items", "200", "--json"]);
+    let cells = report["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 12);
+    let machines: Vec<&str> = cells
+        .iter()
+        .map(|c| c["machine"].as_str().unwrap())
+        .collect();
+    assert_eq!(machines.iter().filter(|m| **m == "grace").count(), 6);
+    assert_eq!(machines.iter().filter(|m| **m == "xeon-8321hc").count(), 6);
+    for cell in cells {
+        let error = cell["error"].as_f64().unwrap();
+        let (sim, published) = (
+            cell["items_per_sec"].as_f64().unwrap(),
+            cell["published_items_per_sec"].as_f64().unwrap(),
+        );
+        assert!((sim / published - 1.0 - error).abs() < 1e-3, "{cell}");
+    }
+}
+
+#[test]
+fn bad_input_is_one_line_naming_it_and_the_choices() {
+    let cases: [(&[&str], &[&str]); 12] = [
+        (&["--workload", "burst"], &["'burst'", "queue, flood"]),
+        (
+            &["--machine", "graze"],
+            &["'graze'", "grace", "xeon-8321hc", "this"],
+        ),
+        (&["--machine", "cores=3,caches=2"], &["does not divide"]),
+        (&["--profile", "linux"], &["'linux'", "kernel, podq"]),
+        (&["--pull"], &["--pull", "not modelled yet"]),
+        (&["--uncertainty", "0"], &["--uncertainty", "percentage"]),
+        (&["--plot", "out.png"], &["out.png", ".svg"]),
+        (
+            &["--machine", "grace", "--threads", "73"],
+            &["--threads 73", "1 to 72"],
+        ),
+        (&["--items", "0"], &["--items 0"]),
+        (&["--sweep", "size=2"], &["'size'", "shard-size"]),
+        (&["--shard-by", "die"], &["'die'", "core, cpu"]),
+        (&["--scopes", "Cache"], &["'Cache'", "cache_shard"]),
+    ];
+    for (args, mentions) in cases {
+        let mut all = vec!["sim"];
+        all.extend_from_slice(args);
+        assert_one_line_error(&all, 2, mentions);
+    }
+}

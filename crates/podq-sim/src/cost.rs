@@ -1,0 +1,242 @@
+//! The cost model: named physical parameters, each in nanoseconds of simulated time.
+//!
+//! Where each value comes from is written down in `docs/simulator.md`; the cache-line
+//! latencies are public core-to-core measurements ([`Platform::for_machine`]), the rest
+//! belong to a [`Profile`](crate::profile::Profile).
+
+/// How far apart two CPUs are, for moving a cache line between them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Distance {
+    /// The same CPU: the line is already in its L1.
+    SameCpu,
+    /// SMT siblings: one core's private caches.
+    SameCore,
+    /// Two cores sharing a last-level cache.
+    SameCache,
+    /// Two cache domains of one node.
+    SameNode,
+    /// Two nodes (in the published data, two sockets).
+    OtherNode,
+}
+
+/// What a machine's hardware costs: the one-way latencies of moving a cache line between two
+/// CPUs by [`Distance`] (half the round trip of an uncontended compare-and-swap ping-pong,
+/// medians of public core-to-core data), and the exit latency of the idle state a CPU sleeps
+/// in between items.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Platform {
+    /// Between SMT siblings.
+    pub same_core_ns: f64,
+    /// Between two cores of one cache domain.
+    pub same_cache_ns: f64,
+    /// Between two cache domains of one node.
+    pub other_cache_ns: f64,
+    /// Between two nodes.
+    pub other_node_ns: f64,
+    /// Leaving the idle state an idle CPU is in when a wake-up reaches it.
+    pub idle_exit_ns: f64,
+    /// How much longer the operating system's and runtime's work takes on this machine than on
+    /// Grace: it multiplies every software cost of [`Costs`] (critical section, wake-up call
+    /// and latency, switch, per-item work, spin), not the cache lines nor the idle exit.
+    /// Clock, microarchitecture and kernel configuration set it; no public figure gives it, so
+    /// it is fitted (`docs/simulator.md`).
+    pub software_factor: f64,
+}
+
+impl Platform {
+    /// The latencies of the machine called `name` (a preset, or `xeon-8321hc`), with the row
+    /// of the brief's core-to-core table they come from; any other machine gets the table's
+    /// median per column ("median of the table").
+    pub fn for_machine(name: &str) -> (Platform, &'static str) {
+        let row = |same_core_ns, same_cache_ns, other_cache_ns, other_node_ns| Platform {
+            same_core_ns,
+            same_cache_ns,
+            other_cache_ns,
+            other_node_ns,
+            idle_exit_ns: crate::calibrated::IDLE_EXIT_NS,
+            software_factor: crate::calibrated::SOFTWARE_FACTOR,
+        };
+        match name {
+            // Grace: 30-60 ns within its one LLC (Chips and Cheese); the middle of the range.
+            // No SMT and one cache domain, so the other columns are never used; they take the
+            // table's medians.
+            "grace" => (
+                Platform {
+                    idle_exit_ns: crate::calibrated::GRACE_IDLE_EXIT_NS,
+                    software_factor: 1.0,
+                    ..row(10.0, 45.0, 110.0, 198.0)
+                },
+                "NVIDIA Grace",
+            ),
+            // The 8321HC (Cascade Lake, a mesh like Ice Lake's) is not in the table; the Xeon
+            // 8358 (Ice Lake) row stands in: SMT 8 ns, same LLC 51 ns, other socket 108-111 ns.
+            "xeon-8321hc" | "skylake-18c" => (
+                Platform {
+                    idle_exit_ns: crate::calibrated::XEON_IDLE_EXIT_NS,
+                    software_factor: crate::calibrated::XEON_SOFTWARE_FACTOR,
+                    ..row(8.0, 51.0, 110.0, 110.0)
+                },
+                "Intel Xeon 8358 (Ice Lake), standing in",
+            ),
+            // Zen 4 with 8-core CCDs: EPYC 9654 (no SMT figure: the 9754's 13 ns).
+            "epyc-9d64" | "ryzen-7950x" => (
+                row(13.0, 27.0, 99.0, 192.0),
+                "AMD EPYC 9654 (Zen 4), SMT from the EPYC 9754",
+            ),
+            // Zen 2 with 3-core CCXs: the nearest row, EPYC 7763 (Zen 3).
+            "ryzen-3900x" => (
+                row(10.0, 26.0, 115.0, 301.0),
+                "AMD EPYC 7763 (Zen 3), standing in",
+            ),
+            _ => (row(10.0, 39.0, 110.0, 198.0), "median of the table"),
+        }
+    }
+
+    /// The latency for `distance`; 0 on the same CPU.
+    #[inline]
+    pub fn at(&self, distance: Distance) -> f64 {
+        match distance {
+            Distance::SameCpu => 0.0,
+            Distance::SameCore => self.same_core_ns,
+            Distance::SameCache => self.same_cache_ns,
+            Distance::SameNode => self.other_cache_ns,
+            Distance::OtherNode => self.other_node_ns,
+        }
+    }
+}
+
+/// The operating system's and the runtime's costs, in nanoseconds (or plain factors).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Costs {
+    /// Cache lines that move with a pool lock to its next holder: the lock word and the pool's
+    /// fields (work list, idle list, counts) touched in the critical section.
+    pub lines_per_handover: f64,
+    /// How much dearer a line moves when the lock is handed to a waiter (contended) than in an
+    /// uncontended ping-pong: the waiters' spinning competes for the line and the mesh.
+    pub contended_factor: f64,
+    /// Work inside the pool lock per critical section (list and count updates).
+    pub critical_section_ns: f64,
+    /// What waking a sleeping thread costs the waker (`try_to_wake_up`).
+    pub wake_call_ns: f64,
+    /// From a wake-up to the woken thread running on an idle CPU (the interrupt and the
+    /// schedule), besides the platform's idle exit ([`Platform::idle_exit_ns`]).
+    pub wake_idle_ns: f64,
+    /// A context switch on a busy CPU, from the blocking (or preempted) thread to the next.
+    pub switch_ns: f64,
+    /// The producer's own work per item outside the queue call (timestamps, the completion,
+    /// the latency record, the wait's bookkeeping).
+    pub producer_item_ns: f64,
+    /// The worker's own work per item outside the lock (dequeue bookkeeping, the call).
+    pub worker_item_ns: f64,
+    /// How long a thread runs before the scheduler gives its CPU to a waiting one.
+    pub slice_ns: f64,
+    /// Starting a new worker thread.
+    pub spawn_ns: f64,
+    /// How long an idle worker spins for new work before it parks (0: it parks at once).
+    pub spin_ns: f64,
+    /// Every delay is multiplied by `1 + jitter * u`, `u` uniform in `[-1, 1)`, so that
+    /// threads do not move in lockstep.
+    pub jitter: f64,
+}
+
+/// A cost parameter by name, for fitting ([`crate::fit`]) and `--uncertainty`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Param {
+    /// [`Costs::lines_per_handover`].
+    LinesPerHandover,
+    /// [`Costs::contended_factor`].
+    ContendedFactor,
+    /// [`Costs::critical_section_ns`].
+    CriticalSection,
+    /// [`Costs::wake_call_ns`].
+    WakeCall,
+    /// [`Costs::wake_idle_ns`].
+    WakeIdle,
+    /// [`Costs::switch_ns`].
+    Switch,
+    /// [`Costs::producer_item_ns`].
+    ProducerItem,
+    /// [`Costs::worker_item_ns`].
+    WorkerItem,
+    /// [`Costs::spin_ns`].
+    Spin,
+}
+
+impl Param {
+    /// The parameters moved by `--uncertainty` and offered to the fits. The time slice, the
+    /// worker start and the jitter are left out: they barely touch the workloads' throughput.
+    pub const ALL: [Param; 9] = [
+        Param::LinesPerHandover,
+        Param::ContendedFactor,
+        Param::CriticalSection,
+        Param::WakeCall,
+        Param::WakeIdle,
+        Param::Switch,
+        Param::ProducerItem,
+        Param::WorkerItem,
+        Param::Spin,
+    ];
+
+    /// The field's name in [`Costs`].
+    pub fn name(self) -> &'static str {
+        match self {
+            Param::LinesPerHandover => "lines_per_handover",
+            Param::ContendedFactor => "contended_factor",
+            Param::CriticalSection => "critical_section_ns",
+            Param::WakeCall => "wake_call_ns",
+            Param::WakeIdle => "wake_idle_ns",
+            Param::Switch => "switch_ns",
+            Param::ProducerItem => "producer_item_ns",
+            Param::WorkerItem => "worker_item_ns",
+            Param::Spin => "spin_ns",
+        }
+    }
+}
+
+impl Costs {
+    /// These costs with every software cost multiplied by `factor` (see
+    /// [`Platform::software_factor`]).
+    pub fn scaled(&self, factor: f64) -> Costs {
+        Costs {
+            critical_section_ns: self.critical_section_ns * factor,
+            wake_call_ns: self.wake_call_ns * factor,
+            wake_idle_ns: self.wake_idle_ns * factor,
+            switch_ns: self.switch_ns * factor,
+            producer_item_ns: self.producer_item_ns * factor,
+            worker_item_ns: self.worker_item_ns * factor,
+            spin_ns: self.spin_ns * factor,
+            ..*self
+        }
+    }
+
+    /// The value of `param`.
+    pub fn get(&self, param: Param) -> f64 {
+        match param {
+            Param::LinesPerHandover => self.lines_per_handover,
+            Param::ContendedFactor => self.contended_factor,
+            Param::CriticalSection => self.critical_section_ns,
+            Param::WakeCall => self.wake_call_ns,
+            Param::WakeIdle => self.wake_idle_ns,
+            Param::Switch => self.switch_ns,
+            Param::ProducerItem => self.producer_item_ns,
+            Param::WorkerItem => self.worker_item_ns,
+            Param::Spin => self.spin_ns,
+        }
+    }
+
+    /// Sets `param` to `value`.
+    pub fn set(&mut self, param: Param, value: f64) {
+        let slot = match param {
+            Param::LinesPerHandover => &mut self.lines_per_handover,
+            Param::ContendedFactor => &mut self.contended_factor,
+            Param::CriticalSection => &mut self.critical_section_ns,
+            Param::WakeCall => &mut self.wake_call_ns,
+            Param::WakeIdle => &mut self.wake_idle_ns,
+            Param::Switch => &mut self.switch_ns,
+            Param::ProducerItem => &mut self.producer_item_ns,
+            Param::WorkerItem => &mut self.worker_item_ns,
+            Param::Spin => &mut self.spin_ns,
+        };
+        *slot = value;
+    }
+}

@@ -1,0 +1,498 @@
+//! The discrete-event engine: producers, pools with their locks and queues, workers, and the
+//! CPUs they run on, advanced in simulated nanoseconds.
+//!
+//! Every decision a pool makes is asked of `podq::policy`, with the engine's own counts and
+//! times: where a queue call goes ([`Placement`]), whether a push or a worker wakes an idle
+//! worker or grows the pool ([`growth`]), and the stall watchdog's look ([`stall`]). The engine
+//! only says how long each step takes (the [`Costs`]) and in which order steps happen.
+//!
+//! A thread is a small state machine (`threads::Phase`); an event resumes one thread at one time
+//! (or looks at one pool, for the watchdog). A lock is a FIFO of spinning waiters: a holder's
+//! critical section takes effect when the lock is granted, and the lock passes to the next
+//! waiter when the holder's release event runs. Moving the lock costs
+//! [`Costs::lines_per_handover`] cache lines at the distance between the last holder's CPU and
+//! the new one's.
+
+mod cpus;
+mod locks;
+mod threads;
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+use podq::policy::growth::{self, Grow, Limits, Workers};
+use podq::policy::{stall, Placement};
+use podq::{AffinityScope, Pods};
+
+use self::cpus::{mask_of, Cpu, Mask};
+use self::locks::Lock;
+use self::threads::{Role, Thread};
+use crate::cost::Costs;
+use crate::machine::SimMachine;
+use crate::outcome::{Outcome, Percentiles};
+use crate::profile::{Mechanism, Profile};
+use crate::rng::Rng;
+use crate::scenario::{Scenario, ShardRule, Workload};
+use crate::SimError;
+
+/// Marks an event target that is a pool (the watchdog's look) rather than a thread.
+const POOL_EVENT: u32 = 1 << 31;
+
+/// One event: resume `target` at `time`; `seq` orders events at the same time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Event {
+    /// Simulated nanoseconds.
+    time: u64,
+    /// Order of scheduling, so equal times replay identically.
+    seq: u64,
+    /// A thread, or a pool with [`POOL_EVENT`] set.
+    target: u32,
+    /// The thread's [`Thread::token`] when scheduled: an event whose token is stale (a
+    /// spinner's timeout after a push found it) is dropped.
+    token: u32,
+}
+
+/// A queued work item.
+#[derive(Clone, Copy, Debug)]
+struct Item {
+    /// The producer thread that queued it.
+    producer: u32,
+    /// When its queue call began.
+    queued_at: u64,
+    /// The lane lock it was pushed under (podq), whose lines a worker's refill touches.
+    lane: u32,
+}
+
+/// A pool: the workers and the queue serving one pod.
+#[derive(Clone, Debug)]
+struct Pool {
+    /// The lock workers take the queue under (the one pool lock, for the kernel).
+    head: u32,
+    /// The lock the workers' counts are under (the same as `head` for the kernel).
+    synced: u32,
+    /// Lane locks by position of the pushing CPU in the pod (podq only).
+    lanes: Vec<u32>,
+    /// The pod's dense CPUs.
+    cpus: Vec<u32>,
+    /// The pod's CPUs as a mask.
+    pod: Mask,
+    /// Where its workers may run.
+    allowed: Mask,
+    /// Waiting items, FIFO.
+    queue: VecDeque<Item>,
+    /// The counts the policy reads.
+    workers: Workers,
+    /// Growth limits.
+    limits: Limits,
+    /// Parked workers, most recent last (woken LIFO).
+    idle: Vec<u32>,
+    /// Items taken from the queue (progress, for the watchdog).
+    started: u64,
+    /// `started` at the watchdog's previous look.
+    last_started: Option<u64>,
+    /// Rotation for placing a worker when no CPU is idle.
+    rotation: usize,
+    /// Workers spinning for work (podq, step W5), in the order they began.
+    spinners: Vec<u32>,
+}
+
+/// What a critical section decided to do once the lock is released.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Action {
+    /// Wake this parked worker.
+    Wake(u32),
+    /// Start a new worker.
+    Spawn,
+}
+
+/// The engine's whole state.
+struct Engine<'m> {
+    /// The machine.
+    machine: &'m SimMachine,
+    /// Costs.
+    costs: Costs,
+    /// Mechanisms.
+    mech: Mechanism,
+    /// The workload.
+    workload: Workload,
+    /// Work per item.
+    work_ns: f64,
+    /// Simulated time now.
+    now: u64,
+    /// Events scheduled so far (the next event's `seq`).
+    seq: u64,
+    /// Pending events, earliest first.
+    heap: BinaryHeap<Reverse<Event>>,
+    /// Jitter.
+    rng: Rng,
+    /// CPUs by dense index.
+    cpus: Vec<Cpu>,
+    /// CPUs with nothing on them.
+    idle_cpus: Mask,
+    /// Producers first, then workers as they start.
+    threads: Vec<Thread>,
+    /// Every lock.
+    locks: Vec<Lock>,
+    /// Pools by pod id.
+    pools: Vec<Pool>,
+    /// Queue-call latencies, in ns.
+    latencies: Vec<u32>,
+    /// Queue-to-start times (flood), in ns.
+    starts: Vec<u32>,
+    /// Producers that have not finished.
+    producers_left: usize,
+    /// Items run.
+    items_done: u64,
+    /// Items in the run.
+    total_items: u64,
+    /// When the run ended.
+    end: Option<u64>,
+    /// Workers started.
+    workers_started: u64,
+    /// Lock acquisitions that found the lock held.
+    contended: u64,
+    /// Events processed.
+    events: u64,
+}
+
+/// Simulates `scenario` on `machine` with `profile`.
+///
+/// # Errors
+///
+/// [`SimError::Threads`] for no producer or more producers than CPUs, [`SimError::Items`] for
+/// no item, [`SimError::Pods`] when the scope's pods cannot be formed (a shard size of 0), and
+/// [`SimError::Stuck`] when the run stops with items outstanding (a bug in the model).
+pub fn simulate(
+    machine: &SimMachine,
+    profile: &Profile,
+    scenario: &Scenario,
+) -> Result<Outcome, SimError> {
+    let cpus = machine.len();
+    if scenario.threads == 0 || scenario.threads > cpus {
+        return Err(SimError::Threads {
+            threads: scenario.threads,
+            cpus,
+        });
+    }
+    if scenario.items == 0 {
+        return Err(SimError::Items);
+    }
+    let topo = machine.topology();
+    let pods = match (scenario.scope, scenario.shard_rule) {
+        (AffinityScope::CacheShard, ShardRule::Cpus) => {
+            Pods::cache_shards_by_cpu(topo, scenario.shard_size)?
+        }
+        (scope, _) => Pods::new(topo, scope, scenario.shard_size)?,
+    };
+    let placement = Placement::new(&pods, &topo.cpu_set(), |c| {
+        topo.cpu(c).map_or(0, |cpu| cpu.node())
+    })?;
+    let mut engine = Engine::new(machine, profile, scenario, &pods, &placement);
+    engine.run()?;
+    Ok(engine.outcome(pods.len()))
+}
+
+impl<'m> Engine<'m> {
+    /// The engine at time 0: one parked worker per pool, every producer about to start.
+    fn new(
+        machine: &'m SimMachine,
+        profile: &Profile,
+        scenario: &Scenario,
+        pods: &Pods,
+        placement: &Placement,
+    ) -> Engine<'m> {
+        let n = machine.len();
+        let total_items = scenario.items * scenario.threads as u64;
+        let mut engine = Engine {
+            machine,
+            costs: profile.costs.scaled(machine.platform().software_factor),
+            mech: profile.mechanism,
+            workload: scenario.workload,
+            work_ns: scenario.work_ns as f64,
+            now: 0,
+            seq: 0,
+            heap: BinaryHeap::new(),
+            rng: Rng::new(scenario.seed),
+            cpus: vec![Cpu::default(); n],
+            idle_cpus: mask_of(n, 0..n),
+            threads: Vec::new(),
+            locks: Vec::new(),
+            pools: Vec::new(),
+            latencies: Vec::with_capacity(usize::try_from(total_items).unwrap_or(0)),
+            starts: Vec::new(),
+            producers_left: scenario.threads,
+            items_done: 0,
+            total_items,
+            end: None,
+            workers_started: 0,
+            contended: 0,
+            events: 0,
+        };
+        if scenario.workload == Workload::Flood {
+            engine.starts.reserve(engine.latencies.capacity());
+        }
+        for pod in pods.pods() {
+            engine.add_pool(pod.cpus().iter());
+        }
+        for cpu in 0..scenario.threads {
+            let pool = placement.pod_for(Some(machine.id(cpu)), || 0);
+            let tid = engine.new_thread(Thread::producer(cpu, pool, scenario.items));
+            engine.run_on(tid, cpu, 0.0);
+        }
+        engine
+    }
+
+    /// Adds the pool of a pod of Linux CPUs `ids`, with one parked worker.
+    fn add_pool(&mut self, ids: impl Iterator<Item = usize>) {
+        let n = self.machine.len();
+        let cpus: Vec<u32> = ids
+            .filter_map(|id| self.machine.dense(id))
+            .map(|c| c as u32)
+            .collect();
+        let pod = mask_of(n, cpus.iter().map(|&c| c as usize));
+        let allowed = if self.mech.strict {
+            pod.clone()
+        } else {
+            let domains: Vec<u32> = cpus
+                .iter()
+                .map(|&c| self.machine.cache_of(c as usize))
+                .collect();
+            mask_of(
+                n,
+                (0..n).filter(|&c| domains.contains(&self.machine.cache_of(c))),
+            )
+        };
+        let first = cpus[0];
+        let head = self.new_lock(first);
+        let synced = if self.mech.push_lanes {
+            self.new_lock(first)
+        } else {
+            head
+        };
+        let lanes = if self.mech.push_lanes {
+            // podq's lanes: one per CPU of the pod, at most 16, then CPUs share them.
+            let count = cpus.len().min(16);
+            (0..count).map(|i| self.new_lock(cpus[i])).collect()
+        } else {
+            Vec::new()
+        };
+        let eager = self.mech.eager_workers.unwrap_or(cpus.len());
+        let id = self.pools.len() as u32;
+        self.pools.push(Pool {
+            head,
+            synced,
+            lanes,
+            cpus,
+            pod,
+            allowed,
+            queue: VecDeque::new(),
+            workers: Workers {
+                live: 1,
+                idle: 1,
+                ..Workers::default()
+            },
+            limits: Limits::new(self.mech.max_workers, eager),
+            idle: Vec::new(),
+            started: 0,
+            last_started: None,
+            rotation: 0,
+            spinners: Vec::new(),
+        });
+        let worker = self.new_thread(Thread::worker(id, first));
+        self.pools[id as usize].idle.push(worker);
+        self.workers_started += 1;
+    }
+
+    /// A new lock whose lines sit on dense CPU `cpu`.
+    fn new_lock(&mut self, cpu: u32) -> u32 {
+        self.locks.push(Lock {
+            held: false,
+            waiters: VecDeque::new(),
+            last_cpu: cpu,
+        });
+        (self.locks.len() - 1) as u32
+    }
+
+    /// Adds `thread`, returning its id.
+    fn new_thread(&mut self, thread: Thread) -> u32 {
+        self.threads.push(thread);
+        (self.threads.len() - 1) as u32
+    }
+
+    /// Runs events until the run ends.
+    fn run(&mut self) -> Result<(), SimError> {
+        while let Some(Reverse(event)) = self.heap.pop() {
+            self.now = event.time;
+            self.events += 1;
+            if event.target & POOL_EVENT != 0 {
+                self.watchdog_look((event.target & !POOL_EVENT) as usize);
+            } else if self.threads[event.target as usize].token != event.token {
+                continue;
+            } else if self.threads[event.target as usize].on_cpu {
+                self.step(event.target);
+            } else {
+                // A worker that has just been started becomes runnable.
+                let near = self.threads[event.target as usize].cpu;
+                self.wake(event.target, near, false);
+            }
+            if self.end.is_some() {
+                return Ok(());
+            }
+        }
+        Err(SimError::Stuck {
+            done: self.items_done,
+            total: self.total_items,
+        })
+    }
+
+    /// The outcome, once the run has ended.
+    fn outcome(&mut self, pools: usize) -> Outcome {
+        let end = self.end.unwrap_or(self.now).max(1);
+        let queue_to_start = match self.workload {
+            Workload::Flood => Some(Percentiles::of(&mut self.starts)),
+            Workload::Queue => None,
+        };
+        Outcome {
+            items_per_sec: self.total_items as f64 * 1e9 / end as f64,
+            queue: Percentiles::of(&mut self.latencies),
+            queue_to_start,
+            pools,
+            workers: self.workers_started,
+            lock_contended: self.contended,
+            simulated_ns: end,
+            events: self.events,
+        }
+    }
+
+    /// Schedules `target` `delay_ns` from now, moved by the jitter.
+    #[inline]
+    fn after(&mut self, target: u32, delay_ns: f64) {
+        let jittered = delay_ns * (1.0 + self.costs.jitter * self.rng.symmetric());
+        let time = self.now + jittered.max(0.0).round() as u64;
+        self.seq += 1;
+        let token = self.threads[target as usize].token;
+        self.heap.push(Reverse(Event {
+            time,
+            seq: self.seq,
+            target,
+            token,
+        }));
+    }
+
+    /// What the pool of `pool` does for waiting items, as the policy decides (steps P4-P6,
+    /// W4), applied to the pool's counts; the action is carried out after the unlock.
+    fn decide(&mut self, pool: usize) -> Option<Action> {
+        let p = &mut self.pools[pool];
+        let w = p.workers;
+        // Spinners off their CPU (yielded) cannot take an item before the pusher blocks.
+        let threads = &self.threads;
+        let spinners = p
+            .spinners
+            .iter()
+            .filter(|&&s| threads[s as usize].on_cpu)
+            .count();
+        if !growth::wants_help(w, p.limits)
+            || (spinners > 0 && growth::spinners_take(p.queue.len(), spinners))
+        {
+            return None;
+        }
+        if growth::wakes(w) {
+            let worker = p.idle.pop().expect("the idle count matches the idle stack");
+            p.workers.idle -= 1;
+            p.workers.coming += 1;
+            if let Role::Worker { coming, .. } = &mut self.threads[worker as usize].role {
+                *coming = true;
+            }
+            return Some(Action::Wake(worker));
+        }
+        match growth::grow(w, p.queue.len(), spinners, p.limits) {
+            Grow::Spawn => {
+                p.workers.live += 1;
+                p.workers.coming += 1;
+                Some(Action::Spawn)
+            }
+            Grow::Watch => {
+                p.workers.watched = true;
+                p.last_started = None;
+                self.watch(pool);
+                None
+            }
+            Grow::No => None,
+        }
+    }
+
+    /// Schedules the watchdog's next look at `pool`.
+    fn watch(&mut self, pool: usize) {
+        let interval = stall::STALL_CHECK_INTERVAL.as_nanos() as f64;
+        self.seq += 1;
+        self.heap.push(Reverse(Event {
+            time: self.now + interval as u64,
+            seq: self.seq,
+            target: POOL_EVENT | pool as u32,
+            token: 0,
+        }));
+    }
+
+    /// The stall watchdog's look at `pool` (steps D2-D3).
+    fn watchdog_look(&mut self, pool: usize) {
+        let p = &mut self.pools[pool];
+        let look = stall::check(
+            p.queue.len(),
+            p.started,
+            p.last_started,
+            p.workers,
+            0,
+            p.limits.max_workers,
+        );
+        p.last_started = Some(p.started);
+        match look {
+            stall::Look::Stop => p.workers.watched = false,
+            stall::Look::Watch => self.watch(pool),
+            stall::Look::Spawn => {
+                p.workers.live += 1;
+                p.workers.coming += 1;
+                let near = p.cpus[0];
+                self.spawn(pool, near);
+                self.watch(pool);
+            }
+        }
+    }
+
+    /// Carries out `action` decided for `pool` by a thread on dense CPU `cpu`; returns what
+    /// it costs the thread outside the lock.
+    fn perform(&mut self, action: Option<Action>, pool: usize, cpu: u32, pinned: bool) -> f64 {
+        match action {
+            Some(Action::Wake(worker)) => {
+                self.wake(worker, cpu, pinned);
+                if self.mech.wake_under_lock {
+                    0.0
+                } else {
+                    self.costs.wake_call_ns
+                }
+            }
+            Some(Action::Spawn) => {
+                self.spawn(pool, cpu);
+                0.0
+            }
+            None => 0.0,
+        }
+    }
+
+    /// Starts a worker for `pool` near dense CPU `cpu`; it becomes runnable after
+    /// [`Costs::spawn_ns`].
+    fn spawn(&mut self, pool: usize, cpu: u32) {
+        let p = &self.pools[pool];
+        let home = if cpus::contains(&p.pod, cpu as usize) {
+            cpu
+        } else {
+            p.cpus[0]
+        };
+        let mut thread = Thread::worker(pool as u32, home);
+        if let Role::Worker { coming, .. } = &mut thread.role {
+            *coming = true;
+        }
+        let tid = self.new_thread(thread);
+        self.workers_started += 1;
+        self.after(tid, self.costs.spawn_ns);
+    }
+}

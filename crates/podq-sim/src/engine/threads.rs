@@ -1,0 +1,455 @@
+//! The threads' programs: a producer's queue calls and a worker's loop, as state machines the
+//! engine steps through, one event at a time.
+
+use super::{Action, Engine, Item};
+use crate::scenario::Workload;
+
+/// What kind of thread, and its own state.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Role {
+    /// A producer pinned to its CPU.
+    Producer {
+        /// Its pool (the pod of its CPU).
+        pool: u32,
+        /// Items still to queue.
+        left: u64,
+        /// When the current queue call began.
+        t0: u64,
+        /// Whether its item has run (queue workload).
+        done: bool,
+        /// Whether it sleeps until its item has run.
+        waiting: bool,
+        /// The action its critical section decided.
+        action: Option<Action>,
+    },
+    /// A worker of one pool.
+    Worker {
+        /// Its pool.
+        pool: u32,
+        /// The item it runs.
+        item: Option<Item>,
+        /// Counted in the pool's `coming` (just woken or started).
+        coming: bool,
+        /// Has spun since it last took an item (so it parks when it finds none).
+        spun: bool,
+        /// The action its critical section decided.
+        action: Option<Action>,
+    },
+}
+
+/// Where a thread is in its program. A phase that takes a lock is both the request (when the
+/// thread is resumed in it) and the critical section (when the lock is granted).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Phase {
+    /// Producer: about to start an item, or finish.
+    Start,
+    /// Producer: the queue call takes the push lock (kernel: the pool lock; podq: its lane).
+    Push,
+    /// Producer: unlock the push lock.
+    PushRelease,
+    /// Producer (podq): take the pool lock to wake or grow.
+    Help,
+    /// Producer (podq): unlock the pool lock.
+    HelpRelease,
+    /// Producer: the queue call has returned.
+    Queued,
+    /// Producer: asleep until its item has run.
+    Wait,
+    /// Producer: all items queued and run.
+    Finished,
+    /// Worker: take the queue lock to take an item or park.
+    Take,
+    /// Worker: unlock after taking an item.
+    TakeRelease,
+    /// Worker: the item has run.
+    Ran,
+    /// Worker: unlock and park.
+    ParkRelease,
+    /// Worker (podq): unlock and spin.
+    SpinRelease,
+    /// Worker (podq): spinning; resumed when a push finds it or the spin is over.
+    Spin,
+}
+
+/// One simulated thread.
+#[derive(Clone, Debug)]
+pub(super) struct Thread {
+    /// Producer or worker.
+    pub(super) role: Role,
+    /// Its program counter.
+    pub(super) phase: Phase,
+    /// The dense CPU it runs on, waits for, or last ran on.
+    pub(super) cpu: u32,
+    /// Whether it is the current thread of `cpu`.
+    pub(super) on_cpu: bool,
+    /// Bumped to drop the events scheduled for it so far (a spinner's timeout).
+    pub(super) token: u32,
+    /// Woken before it went to sleep: it does not sleep (podq's `notified`, step W11; the
+    /// kernel's `try_to_wake_up` of a thread still running likewise leaves it runnable).
+    pub(super) notified: bool,
+}
+
+impl Thread {
+    /// A producer on dense CPU `cpu` queueing `items` items to pool `pool`.
+    pub(super) fn producer(cpu: usize, pool: usize, items: u64) -> Thread {
+        Thread {
+            role: Role::Producer {
+                pool: pool as u32,
+                left: items,
+                t0: 0,
+                done: false,
+                waiting: false,
+                action: None,
+            },
+            phase: Phase::Start,
+            cpu: cpu as u32,
+            on_cpu: false,
+            token: 0,
+            notified: false,
+        }
+    }
+
+    /// A parked worker of `pool` that last ran on dense CPU `cpu`.
+    pub(super) fn worker(pool: u32, cpu: u32) -> Thread {
+        Thread {
+            role: Role::Worker {
+                pool,
+                item: None,
+                coming: false,
+                spun: false,
+                action: None,
+            },
+            phase: Phase::Take,
+            cpu,
+            on_cpu: false,
+            token: 0,
+            notified: false,
+        }
+    }
+}
+
+impl Engine<'_> {
+    /// Runs `tid`'s program from its phase until it waits for time, a lock or a wake-up.
+    pub(super) fn step(&mut self, tid: u32) {
+        loop {
+            let t = &self.threads[tid as usize];
+            let (phase, cpu) = (t.phase, t.cpu);
+            match (t.role, phase) {
+                (Role::Producer { left, .. }, Phase::Start) => {
+                    if left == 0 {
+                        self.set_phase(tid, Phase::Finished);
+                        self.producer_finished();
+                        self.block(tid);
+                        return;
+                    }
+                    if self.yields(tid) {
+                        return;
+                    }
+                    self.set_phase(tid, Phase::Push);
+                    self.after(tid, self.costs.producer_item_ns);
+                    return;
+                }
+                (Role::Producer { pool, .. }, Phase::Push) => {
+                    if let Role::Producer { t0, done, .. } = &mut self.threads[tid as usize].role {
+                        *t0 = self.now;
+                        *done = false;
+                    }
+                    let lock = self.push_lock(tid, pool);
+                    self.acquire(tid, lock);
+                    return;
+                }
+                (Role::Producer { pool, action, .. }, Phase::PushRelease) => {
+                    let lock = self.push_lock(tid, pool);
+                    self.release(tid, lock);
+                    if self.mech.push_lanes {
+                        let p = &self.pools[pool as usize];
+                        let spinners = p.spinners.len();
+                        let left_to_spinners = spinners > 0
+                            && podq::policy::growth::spinners_take(p.queue.len(), spinners);
+                        if podq::policy::growth::wants_help(p.workers, p.limits)
+                            && !left_to_spinners
+                        {
+                            self.set_phase(tid, Phase::Help);
+                            continue;
+                        }
+                        self.set_phase(tid, Phase::Queued);
+                        continue;
+                    }
+                    self.clear_action(tid);
+                    let extra = self.perform(action, pool as usize, cpu, true);
+                    self.set_phase(tid, Phase::Queued);
+                    if extra > 0.0 {
+                        self.after(tid, extra);
+                        return;
+                    }
+                }
+                (Role::Producer { pool, .. }, Phase::Help) => {
+                    let lock = self.pools[pool as usize].synced;
+                    self.acquire(tid, lock);
+                    return;
+                }
+                (Role::Producer { pool, action, .. }, Phase::HelpRelease) => {
+                    let lock = self.pools[pool as usize].synced;
+                    self.release(tid, lock);
+                    self.clear_action(tid);
+                    let extra = self.perform(action, pool as usize, cpu, true);
+                    self.set_phase(tid, Phase::Queued);
+                    if extra > 0.0 {
+                        self.after(tid, extra);
+                        return;
+                    }
+                }
+                (Role::Producer { t0, done, .. }, Phase::Queued) => {
+                    let latency = u32::try_from(self.now - t0).unwrap_or(u32::MAX);
+                    self.latencies.push(latency);
+                    if let Role::Producer { left, waiting, .. } =
+                        &mut self.threads[tid as usize].role
+                    {
+                        *left -= 1;
+                        if self.workload == Workload::Queue && !done {
+                            *waiting = true;
+                            self.threads[tid as usize].phase = Phase::Wait;
+                            self.block(tid);
+                            return;
+                        }
+                    }
+                    self.set_phase(tid, Phase::Start);
+                }
+                (Role::Producer { .. }, Phase::Wait) => {
+                    if let Role::Producer { waiting, .. } = &mut self.threads[tid as usize].role {
+                        *waiting = false;
+                    }
+                    self.set_phase(tid, Phase::Start);
+                }
+                (Role::Worker { pool, .. }, Phase::Take) => {
+                    if self.yields(tid) {
+                        return;
+                    }
+                    let lock = self.pools[pool as usize].head;
+                    self.acquire(tid, lock);
+                    return;
+                }
+                (
+                    Role::Worker {
+                        pool, item, action, ..
+                    },
+                    Phase::TakeRelease,
+                ) => {
+                    let lock = self.pools[pool as usize].head;
+                    self.release(tid, lock);
+                    self.clear_action(tid);
+                    let extra = self.perform(action, pool as usize, cpu, false);
+                    if let (Workload::Flood, Some(item)) = (self.workload, item) {
+                        let waited = u32::try_from(self.now - item.queued_at).unwrap_or(u32::MAX);
+                        self.starts.push(waited);
+                    }
+                    self.set_phase(tid, Phase::Ran);
+                    self.after(tid, extra + self.costs.worker_item_ns + self.work_ns);
+                    return;
+                }
+                (Role::Worker { item, .. }, Phase::Ran) => {
+                    let item = item.expect("a worker runs an item it took");
+                    self.set_phase(tid, Phase::Take);
+                    self.items_done += 1;
+                    match self.workload {
+                        Workload::Queue => {
+                            let producer = &mut self.threads[item.producer as usize];
+                            let mut sleeping = false;
+                            if let Role::Producer { done, waiting, .. } = &mut producer.role {
+                                *done = true;
+                                sleeping = *waiting && !producer.on_cpu;
+                            }
+                            if sleeping {
+                                self.wake(item.producer, cpu, false);
+                                self.after(tid, self.costs.wake_call_ns);
+                                return;
+                            }
+                        }
+                        Workload::Flood => {
+                            if self.items_done == self.total_items {
+                                self.end = Some(self.now);
+                                return;
+                            }
+                        }
+                    }
+                }
+                (Role::Worker { pool, .. }, Phase::SpinRelease) => {
+                    let lock = self.pools[pool as usize].head;
+                    self.release(tid, lock);
+                    self.pools[pool as usize].spinners.push(tid);
+                    self.set_phase(tid, Phase::Spin);
+                    if self.cpus[cpu as usize].runq.is_empty() {
+                        self.after(tid, self.costs.spin_ns);
+                    } else {
+                        // podq's spin yields: others waiting for this CPU run first, and
+                        // the spinner looks once more when it is back.
+                        self.yield_cpu(tid);
+                    }
+                    return;
+                }
+                (Role::Worker { pool, .. }, Phase::Spin) => {
+                    self.pools[pool as usize].spinners.retain(|&s| s != tid);
+                    if let Role::Worker { spun, .. } = &mut self.threads[tid as usize].role {
+                        *spun = true;
+                    }
+                    self.set_phase(tid, Phase::Take);
+                }
+                (Role::Worker { pool, .. }, Phase::ParkRelease) => {
+                    let lock = self.pools[pool as usize].head;
+                    self.release(tid, lock);
+                    self.set_phase(tid, Phase::Take);
+                    if std::mem::take(&mut self.threads[tid as usize].notified) {
+                        continue;
+                    }
+                    self.block(tid);
+                    return;
+                }
+                (role, phase) => unreachable!("{role:?} is never resumed in {phase:?}"),
+            }
+        }
+    }
+
+    /// The critical section of `tid`'s phase, run when its lock is granted; returns the time
+    /// it takes inside the lock.
+    pub(super) fn enter(&mut self, tid: u32) -> f64 {
+        let cs = self.costs.critical_section_ns;
+        let t = &self.threads[tid as usize];
+        match (t.role, t.phase) {
+            (Role::Producer { pool, t0, .. }, Phase::Push) => {
+                let lane = self.push_lock(tid, pool);
+                self.pools[pool as usize].queue.push_back(Item {
+                    producer: tid,
+                    queued_at: t0,
+                    lane,
+                });
+                let cpu = self.threads[tid as usize].cpu;
+                self.notify_spinner(pool as usize, cpu);
+                self.set_phase(tid, Phase::PushRelease);
+                if self.mech.push_lanes {
+                    return cs;
+                }
+                let action = self.decide(pool as usize);
+                self.set_action(tid, action);
+                cs + self.wake_inside(action)
+            }
+            (Role::Producer { pool, .. }, Phase::Help) => {
+                let action = self.decide(pool as usize);
+                self.set_action(tid, action);
+                self.set_phase(tid, Phase::HelpRelease);
+                cs + self.wake_inside(action)
+            }
+            (
+                Role::Worker {
+                    pool, coming, spun, ..
+                },
+                Phase::Take,
+            ) => {
+                let p = &mut self.pools[pool as usize];
+                if coming {
+                    p.workers.coming -= 1;
+                }
+                let item = p.queue.pop_front();
+                if item.is_some() {
+                    p.started += 1;
+                }
+                let mut action = None;
+                let next = if let Some(item) = item {
+                    if self.mech.push_lanes {
+                        // A refill moves the lane's lines to the worker.
+                        let cpu = self.threads[tid as usize].cpu;
+                        self.locks[item.lane as usize].last_cpu = cpu;
+                    }
+                    if !self.pools[pool as usize].queue.is_empty() {
+                        action = self.decide(pool as usize);
+                    }
+                    Phase::TakeRelease
+                } else if let Some(_other) = self.pull_from(pool as usize) {
+                    unreachable!("pull is not modelled yet: pull_from never names a pool")
+                } else if self.costs.spin_ns > 0.0 && !spun {
+                    Phase::SpinRelease
+                } else {
+                    let p = &mut self.pools[pool as usize];
+                    p.idle.push(tid);
+                    p.workers.idle += 1;
+                    Phase::ParkRelease
+                };
+                if let Role::Worker {
+                    item: slot,
+                    coming,
+                    spun,
+                    action: decided,
+                    ..
+                } = &mut self.threads[tid as usize].role
+                {
+                    if item.is_some() {
+                        *spun = false;
+                    }
+                    *slot = item;
+                    *coming = false;
+                    *decided = action;
+                }
+                self.set_phase(tid, next);
+                cs + self.wake_inside(action)
+            }
+            (role, phase) => unreachable!("{role:?} takes no lock in {phase:?}"),
+        }
+    }
+
+    /// The pool an idle worker of `pool` pulls from before it spins or parks: the place where
+    /// the pull gate (`podq::policy::pull`, being written) will be asked, with the pools'
+    /// queue lengths and the topology order. Pull is not modelled yet, so no pool is named
+    /// (and `podq sim --pull` is refused).
+    fn pull_from(&self, _pool: usize) -> Option<usize> {
+        None
+    }
+
+    /// The cost inside the lock of carrying out `action` there (the kernel wakes under it).
+    fn wake_inside(&self, action: Option<Action>) -> f64 {
+        match action {
+            Some(Action::Wake(_)) if self.mech.wake_under_lock => self.costs.wake_call_ns,
+            _ => 0.0,
+        }
+    }
+
+    /// The lock producer `tid` pushes to `pool` under: its CPU's lane lock (podq), or the
+    /// pool's one lock (kernel).
+    fn push_lock(&self, tid: u32, pool: u32) -> u32 {
+        let p = &self.pools[pool as usize];
+        if !self.mech.push_lanes {
+            return p.head;
+        }
+        let cpu = self.threads[tid as usize].cpu;
+        let lane = p
+            .cpus
+            .iter()
+            .position(|&c| c == cpu)
+            .unwrap_or(cpu as usize);
+        p.lanes[lane % p.lanes.len()]
+    }
+
+    /// A producer has queued and seen run all its items.
+    fn producer_finished(&mut self) {
+        self.producers_left -= 1;
+        if self.producers_left == 0 && self.workload == Workload::Queue {
+            self.end = Some(self.now);
+        }
+    }
+
+    /// Sets `tid`'s phase.
+    #[inline]
+    fn set_phase(&mut self, tid: u32, phase: Phase) {
+        self.threads[tid as usize].phase = phase;
+    }
+
+    /// Records the action `tid`'s critical section decided.
+    fn set_action(&mut self, tid: u32, decided: Option<Action>) {
+        match &mut self.threads[tid as usize].role {
+            Role::Producer { action, .. } | Role::Worker { action, .. } => *action = decided,
+        }
+    }
+
+    /// Forgets `tid`'s decided action once carried out.
+    fn clear_action(&mut self, tid: u32) {
+        self.set_action(tid, None);
+    }
+}

@@ -1,0 +1,74 @@
+//! podq-sim: a deterministic discrete-event simulator of topology-aware work queues.
+//!
+//! It answers "what would this scope, shard size or policy do on a machine I do not have?"
+//! by running the kernel's `test_workqueue` (the `queue` workload) or an open-loop `flood` on
+//! a modelled machine: CPUs, cores, cache domains and nodes from any [`podq::Topology`],
+//! producers, pools with their locks and queues, workers, wake-ups and items.
+//!
+//! * The decisions are podq's own: the engine asks `podq::policy` where a queue call goes and
+//!   when a pool wakes or grows, with simulated counts and times ([`engine`]).
+//! * The costs are named physical parameters ([`Costs`]): cache-line moves by distance
+//!   ([`Platform`], from public core-to-core measurements), lock hand-over, wake-up,
+//!   context switch, per-item bookkeeping.
+//! * A [`Profile`] gathers costs and mechanisms: `kernel` (the Linux workqueue, calibrated on
+//!   the brief's two published tables, [`published`]) or `podq` (fitted on a `podq bench`
+//!   run, [`fit`]).
+//! * One seed gives one result: the only randomness is a seeded jitter ([`Rng`]).
+//!
+//! ```
+//! use podq::{AffinityScope, Topology};
+//! use podq_sim::{simulate, Profile, Scenario, SimMachine};
+//!
+//! let machine = SimMachine::new(Topology::from_machine("grace").unwrap(), "grace");
+//! let scenario = Scenario { items: 200, ..Scenario::kernel_test(AffinityScope::Cache, 72) };
+//! let outcome = simulate(&machine, &Profile::kernel(), &scenario).unwrap();
+//! assert!(outcome.items_per_sec > 0.0);
+//! assert_eq!(outcome, simulate(&machine, &Profile::kernel(), &scenario).unwrap());
+//! ```
+
+mod calibrated;
+pub mod cost;
+pub mod engine;
+pub mod fit;
+pub mod machine;
+pub mod outcome;
+pub mod profile;
+pub mod published;
+pub mod rng;
+pub mod scenario;
+pub mod uncertainty;
+
+pub use cost::{Costs, Distance, Param, Platform};
+pub use engine::simulate;
+pub use machine::SimMachine;
+pub use outcome::{Outcome, Percentiles};
+pub use profile::{Mechanism, Profile, PROFILES};
+pub use rng::Rng;
+pub use scenario::{Scenario, ShardRule, Workload};
+
+/// Why a simulation could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    /// No producer, or more producers than CPUs.
+    #[error("{threads} producer threads: give 1 to {cpus} (one per CPU of the machine)")]
+    Threads {
+        /// Producers asked for.
+        threads: usize,
+        /// CPUs of the machine.
+        cpus: usize,
+    },
+    /// No item per producer.
+    #[error("0 items per producer: give at least 1")]
+    Items,
+    /// The scope's pods cannot be formed.
+    #[error(transparent)]
+    Pods(#[from] podq::Error),
+    /// The run stopped with items outstanding: a bug in the model.
+    #[error("the simulation stopped with {done} of {total} items run (a bug in the model)")]
+    Stuck {
+        /// Items run.
+        done: u64,
+        /// Items in the run.
+        total: u64,
+    },
+}

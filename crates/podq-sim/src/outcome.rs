@@ -1,0 +1,68 @@
+//! [`Outcome`]: what one simulated run measured, in the bench's terms.
+
+/// Latency percentiles, in nanoseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Percentiles {
+    /// Median.
+    pub p50: u64,
+    /// 90th percentile.
+    pub p90: u64,
+    /// 95th percentile.
+    pub p95: u64,
+    /// 99th percentile.
+    pub p99: u64,
+}
+
+impl Percentiles {
+    /// The percentiles of `samples` (reordered in place); all 0 when empty.
+    pub fn of(samples: &mut [u32]) -> Percentiles {
+        let mut at = |q: f64| -> u64 {
+            if samples.is_empty() {
+                return 0;
+            }
+            let rank = ((samples.len() as f64 * q).ceil() as usize).clamp(1, samples.len()) - 1;
+            u64::from(*samples.select_nth_unstable(rank).1)
+        };
+        Percentiles {
+            p50: at(0.50),
+            p90: at(0.90),
+            p95: at(0.95),
+            p99: at(0.99),
+        }
+    }
+}
+
+/// One simulated run.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Outcome {
+    /// All items over the simulated time from the release to the last item's end (queue: the
+    /// last producer seeing its last item done).
+    pub items_per_sec: f64,
+    /// The queue call alone.
+    pub queue: Percentiles,
+    /// From just before the queue call to the item starting (flood only).
+    pub queue_to_start: Option<Percentiles>,
+    /// Pools (pods) of the scope.
+    pub pools: usize,
+    /// Workers started during the run, the initial one per pool included.
+    pub workers: u64,
+    /// Lock acquisitions that found the lock held.
+    pub lock_contended: u64,
+    /// Simulated time of the run, in nanoseconds.
+    pub simulated_ns: u64,
+    /// Events processed.
+    pub events: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_pick_the_nearest_rank() {
+        let mut samples: Vec<u32> = (1..=100).rev().collect();
+        let p = Percentiles::of(&mut samples);
+        assert_eq!((p.p50, p.p90, p.p95, p.p99), (50, 90, 95, 99));
+        assert_eq!(Percentiles::of(&mut []), Percentiles::default());
+    }
+}

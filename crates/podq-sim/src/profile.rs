@@ -1,0 +1,94 @@
+//! [`Profile`]: the costs and mechanisms of one runtime: the Linux workqueue (`kernel`) or
+//! podq (`podq`).
+
+use crate::cost::Costs;
+
+/// How a runtime's pools work, where the two profiles differ in more than costs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mechanism {
+    /// The queue call wakes the worker while it holds the pool lock (the kernel's
+    /// `kick_pool` runs under `pool->lock`); otherwise after unlocking (podq's step P7).
+    pub wake_under_lock: bool,
+    /// A push takes only its CPU's lane lock, and the pool lock only when
+    /// [`podq::policy::growth::wants_help`] says so (podq's steps P2-P5); otherwise every
+    /// push takes the one pool lock (the kernel).
+    pub push_lanes: bool,
+    /// A worker runs only on its pod's CPUs; otherwise the scheduler may place it on any idle
+    /// CPU of the pod's cache domains (the kernel's default, `affinity_strict=0`).
+    pub strict: bool,
+    /// A worker woken by a producer whose CPU the worker last ran on waits for that CPU rather
+    /// than taking an idle one: the scheduler's rule for wake-ups by a per-CPU kernel thread
+    /// (`select_idle_sibling`), which test_workqueue's producers are.
+    pub stack_on_waker: bool,
+    /// The most workers per pool.
+    pub max_workers: usize,
+    /// Workers started at once while tasks wait with every worker busy; `None`: the pod's
+    /// CPU count (podq), capped at `max_workers`.
+    pub eager_workers: Option<usize>,
+}
+
+/// A runtime's costs and mechanisms.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Profile {
+    /// `kernel` or `podq`.
+    pub name: &'static str,
+    /// The cost parameters.
+    pub costs: Costs,
+    /// The mechanisms.
+    pub mechanism: Mechanism,
+}
+
+/// The profile names `--profile` takes.
+pub const PROFILES: [&str; 2] = ["kernel", "podq"];
+
+impl Profile {
+    /// The profile called `name`, with its default costs.
+    pub fn by_name(name: &str) -> Option<Profile> {
+        match name {
+            "kernel" => Some(Profile::kernel()),
+            "podq" => Some(Profile::podq()),
+            _ => None,
+        }
+    }
+
+    /// The Linux workqueue, calibrated on the brief's two published tables only; the fit and
+    /// its error per cell are in `docs/simulator.md`.
+    pub fn kernel() -> Profile {
+        Profile {
+            name: "kernel",
+            costs: crate::calibrated::KERNEL,
+            mechanism: Mechanism {
+                wake_under_lock: true,
+                push_lanes: false,
+                strict: false,
+                stack_on_waker: true,
+                // WORKER_ID_LEN aside, the kernel bounds an unbound pool's workers only by
+                // memory; 512 (WQ_MAX_ACTIVE) is more than any workload here needs.
+                max_workers: 512,
+                eager_workers: Some(512),
+            },
+        }
+    }
+
+    /// podq, with costs to be fitted by `--calibrate` on a `podq bench --json` run; before
+    /// that, the kernel's fitted costs stand in, with workers that spin 20 us before parking
+    /// (podq's `pool::SPIN_ROUNDS` of doubling spins and yields, in the order of 10-50 us).
+    pub fn podq() -> Profile {
+        Profile {
+            name: "podq",
+            costs: Costs {
+                spin_ns: 20_000.0,
+                ..crate::calibrated::KERNEL
+            },
+            mechanism: Mechanism {
+                wake_under_lock: false,
+                push_lanes: true,
+                strict: false,
+                stack_on_waker: false,
+                // podq's pool::DEFAULT_MAX_WORKERS.
+                max_workers: 256,
+                eager_workers: None,
+            },
+        }
+    }
+}

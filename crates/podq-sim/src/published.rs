@@ -1,0 +1,181 @@
+//! The brief's two published tables of the kernel's test_workqueue: the only numbers the
+//! `kernel` profile is calibrated on, and [`check`], the error per published cell.
+
+use podq::{AffinityScope, Topology};
+
+use crate::engine::simulate;
+use crate::machine::SimMachine;
+use crate::profile::Profile;
+use crate::scenario::{Scenario, ShardRule};
+use crate::SimError;
+
+/// One published table: a machine and items/sec (and the queue call's p50) per scope.
+#[derive(Clone, Copy, Debug)]
+pub struct Table {
+    /// The machine's name (its [`Platform`](crate::Platform) is looked up by it).
+    pub machine: &'static str,
+    /// The machine as a description [`Topology::from_machine`] reads.
+    pub description: &'static str,
+    /// How its `cache_shard` pods were cut.
+    pub shard_rule: ShardRule,
+    /// `(scope, items/sec, p50 ns)` in the kernel's order.
+    pub cells: [(AffinityScope, f64, u64); 6],
+}
+
+/// NVIDIA Grace, 72 CPUs, one LLC, 50,000 items per thread.
+pub const GRACE: Table = Table {
+    machine: "grace",
+    description: "sockets=1,nodes=1,caches=1,cores=72,smt=1",
+    shard_rule: ShardRule::Cores,
+    cells: [
+        (AffinityScope::Cpu, 3_248_519.0, 10_944),
+        (AffinityScope::Smt, 3_362_119.0, 10_945),
+        (AffinityScope::CacheShard, 3_629_098.0, 6_080),
+        (AffinityScope::Cache, 708_168.0, 44_000),
+        (AffinityScope::Numa, 710_559.0, 44_096),
+        (AffinityScope::System, 718_370.0, 43_104),
+    ],
+};
+
+/// Intel Xeon Platinum 8321HC: 51 CPUs (26 cores with SMT, one CPU absent) in one LLC,
+/// shards cut on CPU boundaries.
+pub const XEON_8321HC: Table = Table {
+    machine: "xeon-8321hc",
+    description: "sockets=1,nodes=1,caches=1,cores=26,smt=2,cpus=51",
+    shard_rule: ShardRule::Cpus,
+    cells: [
+        (AffinityScope::Cpu, 2_831_751.0, 3_909),
+        (AffinityScope::Smt, 2_810_699.0, 2_229),
+        (AffinityScope::CacheShard, 1_861_028.0, 4_874),
+        (AffinityScope::Cache, 591_001.0, 24_901),
+        (AffinityScope::Numa, 590_431.0, 24_901),
+        (AffinityScope::System, 591_912.0, 25_049),
+    ],
+};
+
+/// Both tables.
+pub const TABLES: [Table; 2] = [GRACE, XEON_8321HC];
+
+impl Table {
+    /// The machine of this table, with its platform.
+    pub fn sim_machine(&self) -> SimMachine {
+        let topology = Topology::from_machine(self.description)
+            .expect("the published machines' descriptions are valid");
+        SimMachine::new(topology, self.machine)
+    }
+
+    /// The kernel test of `scope` on this table's machine with `items` per producer.
+    pub fn scenario(&self, scope: AffinityScope, items: u64, seed: u64) -> Scenario {
+        let cpus = Topology::from_machine(self.description).map_or(1, |t| t.cpus().len());
+        Scenario {
+            items,
+            seed,
+            shard_rule: self.shard_rule,
+            ..Scenario::kernel_test(scope, cpus)
+        }
+    }
+}
+
+/// One published cell next to its simulation.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CellCheck {
+    /// The table's machine.
+    pub machine: &'static str,
+    /// The scope.
+    pub scope: AffinityScope,
+    /// Published items/sec.
+    pub published: f64,
+    /// Simulated items/sec.
+    pub simulated: f64,
+    /// Published p50 of the queue call, ns.
+    pub published_p50: u64,
+    /// Simulated p50, ns.
+    pub simulated_p50: u64,
+}
+
+impl CellCheck {
+    /// `simulated / published - 1`.
+    pub fn error(&self) -> f64 {
+        self.simulated / self.published - 1.0
+    }
+}
+
+/// Every cell of `tables` simulated with `profile` (and, per table, the platform `platform`
+/// gives for its machine), `items` per producer and `seed`.
+///
+/// # Errors
+///
+/// What [`simulate`] reports.
+pub fn check_with(
+    tables: &[Table],
+    profile: &Profile,
+    machine_of: impl Fn(&Table) -> SimMachine,
+    items: u64,
+    seed: u64,
+) -> Result<Vec<CellCheck>, SimError> {
+    let mut out = Vec::new();
+    for table in tables {
+        let machine = machine_of(table);
+        // Scopes with the same pods (numa and system on a one-node machine) are one
+        // simulation.
+        let mut done: Vec<(Vec<podq::CpuSet>, crate::Outcome)> = Vec::new();
+        for &(scope, published, published_p50) in &table.cells {
+            let scenario = table.scenario(scope, items, seed);
+            let pods = match (scope, table.shard_rule) {
+                (AffinityScope::CacheShard, ShardRule::Cpus) => {
+                    podq::Pods::cache_shards_by_cpu(machine.topology(), scenario.shard_size)?
+                }
+                _ => podq::Pods::new(machine.topology(), scope, scenario.shard_size)?,
+            };
+            let sets: Vec<podq::CpuSet> = pods.pods().iter().map(|p| p.cpus().clone()).collect();
+            let outcome = match done.iter().find(|(s, _)| *s == sets) {
+                Some((_, outcome)) => *outcome,
+                None => {
+                    let outcome = simulate(&machine, profile, &scenario)?;
+                    done.push((sets, outcome));
+                    outcome
+                }
+            };
+            out.push(CellCheck {
+                machine: table.machine,
+                scope,
+                published,
+                simulated: outcome.items_per_sec,
+                published_p50,
+                simulated_p50: outcome.queue.p50,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Every cell of both tables simulated with `profile`.
+///
+/// # Errors
+///
+/// What [`simulate`] reports.
+pub fn check(profile: &Profile, items: u64, seed: u64) -> Result<Vec<CellCheck>, SimError> {
+    check_with(&TABLES, profile, Table::sim_machine, items, seed)
+}
+
+/// Published pairs of one machine that differ by more than `margin` (0.10: 10 %) and whose
+/// simulated order is the other way round.
+pub fn order_flips(cells: &[CellCheck], margin: f64) -> Vec<(CellCheck, CellCheck)> {
+    let mut flips = Vec::new();
+    for (i, a) in cells.iter().enumerate() {
+        for b in &cells[i + 1..] {
+            if a.machine != b.machine {
+                continue;
+            }
+            let (lo, hi) = if a.published < b.published {
+                (a, b)
+            } else {
+                (b, a)
+            };
+            if hi.published > lo.published * (1.0 + margin) && hi.simulated <= lo.simulated {
+                flips.push((*lo, *hi));
+            }
+        }
+    }
+    flips
+}

@@ -1,0 +1,71 @@
+//! [`Scenario`]: one configuration to simulate (workload, scope, shard size, producers, items).
+
+use podq::AffinityScope;
+
+/// A workload, as `podq bench` runs it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Workload {
+    /// The kernel's test_workqueue: each producer keeps one item in flight, queueing it again
+    /// once it has run (a closed loop).
+    Queue,
+    /// Each producer queues all of its items as fast as it can (an open loop).
+    Flood,
+}
+
+impl Workload {
+    /// The name on the command line and in the JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::Queue => "queue",
+            Workload::Flood => "flood",
+        }
+    }
+}
+
+/// How `cache_shard` pods are cut.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ShardRule {
+    /// On core boundaries, as podq and today's kernel do ([`podq::Pods::new`]).
+    #[default]
+    Cores,
+    /// On CPU boundaries, as the kernel did before ([`podq::Pods::cache_shards_by_cpu`]).
+    Cpus,
+}
+
+/// One configuration to simulate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Scenario {
+    /// The workload.
+    pub workload: Workload,
+    /// The scope of the workqueue.
+    pub scope: AffinityScope,
+    /// Cores (or CPUs, with [`ShardRule::Cpus`]) per `cache_shard` pod.
+    pub shard_size: usize,
+    /// How `cache_shard` pods are cut.
+    pub shard_rule: ShardRule,
+    /// Producer threads, one pinned to each of the lowest CPUs.
+    pub threads: usize,
+    /// Items per producer.
+    pub items: u64,
+    /// Work per item, in nanoseconds.
+    pub work_ns: u64,
+    /// The seed of the jitter.
+    pub seed: u64,
+}
+
+impl Scenario {
+    /// The kernel's test: the `queue` workload, one producer per CPU of a `cpus`-CPU machine,
+    /// 50,000 items each, no work per item, `scope` at the default shard size, seed 1.
+    pub fn kernel_test(scope: AffinityScope, cpus: usize) -> Scenario {
+        Scenario {
+            workload: Workload::Queue,
+            scope,
+            shard_size: podq::scope::DEFAULT_SHARD_SIZE,
+            shard_rule: ShardRule::Cores,
+            threads: cpus,
+            items: 50_000,
+            work_ns: 0,
+            seed: 1,
+        }
+    }
+}

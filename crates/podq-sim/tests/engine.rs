@@ -1,0 +1,92 @@
+//! The engine: one seed gives one result, every item runs, the pools follow the policy's
+//! limits, and the model's costs move the results the way physics says they must.
+
+use podq::{AffinityScope, Topology};
+use podq_sim::{simulate, Profile, Scenario, SimMachine, Workload};
+
+fn machine(desc: &str) -> SimMachine {
+    SimMachine::new(Topology::from_machine(desc).unwrap(), desc)
+}
+
+fn scenario(workload: Workload, scope: AffinityScope, threads: usize, items: u64) -> Scenario {
+    Scenario {
+        workload,
+        threads,
+        items,
+        ..Scenario::kernel_test(scope, threads)
+    }
+}
+
+#[test]
+fn one_seed_replays_exactly_and_another_differs() {
+    let m = machine("sockets=2,nodes=2,caches=4,cores=16,smt=2");
+    for profile in [Profile::kernel(), Profile::podq()] {
+        for workload in [Workload::Queue, Workload::Flood] {
+            let s = scenario(workload, AffinityScope::CacheShard, 32, 300);
+            let a = simulate(&m, &profile, &s).unwrap();
+            assert_eq!(a, simulate(&m, &profile, &s).unwrap());
+            let other = Scenario { seed: 2, ..s };
+            assert_ne!(a, simulate(&m, &profile, &other).unwrap());
+        }
+    }
+}
+
+#[test]
+fn every_item_of_every_scope_runs() {
+    let m = machine("sockets=1,nodes=2,caches=4,cores=8,smt=2");
+    for profile in [Profile::kernel(), Profile::podq()] {
+        for workload in [Workload::Queue, Workload::Flood] {
+            for scope in AffinityScope::ALL {
+                let s = scenario(workload, scope, 16, 200);
+                let o = simulate(&m, &profile, &s)
+                    .unwrap_or_else(|e| panic!("{} {workload:?} {scope}: {e}", profile.name));
+                assert!(o.items_per_sec > 0.0);
+                assert!(o.simulated_ns > 0);
+                assert!(o.workers >= o.pools as u64, "one worker per pool at least");
+                assert_eq!(o.queue_to_start.is_some(), workload == Workload::Flood);
+            }
+        }
+    }
+}
+
+#[test]
+fn pools_never_grow_past_max_workers() {
+    let m = machine("cores=8");
+    let mut profile = Profile::kernel();
+    profile.mechanism.max_workers = 2;
+    profile.mechanism.eager_workers = Some(2);
+    let s = scenario(Workload::Flood, AffinityScope::System, 8, 500);
+    let o = simulate(&m, &profile, &s).unwrap();
+    assert_eq!(o.pools, 1);
+    assert!(o.workers <= 2, "{o:?}");
+}
+
+#[test]
+fn dearer_cache_lines_slow_a_shared_lock_down() {
+    let topo = Topology::from_machine("cores=32").unwrap();
+    let near = SimMachine::new(topo.clone(), "near");
+    let mut platform = *near.platform();
+    platform.same_cache_ns *= 4.0;
+    let far = SimMachine::with_lines(topo, "far", platform, "test");
+    let s = scenario(Workload::Queue, AffinityScope::Cache, 32, 300);
+    let profile = Profile::kernel();
+    let fast = simulate(&near, &profile, &s).unwrap().items_per_sec;
+    let slow = simulate(&far, &profile, &s).unwrap().items_per_sec;
+    assert!(slow < fast * 0.9, "{slow} vs {fast}");
+}
+
+#[test]
+fn bad_scenarios_are_errors() {
+    let m = machine("cores=4");
+    let profile = Profile::kernel();
+    let s = scenario(Workload::Queue, AffinityScope::Cpu, 4, 10);
+    assert!(simulate(&m, &profile, &Scenario { threads: 5, ..s }).is_err());
+    assert!(simulate(&m, &profile, &Scenario { threads: 0, ..s }).is_err());
+    assert!(simulate(&m, &profile, &Scenario { items: 0, ..s }).is_err());
+    let zero = Scenario {
+        scope: AffinityScope::CacheShard,
+        shard_size: 0,
+        ..s
+    };
+    assert!(simulate(&m, &profile, &zero).is_err());
+}
