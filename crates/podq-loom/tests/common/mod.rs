@@ -90,7 +90,6 @@ pub(crate) fn steal(victim: &Arc<Core<Item>>) -> Option<Item> {
     match victim.steal() {
         Stolen::Empty => None,
         Stolen::Took { item, grow, .. } => {
-            assert_ne!(grow, Grow::Watch);
             if grow == Grow::Spawn {
                 start(victim);
             }
@@ -107,8 +106,9 @@ fn start_with(core: &Arc<Core<Item>>, mut siblings: impl Siblings<Item> + Send +
         // Workers spin on lane 1's CPU: pushes on lane 0 may hand their task over through the
         // mailbox (P1), pushes on lane 1 may not (the spinner would be on their own CPU).
         while let Next::Run { item, grow } = core.next(&mut slot, || WORKER_LANE, &mut siblings) {
-            // Every worker is eager in the models, so the core never asks for the watchdog.
-            assert_ne!(grow, Grow::Watch);
+            // A model whose pool may grow past its eager size has its watchdog as a thread of
+            // its own, which looks whether asked or not; elsewhere every worker is eager and
+            // the core never asks for it.
             if grow == Grow::Spawn {
                 start(&core);
             }
