@@ -35,7 +35,7 @@ enum Command {
     /// Show the machine's CPUs and the pods of every affinity scope.
     Topo(topo::TopoArgs),
     /// Measure queueing throughput and latency per scope, next to tokio, rayon and channel pools.
-    Bench(bench::BenchArgs),
+    Bench(Box<bench::BenchArgs>),
 }
 
 fn main() -> ExitCode {

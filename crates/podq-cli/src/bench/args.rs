@@ -2,10 +2,12 @@
 //! that names it and the valid choices.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::Args;
 use podq::{AffinityScope, CpuSet};
 
+use super::blocking::{Mix, MAX_BLOCK_EVERY, MAX_BLOCK_US};
 use super::peers::Peer;
 use super::sweep::Sweep;
 use super::system::{System, KERNEL_ORDER};
@@ -23,7 +25,7 @@ pub(crate) const DEFAULT_ITEMS: u64 = 50_000;
 pub(crate) struct BenchArgs {
     /// Workload: queue (the kernel's test_workqueue closed loop), flood (open loop), skew (open
     /// loop from one producer), fanout (senders queueing receivers, hackbench-like), rpc (pairs
-    /// of items queueing each other), or all.
+    /// of items queueing each other), blocking (open loop, one item in N blocks), or all.
     #[arg(long, value_name = "NAME", default_value = "queue")]
     pub(crate) workload: String,
     /// Scopes to measure, comma-separated [default: cpu,smt,cache_shard,cache,numa,system].
@@ -45,6 +47,14 @@ pub(crate) struct BenchArgs {
     /// 0 for the others].
     #[arg(long, value_name = "NS")]
     pub(crate) work_ns: Option<String>,
+    /// blocking workload: one item in N blocks, 2 to 1000000 [default: 10]; refused when no
+    /// workload measured is blocking.
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub(crate) block_every: Option<String>,
+    /// blocking workload: how long a blocking item sleeps, in microseconds, 1 to 100000
+    /// [default: 1000]; refused when no workload measured is blocking.
+    #[arg(long, value_name = "US", allow_negative_numbers = true)]
+    pub(crate) block_us: Option<String>,
     /// Whether podq's idle workers pull work from other pods: on, off, or on,off to measure
     /// every podq configuration with each.
     #[arg(long, value_name = "LIST", default_value = "on")]
@@ -84,6 +94,8 @@ pub(crate) struct Settings {
     /// Busy-wait per item given by `--work-ns`, for every workload; `None`: each workload's
     /// default.
     pub(crate) work_ns: Option<u64>,
+    /// Which items of the blocking workload block, and for how long.
+    pub(crate) mix: Mix,
     /// Where to draw the plot.
     pub(crate) plot: Option<PathBuf>,
     /// JSON instead of the table.
@@ -155,6 +167,7 @@ impl Settings {
         }
         let threads = usize::try_from(threads).unwrap_or(usable_count);
         let runs = parse_count("--runs", &args.runs, "run")?;
+        let mix = parse_mix(args, &workloads)?;
         let plot = args.plot.clone();
         if let Some(path) = &plot {
             let is_svg = path
@@ -181,6 +194,7 @@ impl Settings {
                 .as_deref()
                 .map(|text| parse_number("--work-ns", text))
                 .transpose()?,
+            mix,
             plot,
             json: args.json,
         })
@@ -204,6 +218,67 @@ impl Settings {
     /// Whether labels name the pull setting: whenever it is not the default alone.
     pub(crate) fn show_pull(&self) -> bool {
         self.pulls != [true]
+    }
+}
+
+/// `--block-every` and `--block-us`, each within its bounds, and given only when a workload
+/// measured is `blocking`; the defaults otherwise.
+fn parse_mix(args: &BenchArgs, workloads: &[Workload]) -> Result<Mix, CliError> {
+    let every = args
+        .block_every
+        .as_deref()
+        .map(|text| {
+            parse_bounded(
+                "--block-every",
+                text,
+                2,
+                MAX_BLOCK_EVERY,
+                "one item in N blocks; 1 would leave no short item",
+            )
+        })
+        .transpose()?;
+    let block_us = args
+        .block_us
+        .as_deref()
+        .map(|text| {
+            parse_bounded(
+                "--block-us",
+                text,
+                1,
+                MAX_BLOCK_US,
+                "microseconds a blocking item sleeps",
+            )
+        })
+        .transpose()?;
+    if !workloads.contains(&Workload::Blocking) {
+        let given = [("--block-every", every), ("--block-us", block_us)];
+        if let Some((flag, Some(value))) = given.into_iter().find(|(_, value)| value.is_some()) {
+            return Err(CliError::Usage(format!(
+                "{flag} {value}: only the blocking workload uses it, and --workload {} leaves                  it out; give --workload blocking or all, or leave {flag} out",
+                args.workload
+            )));
+        }
+    }
+    let default = Mix::default();
+    Ok(Mix {
+        every: every.unwrap_or(default.every),
+        block: block_us.map_or(default.block, Duration::from_micros),
+    })
+}
+
+/// A whole number from `min` to `max`; the message says what it is (`what`) otherwise.
+fn parse_bounded(flag: &str, text: &str, min: u64, max: u64, what: &str) -> Result<u64, CliError> {
+    let range = || format!("give {min} to {max} ({what})");
+    let value = text.trim().replace('_', "").parse::<u64>().map_err(|_| {
+        CliError::Usage(format!(
+            "{flag} '{text}': expected a whole number; {}",
+            range()
+        ))
+    })?;
+    if (min..=max).contains(&value) {
+        Ok(value)
+    } else {
+        Err(CliError::Usage(format!("{flag} {value}: {}", range())))
     }
 }
 
@@ -289,6 +364,8 @@ mod tests {
             items: DEFAULT_ITEMS.to_string(),
             runs: "1".into(),
             work_ns: None,
+            block_every: None,
+            block_us: None,
             pull: "on".into(),
             sweep: None,
             plot: None,
@@ -304,6 +381,8 @@ mod tests {
                 "items" => args.items = value,
                 "runs" => args.runs = value,
                 "work-ns" => args.work_ns = Some(value),
+                "block-every" => args.block_every = Some(value),
+                "block-us" => args.block_us = Some(value),
                 "pull" => args.pull = value,
                 "sweep" => args.sweep = Some(value),
                 "plot" => args.plot = Some(value.into()),
@@ -398,7 +477,7 @@ mod tests {
             .into_iter()
             .map(|w| settings.work_ns(w))
             .collect();
-        assert_eq!(work, [0, 0, 10_000, 10_000, 0]);
+        assert_eq!(work, [0, 0, 10_000, 10_000, 0, 0]);
         let settings =
             Settings::from_args(&args(&[("workload", "all"), ("work-ns", "500")]), &usable())
                 .expect("valid");
@@ -454,6 +533,33 @@ mod tests {
     }
 
     #[test]
+    fn the_blocking_mix_takes_its_flags_only_with_the_blocking_workload() {
+        let settings =
+            Settings::from_args(&args(&[("workload", "blocking")]), &usable()).expect("valid");
+        assert_eq!(settings.mix, Mix::default());
+        let settings = Settings::from_args(
+            &args(&[
+                ("workload", "all"),
+                ("block-every", "2"),
+                ("block-us", "100_000"),
+            ]),
+            &usable(),
+        )
+        .expect("valid");
+        assert_eq!(settings.mix.every, 2);
+        assert_eq!(settings.mix.block, Duration::from_millis(100));
+        for (flag, value) in [("block-every", "5"), ("block-us", "50")] {
+            let message = usage(&[("workload", "flood"), (flag, value)]);
+            assert!(
+                message.starts_with(&format!("--{flag} {value}:"))
+                    && message.contains("--workload flood")
+                    && message.contains("blocking or all"),
+                "{message}"
+            );
+        }
+    }
+
+    #[test]
     fn bad_values_name_the_value_and_the_choices() {
         let message = usage(&[("threads", "0")]);
         assert!(
@@ -494,7 +600,31 @@ mod tests {
         assert!(usage(&[("sweep", "shard-size=4"), ("scopes", "cpu")]).contains("cache_shard"));
         assert!(usage(&[("plot", "out.png")]).contains("out.png"));
         assert!(usage(&[("scopes", ""), ("peers", "none")]).contains("nothing to measure"));
+        let blocking = |flag: &str, value: &str| usage(&[("workload", "blocking"), (flag, value)]);
+        for bad in ["0", "1", "1000001"] {
+            let message = blocking("block-every", bad);
+            assert!(
+                message.starts_with(&format!("--block-every {bad}:"))
+                    && message.contains("give 2 to 1000000"),
+                "{message}"
+            );
+        }
+        for bad in ["0", "100001"] {
+            let message = blocking("block-us", bad);
+            assert!(
+                message.starts_with(&format!("--block-us {bad}:"))
+                    && message.contains("give 1 to 100000"),
+                "{message}"
+            );
+        }
+        let message = blocking("block-us", "1ms");
+        assert!(
+            message.contains("'1ms'") && message.contains("whole number"),
+            "{message}"
+        );
         for message in [
+            blocking("block-every", "-1"),
+            blocking("block-us", "99999999999999999999999"),
             usage(&[("threads", "0")]),
             usage(&[("sweep", "size=1")]),
             usage(&[("pull", "sometimes")]),
