@@ -410,6 +410,68 @@ mod tests {
     }
 
     #[test]
+    fn blocking_rows_show_the_short_items_starts_and_the_mix() {
+        let start = |p50, p99| Percentiles {
+            p50,
+            p90: p99,
+            p95: p99,
+            p99,
+        };
+        let row = Row {
+            workload: Workload::Blocking,
+            system: System::Podq {
+                scope: podq::AffinityScope::System,
+                shard_size: 8,
+                pull: true,
+            },
+            summary: Summary {
+                runs: 1,
+                items_per_sec: 1000.0,
+                queue: start(90, 900),
+                queue_to_start: Some(start(5_000, 9_000)),
+                short_start: Some(start(700, 7_000)),
+                blocking_items: Some(4),
+                seen_blocked: Some(3),
+                started_for_blocked: Some(2),
+                ..Summary::default()
+            },
+        };
+        let mut settings = test_settings();
+        settings.workloads = vec![Workload::Blocking];
+        settings.mix.every = 5;
+        assert_eq!(
+            kernel_line(&row, &settings, KERNEL_LABEL_WIDTH),
+            "system              1000 items/sec\tp50=90\tp99=900\tshort_start_p50=700\t\
+             short_start_p99=7000 ns"
+        );
+        let table = table(Workload::Blocking, &[&row], &settings);
+        let header = table.lines().next().expect("a header");
+        assert!(
+            header.contains("short start p50  short start p99"),
+            "{table}"
+        );
+        assert!(header.ends_with("seen blocked"), "{table}");
+        assert!(table
+            .lines()
+            .nth(1)
+            .is_some_and(|l| l.contains("  700  ") && l.ends_with(" 3")));
+        let json = json_row(&row, &settings);
+        for (field, value) in [
+            ("block_every", 5),
+            ("block_us", 1000),
+            ("blocking_items", 4),
+            ("short_start_p50_ns", 700),
+            ("short_start_p99_ns", 7000),
+            ("queue_to_start_p50_ns", 5000),
+            ("p99_ns", 900),
+            ("workers_seen_blocked", 3),
+            ("workers_started_for_blocked", 2),
+        ] {
+            assert_eq!(json[field], value, "{field} in {json}");
+        }
+    }
+
+    #[test]
     fn table_columns_line_up() {
         let settings = test_settings();
         let rows = [
