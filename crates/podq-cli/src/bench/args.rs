@@ -47,12 +47,12 @@ pub(crate) struct BenchArgs {
     /// 0 for the others].
     #[arg(long, value_name = "NS")]
     pub(crate) work_ns: Option<String>,
-    /// blocking workload: one item in N blocks, 2 to 1000000 [default: 10]; refused when no
-    /// workload measured is blocking.
+    /// The blocking workload's mix: one item in N blocks (2 to 1000000); refused when no
+    /// workload measured is blocking [default: 10].
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub(crate) block_every: Option<String>,
-    /// blocking workload: how long a blocking item sleeps, in microseconds, 1 to 100000
-    /// [default: 1000]; refused when no workload measured is blocking.
+    /// How long each blocking item of the blocking workload sleeps, in microseconds (1 to
+    /// 100000); refused when no workload measured is blocking [default: 1000].
     #[arg(long, value_name = "US", allow_negative_numbers = true)]
     pub(crate) block_us: Option<String>,
     /// Whether podq's idle workers pull work from other pods: on, off, or on,off to measure

@@ -206,6 +206,32 @@ fn the_blocking_mix_takes_its_flags_only_with_the_blocking_workload() {
 }
 
 #[test]
+fn help_gives_the_blocking_flags_bounds_and_defaults() {
+    use clap::Args as _;
+
+    use crate::bench::blocking::{DEFAULT_BLOCK_EVERY, DEFAULT_BLOCK_US};
+
+    let help = BenchArgs::augment_args(clap::Command::new("bench"))
+        .term_width(1000)
+        .render_help()
+        .to_string();
+    for (flag, min, max, default) in [
+        ("--block-every", 2, MAX_BLOCK_EVERY, DEFAULT_BLOCK_EVERY),
+        ("--block-us", 1, MAX_BLOCK_US, DEFAULT_BLOCK_US),
+    ] {
+        let line = help
+            .lines()
+            .find(|line| line.trim_start().starts_with(flag))
+            .unwrap_or_else(|| panic!("{flag} missing from:\n{help}"));
+        assert!(
+            line.contains(&format!("({min} to {max})"))
+                && line.ends_with(&format!("[default: {default}]")),
+            "{line}"
+        );
+    }
+}
+
+#[test]
 fn bad_values_name_the_value_and_the_choices() {
     let message = usage(&[("threads", "0")]);
     assert!(
