@@ -37,9 +37,9 @@ enum Command {
     /// Show the machine's CPUs and the pods of every affinity scope.
     Topo(topo::TopoArgs),
     /// Measure queueing throughput and latency per scope, next to tokio, rayon and channel pools.
-    Bench(bench::BenchArgs),
+    Bench(Box<bench::BenchArgs>),
     /// Predict every scope and shard size on any machine with a calibrated simulator.
-    Sim(sim::SimArgs),
+    Sim(Box<sim::SimArgs>),
 }
 
 fn main() -> ExitCode {

@@ -1,6 +1,6 @@
 //! Tiny real runs of `podq bench`: the text report, the JSON's documented shape with every
-//! default scope and every peer, the flood workload, the skew, fanout and rpc workloads with
-//! pull on and off, a shard-size sweep and the SVG plot.
+//! default scope and every peer, the flood and blocking workloads, the skew, fanout and rpc
+//! workloads with pull on and off, a shard-size sweep and the SVG plot.
 
 use std::process::Command;
 
@@ -80,7 +80,7 @@ fn check_row(row: &Value, workload: &str, items: u64) {
             );
         }
         Some(peer) => {
-            assert!(PEERS.contains(&peer), "{row}");
+            assert!(PEERS.contains(&peer) || peer == "mutex", "{row}");
             assert!(
                 row.get("scope").is_none() && row.get("pools").is_none(),
                 "peers have no scope: {row}"
@@ -258,11 +258,13 @@ fn every_workload_reports_its_rows_with_pull_on_and_off() {
         "on,off",
         "--work-ns",
         "100",
+        "--block-us",
+        "50",
     ]);
     let threads = u64_of(&json["settings"], "threads");
     assert_eq!(json["settings"]["pull"], serde_json::json!(["on", "off"]));
     let rows = results(&json);
-    let workloads = ["queue", "flood", "skew", "fanout", "rpc"];
+    let workloads = ["queue", "flood", "skew", "fanout", "rpc", "blocking"];
     assert_eq!(rows.len(), workloads.len() * (2 + PEERS.len()));
     for (workload, rows) in workloads.iter().zip(rows.chunks(2 + PEERS.len())) {
         assert_eq!(u64_of(&json["settings"]["work_ns"], workload), 100);
@@ -311,7 +313,143 @@ fn every_workload_reports_its_rows_with_pull_on_and_off() {
                 assert!(start50 <= u64_of(row, "queue_to_start_p99_ns"), "{row}");
                 assert!(row.get("round_trips").is_none(), "{row}");
             }
+            let blocking = *workload == "blocking";
+            assert_eq!(row.get("short_start_p50_ns").is_some(), blocking, "{row}");
+            assert_eq!(row.get("block_every").is_some(), blocking, "{row}");
+            if blocking {
+                assert_eq!(u64_of(row, "block_us"), 50, "{row}");
+                assert_eq!(
+                    u64_of(row, "blocking_items"),
+                    threads * 6,
+                    "one in 10 of 64 items per producer: {row}"
+                );
+            }
         }
+    }
+}
+
+/// The checks of a blocking row: flood's fields, the mix, the items that blocked and the short
+/// items' starts; podq rows count the workers seen blocked and started for them.
+fn check_blocking_row(row: &Value, items: u64, every: u64, block_us: u64, producers: u64) {
+    check_row(row, "blocking", items);
+    assert!(u64_of(row, "p95_ns") <= u64_of(row, "p99_ns"), "{row}");
+    assert!(
+        u64_of(row, "queue_to_start_p50_ns") <= u64_of(row, "queue_to_start_p99_ns"),
+        "{row}"
+    );
+    assert!(
+        u64_of(row, "short_start_p50_ns") <= u64_of(row, "short_start_p99_ns"),
+        "{row}"
+    );
+    assert_eq!(u64_of(row, "block_every"), every, "{row}");
+    assert_eq!(u64_of(row, "block_us"), block_us, "{row}");
+    assert_eq!(
+        u64_of(row, "work_ns"),
+        0,
+        "short items default to no work: {row}"
+    );
+    assert_eq!(
+        u64_of(row, "blocking_items"),
+        producers * (items / every),
+        "item n blocks when n + 1 is a multiple of --block-every: {row}"
+    );
+    let podq = row["system"] == "podq";
+    for field in ["workers_seen_blocked", "workers_started_for_blocked"] {
+        assert_eq!(row.get(field).is_some(), podq, "{field}: {row}");
+    }
+    if podq {
+        assert!(
+            u64_of(row, "workers_started_for_blocked") <= u64_of(row, "workers"),
+            "workers started for blocked ones are workers created: {row}"
+        );
+    }
+}
+
+#[test]
+fn blocking_json_reports_the_mix_and_the_short_items_starts_beside_every_peer() {
+    let json = bench_json(&[
+        "--workload",
+        "blocking",
+        "--items",
+        "40",
+        "--block-every",
+        "4",
+        "--block-us",
+        "100",
+        "--scopes",
+        "cache_shard,cpu",
+        "--peers",
+        "tokio,rayon,channel,mpsc,mutex",
+    ]);
+    let threads = u64_of(&json["settings"], "threads");
+    let rows = results(&json);
+    let systems: Vec<&str> = rows.iter().filter_map(|r| r["system"].as_str()).collect();
+    assert_eq!(
+        systems,
+        ["podq", "podq", "tokio", "rayon", "channel", "mpsc", "mutex"]
+    );
+    for row in rows {
+        check_blocking_row(row, 40, 4, 100, threads);
+    }
+
+    // --block-every larger than --items: no item blocks, every item is short.
+    let json = bench_json(&[
+        "--workload",
+        "blocking",
+        "--items",
+        "5",
+        "--block-every",
+        "6",
+        "--scopes",
+        "system",
+        "--peers",
+        "none",
+        "--threads",
+        "1",
+    ]);
+    let row = &results(&json)[0];
+    check_blocking_row(row, 5, 6, 1000, 1);
+    assert_eq!(u64_of(row, "blocking_items"), 0, "{row}");
+}
+
+#[test]
+fn blocking_text_report_shows_the_short_items_starts() {
+    let text = bench(&[
+        "--workload",
+        "blocking",
+        "--items",
+        "30",
+        "--block-us",
+        "20",
+        "--block-every",
+        "3",
+        "--scopes",
+        "cache_shard",
+        "--peers",
+        "tokio",
+    ]);
+    assert!(
+        text.contains("x 30 items, one in 3 blocking for 20 us"),
+        "the heading names the mix: {text}"
+    );
+    for name in ["cache_shard", "tokio"] {
+        let line = text
+            .lines()
+            .find(|line| line.starts_with(name) && line.contains(" items/sec\tp50="))
+            .unwrap_or_else(|| panic!("no kernel line for {name} in:\n{text}"));
+        assert!(
+            line.contains("\tp99=")
+                && line.contains("\tshort_start_p50=")
+                && line.contains("\tshort_start_p99="),
+            "{line}"
+        );
+    }
+    let header = text
+        .lines()
+        .find(|l| l.split_whitespace().take(2).eq(["system", "scope"]))
+        .expect("a table header");
+    for column in ["short start p50", "short start p99", "seen blocked"] {
+        assert!(header.contains(column), "{header}");
     }
 }
 

@@ -142,7 +142,73 @@ fn unknown_workloads_name_every_workload() {
     assert_one_line_error(
         &["bench", "--workload", "hackbench"],
         2,
-        &["'hackbench'", "queue, flood, skew, fanout, rpc, all"],
+        &[
+            "'hackbench'",
+            "queue, flood, skew, fanout, rpc, blocking, all",
+        ],
+    );
+}
+
+#[test]
+fn bad_blocking_mixes_name_the_input_and_the_valid_range() {
+    let cases: [(&str, &[&str], &str); 2] = [
+        (
+            "--block-every",
+            &[
+                "0",
+                "1",
+                "1000001",
+                "ten",
+                "-2",
+                "2.5",
+                "",
+                "99999999999999999999999",
+            ],
+            "give 2 to 1000000",
+        ),
+        (
+            "--block-us",
+            &["0", "100001", "1ms", "-1", "", "99999999999999999999999"],
+            "give 1 to 100000",
+        ),
+    ];
+    for (flag, values, range) in cases {
+        for bad in values {
+            let line = assert_one_line_error(
+                &["bench", "--workload", "blocking", "--items", "1", flag, bad],
+                2,
+                &[flag, range],
+            );
+            assert!(
+                line.contains(&format!("{flag} '{bad}'"))
+                    || line.contains(&format!("{flag} {bad}:")),
+                "the line names the input: {line}"
+            );
+        }
+        assert_one_line_error(&["bench", "--workload", "blocking", flag], 2, &[flag]);
+    }
+}
+
+#[test]
+fn blocking_flags_are_refused_without_the_blocking_workload() {
+    for (flag, value) in [("--block-every", "5"), ("--block-us", "200")] {
+        for workload in ["queue", "flood", "rpc"] {
+            assert_one_line_error(
+                &["bench", "--workload", workload, "--items", "1", flag, value],
+                2,
+                &[
+                    &format!("{flag} {value}:"),
+                    &format!("--workload {workload}"),
+                    "--workload blocking or all",
+                ],
+            );
+        }
+    }
+    // Left out, --workload defaults to queue, which does not block.
+    assert_one_line_error(
+        &["bench", "--items", "1", "--block-us", "200"],
+        2,
+        &["--block-us 200:", "--workload queue"],
     );
 }
 

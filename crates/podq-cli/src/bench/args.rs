@@ -2,10 +2,12 @@
 //! that names it and the valid choices.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::Args;
 use podq::{AffinityScope, CpuSet};
 
+use super::blocking::{Mix, MAX_BLOCK_EVERY, MAX_BLOCK_US};
 use super::peers::Peer;
 use super::sweep::Sweep;
 use super::system::{System, KERNEL_ORDER};
@@ -23,7 +25,7 @@ pub(crate) const DEFAULT_ITEMS: u64 = 50_000;
 pub(crate) struct BenchArgs {
     /// Workload: queue (the kernel's test_workqueue closed loop), flood (open loop), skew (open
     /// loop from one producer), fanout (senders queueing receivers, hackbench-like), rpc (pairs
-    /// of items queueing each other), or all.
+    /// of items queueing each other), blocking (open loop, one item in N blocks), or all.
     #[arg(long, value_name = "NAME", default_value = "queue")]
     pub(crate) workload: String,
     /// Scopes to measure, comma-separated [default: cpu,smt,cache_shard,cache,numa,system].
@@ -45,6 +47,14 @@ pub(crate) struct BenchArgs {
     /// 0 for the others].
     #[arg(long, value_name = "NS")]
     pub(crate) work_ns: Option<String>,
+    /// The blocking workload's mix: one item in N blocks (2 to 1000000); refused when no
+    /// workload measured is blocking [default: 10].
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub(crate) block_every: Option<String>,
+    /// How long each blocking item of the blocking workload sleeps, in microseconds (1 to
+    /// 100000); refused when no workload measured is blocking [default: 1000].
+    #[arg(long, value_name = "US", allow_negative_numbers = true)]
+    pub(crate) block_us: Option<String>,
     /// Whether podq's idle workers pull work from other pods: on, off, or on,off to measure
     /// every podq configuration with each.
     #[arg(long, value_name = "LIST", default_value = "on")]
@@ -84,6 +94,8 @@ pub(crate) struct Settings {
     /// Busy-wait per item given by `--work-ns`, for every workload; `None`: each workload's
     /// default.
     pub(crate) work_ns: Option<u64>,
+    /// Which items of the blocking workload block, and for how long.
+    pub(crate) mix: Mix,
     /// Where to draw the plot.
     pub(crate) plot: Option<PathBuf>,
     /// JSON instead of the table.
@@ -155,6 +167,7 @@ impl Settings {
         }
         let threads = usize::try_from(threads).unwrap_or(usable_count);
         let runs = parse_count("--runs", &args.runs, "run")?;
+        let mix = parse_mix(args, &workloads)?;
         let plot = args.plot.clone();
         if let Some(path) = &plot {
             let is_svg = path
@@ -181,6 +194,7 @@ impl Settings {
                 .as_deref()
                 .map(|text| parse_number("--work-ns", text))
                 .transpose()?,
+            mix,
             plot,
             json: args.json,
         })
@@ -204,6 +218,67 @@ impl Settings {
     /// Whether labels name the pull setting: whenever it is not the default alone.
     pub(crate) fn show_pull(&self) -> bool {
         self.pulls != [true]
+    }
+}
+
+/// `--block-every` and `--block-us`, each within its bounds, and given only when a workload
+/// measured is `blocking`; the defaults otherwise.
+fn parse_mix(args: &BenchArgs, workloads: &[Workload]) -> Result<Mix, CliError> {
+    let every = args
+        .block_every
+        .as_deref()
+        .map(|text| {
+            parse_bounded(
+                "--block-every",
+                text,
+                2,
+                MAX_BLOCK_EVERY,
+                "one item in N blocks; 1 would leave no short item",
+            )
+        })
+        .transpose()?;
+    let block_us = args
+        .block_us
+        .as_deref()
+        .map(|text| {
+            parse_bounded(
+                "--block-us",
+                text,
+                1,
+                MAX_BLOCK_US,
+                "microseconds a blocking item sleeps",
+            )
+        })
+        .transpose()?;
+    if !workloads.contains(&Workload::Blocking) {
+        let given = [("--block-every", every), ("--block-us", block_us)];
+        if let Some((flag, Some(value))) = given.into_iter().find(|(_, value)| value.is_some()) {
+            return Err(CliError::Usage(format!(
+                "{flag} {value}: only the blocking workload uses it, and --workload {} leaves                  it out; give --workload blocking or all, or leave {flag} out",
+                args.workload
+            )));
+        }
+    }
+    let default = Mix::default();
+    Ok(Mix {
+        every: every.unwrap_or(default.every),
+        block: block_us.map_or(default.block, Duration::from_micros),
+    })
+}
+
+/// A whole number from `min` to `max`; the message says what it is (`what`) otherwise.
+fn parse_bounded(flag: &str, text: &str, min: u64, max: u64, what: &str) -> Result<u64, CliError> {
+    let range = || format!("give {min} to {max} ({what})");
+    let value = text.trim().replace('_', "").parse::<u64>().map_err(|_| {
+        CliError::Usage(format!(
+            "{flag} '{text}': expected a whole number; {}",
+            range()
+        ))
+    })?;
+    if (min..=max).contains(&value) {
+        Ok(value)
+    } else {
+        Err(CliError::Usage(format!("{flag} {value}: {}", range())))
     }
 }
 
@@ -277,229 +352,4 @@ fn parse_count(flag: &str, text: &str, what: &str) -> Result<u64, CliError> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn args(extra: &[(&str, &str)]) -> BenchArgs {
-        let mut args = BenchArgs {
-            workload: "queue".into(),
-            scopes: None,
-            peers: None,
-            threads: None,
-            items: DEFAULT_ITEMS.to_string(),
-            runs: "1".into(),
-            work_ns: None,
-            pull: "on".into(),
-            sweep: None,
-            plot: None,
-            json: false,
-        };
-        for (flag, value) in extra {
-            let value = (*value).to_owned();
-            match *flag {
-                "workload" => args.workload = value,
-                "scopes" => args.scopes = Some(value),
-                "peers" => args.peers = Some(value),
-                "threads" => args.threads = Some(value),
-                "items" => args.items = value,
-                "runs" => args.runs = value,
-                "work-ns" => args.work_ns = Some(value),
-                "pull" => args.pull = value,
-                "sweep" => args.sweep = Some(value),
-                "plot" => args.plot = Some(value.into()),
-                other => panic!("no flag {other}"),
-            }
-        }
-        args
-    }
-
-    fn usable() -> CpuSet {
-        [0, 1, 4, 5].into_iter().collect()
-    }
-
-    fn usage(extra: &[(&str, &str)]) -> String {
-        match Settings::from_args(&args(extra), &usable()) {
-            Err(CliError::Usage(message)) => message,
-            other => panic!("expected a usage error for {extra:?}, got {other:?}"),
-        }
-    }
-
-    #[test]
-    fn defaults_measure_every_scope_in_kernel_order_then_every_peer() {
-        let settings = Settings::from_args(&args(&[]), &usable()).expect("defaults are valid");
-        let names: Vec<String> = settings
-            .systems
-            .iter()
-            .map(|s| s.label(false, false))
-            .collect();
-        assert_eq!(
-            names,
-            [
-                "cpu",
-                "smt",
-                "cache_shard",
-                "cache",
-                "numa",
-                "system",
-                "tokio",
-                "rayon",
-                "channel",
-                "mpsc"
-            ]
-        );
-        assert_eq!(settings.producer_cpus, vec![0, 1, 4, 5]);
-        assert_eq!(settings.peer_workers, 4);
-        assert_eq!(settings.items, DEFAULT_ITEMS);
-        assert_eq!(settings.workloads, vec![Workload::Queue]);
-        assert!(!settings.sweeping);
-        assert_eq!(settings.pulls, [true]);
-        assert!(!settings.show_pull());
-        assert!(settings.systems.iter().all(|s| s.pull() != Some(false)));
-    }
-
-    #[test]
-    fn pull_on_off_measures_every_podq_configuration_with_each() {
-        let settings = Settings::from_args(
-            &args(&[
-                ("scopes", "cpu,cache_shard"),
-                ("peers", "rayon"),
-                ("sweep", "shard-size=2,4"),
-                ("pull", "off,on,off"),
-            ]),
-            &usable(),
-        )
-        .expect("valid");
-        assert_eq!(settings.pulls, [false, true]);
-        assert!(settings.show_pull());
-        let names: Vec<String> = settings
-            .systems
-            .iter()
-            .map(|s| s.label(settings.sweeping, settings.show_pull()))
-            .collect();
-        assert_eq!(
-            names,
-            [
-                "cpu pull=off",
-                "cpu pull=on",
-                "cache_shard/2 pull=off",
-                "cache_shard/2 pull=on",
-                "cache_shard/4 pull=off",
-                "cache_shard/4 pull=on",
-                "rayon"
-            ]
-        );
-    }
-
-    #[test]
-    fn work_defaults_per_workload_and_an_explicit_value_overrides_all() {
-        let settings =
-            Settings::from_args(&args(&[("workload", "all")]), &usable()).expect("valid");
-        let work: Vec<u64> = Workload::ALL
-            .into_iter()
-            .map(|w| settings.work_ns(w))
-            .collect();
-        assert_eq!(work, [0, 0, 10_000, 10_000, 0]);
-        let settings =
-            Settings::from_args(&args(&[("workload", "all"), ("work-ns", "500")]), &usable())
-                .expect("valid");
-        assert!(Workload::ALL
-            .into_iter()
-            .all(|w| settings.work_ns(w) == 500));
-        assert_eq!(settings.producers(Workload::Skew), [0]);
-        assert_eq!(settings.producers(Workload::Rpc), [0, 1, 4, 5]);
-    }
-
-    #[test]
-    fn threads_pin_to_the_lowest_usable_cpus() {
-        let settings = Settings::from_args(&args(&[("threads", "2")]), &usable()).expect("valid");
-        assert_eq!(settings.producer_cpus, vec![0, 1]);
-        assert_eq!(
-            settings.peer_workers, 4,
-            "peers keep one worker per usable CPU"
-        );
-    }
-
-    #[test]
-    fn the_locked_queue_reference_is_measured_only_when_asked_for() {
-        let settings = Settings::from_args(
-            &args(&[("scopes", "cache_shard"), ("peers", "mutex,channel")]),
-            &usable(),
-        )
-        .expect("valid");
-        let names: Vec<String> = settings
-            .systems
-            .iter()
-            .map(|s| s.label(false, false))
-            .collect();
-        assert_eq!(names, ["cache_shard", "mutex", "channel"]);
-    }
-
-    #[test]
-    fn sweep_expands_cache_shard_in_place() {
-        let settings = Settings::from_args(
-            &args(&[
-                ("scopes", "cpu,cache_shard,system"),
-                ("peers", "none"),
-                ("sweep", "shard-size=2,4"),
-            ]),
-            &usable(),
-        )
-        .expect("valid");
-        let names: Vec<String> = settings
-            .systems
-            .iter()
-            .map(|s| s.label(settings.sweeping, settings.show_pull()))
-            .collect();
-        assert_eq!(names, ["cpu", "cache_shard/2", "cache_shard/4", "system"]);
-    }
-
-    #[test]
-    fn bad_values_name_the_value_and_the_choices() {
-        let message = usage(&[("threads", "0")]);
-        assert!(
-            message.starts_with("--threads 0") && message.contains("1 to 4"),
-            "{message}"
-        );
-        let message = usage(&[("threads", "5")]);
-        assert!(
-            message.contains("--threads 5") && message.contains("1 to 4"),
-            "{message}"
-        );
-        assert!(usage(&[("threads", "two")]).contains("'two'"));
-        assert!(usage(&[("items", "0")]).starts_with("--items 0"));
-        assert!(usage(&[("runs", "0")]).starts_with("--runs 0"));
-        let message = usage(&[("workload", "burst")]);
-        assert!(
-            message.contains("'burst'") && message.contains("queue, flood, skew, fanout, rpc"),
-            "{message}"
-        );
-        for bad in ["yes", "on,maybe", "", " , ", "On"] {
-            let message = usage(&[("pull", bad)]);
-            assert!(
-                message.starts_with(&format!("--pull '{bad}'"))
-                    && message.contains("expected on, off, or on,off"),
-                "{message}"
-            );
-        }
-        let message = usage(&[("scopes", "cpu,Cache")]);
-        assert!(
-            message.contains("'Cache'") && message.contains("cache_shard"),
-            "{message}"
-        );
-        let message = usage(&[("peers", "tokio,glommio")]);
-        assert!(
-            message.contains("'glommio'") && message.contains("rayon"),
-            "{message}"
-        );
-        assert!(usage(&[("sweep", "shard-size=4"), ("scopes", "cpu")]).contains("cache_shard"));
-        assert!(usage(&[("plot", "out.png")]).contains("out.png"));
-        assert!(usage(&[("scopes", ""), ("peers", "none")]).contains("nothing to measure"));
-        for message in [
-            usage(&[("threads", "0")]),
-            usage(&[("sweep", "size=1")]),
-            usage(&[("pull", "sometimes")]),
-        ] {
-            assert!(!message.contains('\n'), "one line: {message}");
-        }
-    }
-}
+mod tests;

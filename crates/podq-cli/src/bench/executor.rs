@@ -44,6 +44,13 @@ pub(crate) trait Executor: Sync {
     /// Queues a one-shot closure; `false` when the system refused it.
     fn spawn<F: FnOnce() + Send + 'static>(&self, job: F) -> bool;
 
+    /// Queues a one-shot closure that blocks (sleeps in a system call); `false` when the
+    /// system refused it. The systems with a separate way for blocking work use it (tokio's
+    /// `spawn_blocking`); the others queue it as any item.
+    fn spawn_blocking<F: FnOnce() + Send + 'static>(&self, job: F) -> bool {
+        self.spawn(job)
+    }
+
     /// Waits until everything queued so far has finished (part of the measured wall time).
     fn quiesce(&self) {}
 }

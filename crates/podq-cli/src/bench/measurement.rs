@@ -39,8 +39,13 @@ pub(crate) struct Measurement {
     /// From just before the queue call to the item starting (the open loops), or to the next
     /// hop starting (rpc).
     pub(crate) queue_to_start: Option<Percentiles>,
+    /// From just before the queue call to the start, of the short items alone (blocking
+    /// only).
+    pub(crate) short_start: Option<Percentiles>,
     /// Round trips completed, counted by the items (rpc only).
     pub(crate) round_trips: Option<u64>,
+    /// Items that blocked, counted by the items (blocking only).
+    pub(crate) blocking_items: Option<u64>,
     /// Pools serving the workqueue (podq only).
     pub(crate) pools: Option<usize>,
     /// Worker threads created during the run (podq), or started for it (peers).
@@ -49,6 +54,10 @@ pub(crate) struct Measurement {
     pub(crate) lock_contended: Option<u64>,
     /// Items run by a worker of another pool than the one they were queued on (podq only).
     pub(crate) pulled: Option<u64>,
+    /// Times a busy worker was seen blocked in its item (podq only).
+    pub(crate) seen_blocked: Option<u64>,
+    /// Workers started because busy ones were blocked (podq only).
+    pub(crate) started_for_blocked: Option<u64>,
 }
 
 impl Measurement {
@@ -84,8 +93,12 @@ pub(crate) struct Summary {
     pub(crate) queue: Percentiles,
     /// Median of each queue-to-start (or per-hop) percentile.
     pub(crate) queue_to_start: Option<Percentiles>,
+    /// Median of each percentile of the short items' queue-to-start (blocking only).
+    pub(crate) short_start: Option<Percentiles>,
     /// Median count of round trips (rpc only).
     pub(crate) round_trips: Option<u64>,
+    /// Median count of items that blocked (blocking only).
+    pub(crate) blocking_items: Option<u64>,
     /// Median pool count.
     pub(crate) pools: Option<usize>,
     /// Median worker count.
@@ -94,6 +107,10 @@ pub(crate) struct Summary {
     pub(crate) lock_contended: Option<u64>,
     /// Median count of pulled items.
     pub(crate) pulled: Option<u64>,
+    /// Median count of busy workers seen blocked.
+    pub(crate) seen_blocked: Option<u64>,
+    /// Median count of workers started for blocked ones.
+    pub(crate) started_for_blocked: Option<u64>,
 }
 
 impl Summary {
@@ -117,11 +134,15 @@ impl Summary {
             items_per_sec_max: ips.iter().copied().fold(f64::NEG_INFINITY, f64::max),
             queue: percentiles(&|m| Some(m.queue)).unwrap_or(first.queue),
             queue_to_start: percentiles(&|m| m.queue_to_start),
+            short_start: percentiles(&|m| m.short_start),
             round_trips: median_of(runs, |m| m.round_trips),
+            blocking_items: median_of(runs, |m| m.blocking_items),
             pools: median_of(runs, |m| m.pools.map(|p| p as u64)).map(|p| p as usize),
             workers: median_of(runs, |m| m.workers),
             lock_contended: median_of(runs, |m| m.lock_contended),
             pulled: median_of(runs, |m| m.pulled),
+            seen_blocked: median_of(runs, |m| m.seen_blocked),
+            started_for_blocked: median_of(runs, |m| m.started_for_blocked),
         })
     }
 }

@@ -2,12 +2,13 @@
 //!
 //! For every workload, configuration (a podq scope, shard size and pull setting, or a peer
 //! runtime) and run, one fresh system is built, driven through the same loop by pinned producer
-//! threads ([`harness`]), measured ([`queue`], [`flood`] and `skew`, [`fanout`], [`rpc`]) and
-//! dropped. Runs go round-robin over the configurations so that a slow drift of the machine
-//! touches them all alike. The report ([`report`]) gives the kernel's lines, an aligned table
+//! threads ([`harness`]), measured ([`queue`], [`flood`] and `skew`, [`fanout`], [`rpc`],
+//! [`blocking`]) and dropped. Runs go round-robin over the configurations so that a slow drift
+//! of the machine touches them all alike. The report ([`report`]) gives the kernel's lines, an aligned table
 //! and the machine, or JSON.
 
 mod args;
+mod blocking;
 mod executor;
 mod fanout;
 mod flood;
@@ -141,6 +142,8 @@ fn measure(
             measurement.workers = Some(counts.workers_created);
             measurement.lock_contended = Some(counts.lock_contended);
             measurement.pulled = Some(counts.pulled);
+            measurement.seen_blocked = Some(counts.seen_blocked);
+            measurement.started_for_blocked = Some(counts.started_for_blocked);
             Ok(measurement)
         }
         System::Peer(Peer::Tokio) => peer_run(&TokioPeer::new(workers)?, workload, settings),
@@ -177,5 +180,6 @@ fn drive<E: Executor>(
         Workload::Flood | Workload::Skew => flood::run(executor, cpus, items, work),
         Workload::Fanout => fanout::run(executor, cpus, items, work),
         Workload::Rpc => rpc::run(executor, cpus, items, work),
+        Workload::Blocking => blocking::run(executor, cpus, items, work, settings.mix),
     }
 }

@@ -94,6 +94,12 @@ fn heading(workload: Workload, settings: &Settings) -> String {
             "{} (producers on {on} {cpus}) x {items} round trips",
             plural(count, "pair")
         ),
+        Workload::Blocking => format!(
+            "{} ({on} {cpus}) x {items} items, one in {} blocking for {} us",
+            plural(count, "producer thread"),
+            settings.mix.every,
+            settings.mix.block_us()
+        ),
     };
     format!(
         "{}: {what}, peers with {} workers{work}, {runs}",
@@ -105,11 +111,19 @@ fn heading(workload: Workload, settings: &Settings) -> String {
 /// The kernel's format, tab-separated:
 /// `cache_shard      3629098 items/sec<TAB>p50=6080<TAB>p90=8896<TAB>p95=9728 ns`
 /// (the open loops show p50/p99 and the queue-to-start p50/p99 instead; rpc shows round
-/// trips/sec, p50/p99 and the per-hop p50/p99).
+/// trips/sec, p50/p99 and the per-hop p50/p99; blocking shows p50/p99 and the short items'
+/// queue-to-start p50/p99).
 /// The label takes `width` characters.
 fn kernel_line(row: &Row, settings: &Settings, width: usize) -> String {
     let s = &row.summary;
     let label = row.label(settings);
+    if let Some(short) = s.short_start {
+        return format!(
+            "{label:<width$}{:>12.0} items/sec\tp50={}\tp99={}\tshort_start_p50={}\t\
+             short_start_p99={} ns",
+            s.items_per_sec, s.queue.p50, s.queue.p99, short.p50, short.p99
+        );
+    }
     match (s.queue_to_start, row.round_trips_per_sec()) {
         (None, _) => format!(
             "{label:<width$}{:>12.0} items/sec\tp50={}\tp90={}\tp95={} ns",
@@ -149,8 +163,19 @@ fn table(workload: Workload, rows: &[&Row], settings: &Settings) -> String {
             "hop p50",
             "hop p99",
         ]),
+        Shape::Mixed => header.extend([
+            "items/sec",
+            "min-max",
+            "p50 ns",
+            "p99 ns",
+            "short start p50",
+            "short start p99",
+        ]),
     }
     header.extend(["pulled", "pools", "workers"]);
+    if shape == Shape::Mixed {
+        header.push("seen blocked");
+    }
     let dash = || "-".to_owned();
     let mut cells: Vec<Vec<String>> = vec![header.iter().map(|h| (*h).to_owned()).collect()];
     for row in rows {
@@ -171,8 +196,12 @@ fn table(workload: Workload, rows: &[&Row], settings: &Settings) -> String {
                 s.items_per_sec_max * scale
             ),
         ];
-        match (shape, s.queue_to_start) {
-            (Shape::Open | Shape::RoundTrips, Some(start)) => line.extend([
+        let start = match shape {
+            Shape::Mixed => s.short_start,
+            Shape::Closed | Shape::Open | Shape::RoundTrips => s.queue_to_start,
+        };
+        match (shape, start) {
+            (Shape::Open | Shape::RoundTrips | Shape::Mixed, Some(start)) => line.extend([
                 s.queue.p50.to_string(),
                 s.queue.p99.to_string(),
                 start.p50.to_string(),
@@ -187,6 +216,9 @@ fn table(workload: Workload, rows: &[&Row], settings: &Settings) -> String {
         line.push(s.pulled.map_or_else(dash, |p| p.to_string()));
         line.push(s.pools.map_or_else(dash, |p| p.to_string()));
         line.push(s.workers.map_or_else(dash, |w| w.to_string()));
+        if shape == Shape::Mixed {
+            line.push(s.seen_blocked.map_or_else(dash, |b| b.to_string()));
+        }
         cells.push(line);
     }
     align(&cells)
@@ -262,9 +294,11 @@ pub(crate) fn json(machine: &Machine, settings: &Settings, rows: &[Row]) -> Valu
     })
 }
 
-/// One result: podq rows carry scope (and shard size for `cache_shard`), pull, pulled and
-/// pools; peers have none of them; the open loops add p99 and the queue-to-start percentiles;
-/// rpc adds p99, the round trips and the per-hop percentiles.
+/// One result: podq rows carry scope (and shard size for `cache_shard`), pull, pulled, pools
+/// and the blocked-worker counts; peers have none of them; the open loops add p99 and the
+/// queue-to-start percentiles; rpc adds p99, the round trips and the per-hop percentiles;
+/// blocking adds what flood does, the mix, the items that blocked and the short items'
+/// queue-to-start percentiles.
 fn json_row(row: &Row, settings: &Settings) -> Value {
     let s = &row.summary;
     let mut value = json!({
@@ -314,6 +348,21 @@ fn json_row(row: &Row, settings: &Settings) -> Value {
         }
         (None, _, _) => {}
     }
+    if let Some(short) = s.short_start {
+        map.insert("block_every".into(), settings.mix.every.into());
+        map.insert("block_us".into(), settings.mix.block_us().into());
+        map.insert("short_start_p50_ns".into(), short.p50.into());
+        map.insert("short_start_p99_ns".into(), short.p99.into());
+    }
+    if let Some(blocking) = s.blocking_items {
+        map.insert("blocking_items".into(), blocking.into());
+    }
+    if let Some(seen) = s.seen_blocked {
+        map.insert("workers_seen_blocked".into(), seen.into());
+    }
+    if let Some(started) = s.started_for_blocked {
+        map.insert("workers_started_for_blocked".into(), started.into());
+    }
     if let Some(pools) = s.pools {
         map.insert("pools".into(), pools.into());
     }
@@ -358,6 +407,68 @@ mod tests {
             kernel_line(&settings_rows, &settings, KERNEL_LABEL_WIDTH),
             "cache_shard      3629098 items/sec\tp50=6080\tp90=8896\tp95=9728 ns"
         );
+    }
+
+    #[test]
+    fn blocking_rows_show_the_short_items_starts_and_the_mix() {
+        let start = |p50, p99| Percentiles {
+            p50,
+            p90: p99,
+            p95: p99,
+            p99,
+        };
+        let row = Row {
+            workload: Workload::Blocking,
+            system: System::Podq {
+                scope: podq::AffinityScope::System,
+                shard_size: 8,
+                pull: true,
+            },
+            summary: Summary {
+                runs: 1,
+                items_per_sec: 1000.0,
+                queue: start(90, 900),
+                queue_to_start: Some(start(5_000, 9_000)),
+                short_start: Some(start(700, 7_000)),
+                blocking_items: Some(4),
+                seen_blocked: Some(3),
+                started_for_blocked: Some(2),
+                ..Summary::default()
+            },
+        };
+        let mut settings = test_settings();
+        settings.workloads = vec![Workload::Blocking];
+        settings.mix.every = 5;
+        assert_eq!(
+            kernel_line(&row, &settings, KERNEL_LABEL_WIDTH),
+            "system              1000 items/sec\tp50=90\tp99=900\tshort_start_p50=700\t\
+             short_start_p99=7000 ns"
+        );
+        let table = table(Workload::Blocking, &[&row], &settings);
+        let header = table.lines().next().expect("a header");
+        assert!(
+            header.contains("short start p50  short start p99"),
+            "{table}"
+        );
+        assert!(header.ends_with("seen blocked"), "{table}");
+        assert!(table
+            .lines()
+            .nth(1)
+            .is_some_and(|l| l.contains("  700  ") && l.ends_with(" 3")));
+        let json = json_row(&row, &settings);
+        for (field, value) in [
+            ("block_every", 5),
+            ("block_us", 1000),
+            ("blocking_items", 4),
+            ("short_start_p50_ns", 700),
+            ("short_start_p99_ns", 7000),
+            ("queue_to_start_p50_ns", 5000),
+            ("p99_ns", 900),
+            ("workers_seen_blocked", 3),
+            ("workers_started_for_blocked", 2),
+        ] {
+            assert_eq!(json[field], value, "{field} in {json}");
+        }
     }
 
     #[test]
@@ -415,6 +526,7 @@ mod tests {
             items: 10,
             runs: 1,
             work_ns: None,
+            mix: crate::bench::blocking::Mix::default(),
             plot: None,
             json: false,
         }

@@ -108,6 +108,20 @@ impl Tally {
     pub(crate) fn record_into(&self, histogram: &mut Histogram<u64>) {
         record_slots(&self.queue_to_start_ns, histogram);
     }
+
+    /// Records the queue-to-start time of every item `n` for which `keep(n)` holds into
+    /// `histogram`; call after [`Tally::wait_all_run`].
+    pub(crate) fn record_into_if(
+        &self,
+        histogram: &mut Histogram<u64>,
+        keep: impl Fn(usize) -> bool,
+    ) {
+        for (n, slot) in self.queue_to_start_ns.iter().enumerate() {
+            if keep(n) {
+                histogram.saturating_record(slot.load(Ordering::Relaxed));
+            }
+        }
+    }
 }
 
 /// `count` zeroed slots of one time each, in nanoseconds, or an error naming `workload` and

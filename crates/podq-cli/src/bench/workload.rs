@@ -24,16 +24,20 @@ pub(crate) enum Workload {
     /// Request/response ([`rpc`](super::rpc)): pairs of items queueing each other for many
     /// round trips with little work each.
     Rpc,
+    /// Flood's open loop with one item in N that blocks ([`blocking`](super::blocking)):
+    /// whether blocked items hold up the short ones.
+    Blocking,
 }
 
 impl Workload {
     /// Every workload, in the order `--workload all` measures them.
-    pub(crate) const ALL: [Workload; 5] = [
+    pub(crate) const ALL: [Workload; 6] = [
         Workload::Queue,
         Workload::Flood,
         Workload::Skew,
         Workload::Fanout,
         Workload::Rpc,
+        Workload::Blocking,
     ];
 
     /// The name on the command line and in the JSON.
@@ -44,6 +48,7 @@ impl Workload {
             Workload::Skew => "skew",
             Workload::Fanout => "fanout",
             Workload::Rpc => "rpc",
+            Workload::Blocking => "blocking",
         }
     }
 
@@ -70,11 +75,12 @@ impl Workload {
     }
 
     /// Busy-wait per item when `--work-ns` is not given: [`CPU_BOUND_WORK_NS`] for `skew` and
-    /// `fanout`, none for the others.
+    /// `fanout`, none for the others (for `blocking`, the short items'; the blocking ones only
+    /// sleep).
     pub(crate) fn default_work_ns(self) -> u64 {
         match self {
             Workload::Skew | Workload::Fanout => CPU_BOUND_WORK_NS,
-            Workload::Queue | Workload::Flood | Workload::Rpc => 0,
+            Workload::Queue | Workload::Flood | Workload::Rpc | Workload::Blocking => 0,
         }
     }
 
@@ -83,7 +89,11 @@ impl Workload {
     pub(crate) fn producer_cpus(self, cpus: &[usize]) -> &[usize] {
         match self {
             Workload::Skew => &cpus[..cpus.len().min(1)],
-            Workload::Queue | Workload::Flood | Workload::Fanout | Workload::Rpc => cpus,
+            Workload::Queue
+            | Workload::Flood
+            | Workload::Fanout
+            | Workload::Rpc
+            | Workload::Blocking => cpus,
         }
     }
 
@@ -93,6 +103,7 @@ impl Workload {
             Workload::Queue => Shape::Closed,
             Workload::Flood | Workload::Skew | Workload::Fanout => Shape::Open,
             Workload::Rpc => Shape::RoundTrips,
+            Workload::Blocking => Shape::Mixed,
         }
     }
 }
@@ -106,6 +117,8 @@ pub(crate) enum Shape {
     Open,
     /// Round trips per second, the queue call's p50/p99 and the per-hop p50/p99.
     RoundTrips,
+    /// The queue call's p50/p99 and the short items' queue-to-start p50/p99.
+    Mixed,
 }
 
 #[cfg(test)]
@@ -122,7 +135,8 @@ mod tests {
             panic!("names are case-sensitive");
         };
         assert!(
-            message.contains("'Skew'") && message.contains("queue, flood, skew, fanout, rpc, all"),
+            message.contains("'Skew'")
+                && message.contains("queue, flood, skew, fanout, rpc, blocking, all"),
             "{message}"
         );
     }
@@ -133,7 +147,7 @@ mod tests {
             .into_iter()
             .map(Workload::default_work_ns)
             .collect();
-        assert_eq!(defaults, [0, 0, 10_000, 10_000, 0]);
+        assert_eq!(defaults, [0, 0, 10_000, 10_000, 0, 0]);
     }
 
     #[test]

@@ -19,6 +19,10 @@ pub(crate) struct PoolCounts {
     pub(crate) lock_contended: u64,
     /// Items queued on one of the pools that a worker of another pool pulled and ran.
     pub(crate) pulled: u64,
+    /// Times a busy worker was seen blocked in its item.
+    pub(crate) seen_blocked: u64,
+    /// Workers started because busy ones were blocked.
+    pub(crate) started_for_blocked: u64,
 }
 
 /// A podq workqueue built for one measurement.
@@ -49,7 +53,8 @@ impl PodqExecutor {
     }
 
     /// What the runtime reports about the run: pools serving the workqueue, workers they
-    /// created, how often a pool lock was found held, and how many items were pulled.
+    /// created, how often a pool lock was found held, how many items were pulled, and how
+    /// often busy workers were seen blocked and workers started for them.
     pub(crate) fn pool_counts(&self) -> PoolCounts {
         let stats = self.wq.stats();
         let sum = |count: fn(&podq::PoolStats) -> u64| stats.pools.iter().map(count).sum();
@@ -58,6 +63,8 @@ impl PodqExecutor {
             workers_created: sum(|pool| pool.workers_created),
             lock_contended: sum(|pool| pool.lock_contended),
             pulled: sum(|pool| pool.pulled_out),
+            seen_blocked: sum(|pool| pool.workers_seen_blocked),
+            started_for_blocked: sum(|pool| pool.workers_started_for_blocked),
         }
     }
 

@@ -30,6 +30,12 @@ pub(crate) trait Spawner: Sync {
     /// Runs `job` on one of the runtime's workers; `false` when the runtime refused it.
     fn spawn_job<F: FnOnce() + Send + 'static>(&self, job: F) -> bool;
 
+    /// Runs `job`, which blocks, where the runtime runs blocking work: by default on its
+    /// workers, as any job; `false` when the runtime refused it.
+    fn spawn_blocking_job<F: FnOnce() + Send + 'static>(&self, job: F) -> bool {
+        self.spawn_job(job)
+    }
+
     /// A handle for work items to queue further jobs with.
     fn spawn_handle(&self) -> Self::Handle;
 }
@@ -53,6 +59,10 @@ impl<S: Spawner> Executor for S {
 
     fn spawn<F: FnOnce() + Send + 'static>(&self, job: F) -> bool {
         self.spawn_job(job)
+    }
+
+    fn spawn_blocking<F: FnOnce() + Send + 'static>(&self, job: F) -> bool {
+        self.spawn_blocking_job(job)
     }
 }
 

@@ -42,6 +42,13 @@ impl Spawner for TokioPeer {
         Spawn::spawn(&self.handle, job)
     }
 
+    /// On the runtime's blocking pool, which starts a thread per blocking job while none is
+    /// idle (up to 512, tokio's default), so that its workers keep running tasks.
+    fn spawn_blocking_job<F: FnOnce() + Send + 'static>(&self, job: F) -> bool {
+        drop(self.handle.spawn_blocking(job));
+        true
+    }
+
     fn spawn_handle(&self) -> Handle {
         self.handle.clone()
     }

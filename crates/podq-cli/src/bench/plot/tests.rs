@@ -14,6 +14,7 @@ fn settings(workloads: Vec<Workload>, sweeping: bool) -> Settings {
         items: 50_000,
         runs: 5,
         work_ns: None,
+        mix: crate::bench::blocking::Mix::default(),
         pulls: vec![true],
         plot: None,
         json: false,
