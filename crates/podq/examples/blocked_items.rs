@@ -1,0 +1,99 @@
+//! How long work waits behind items that block, and how late delayed work fires while they
+//! do: the figures behind `docs/benchmarks.md`, "Items that block".
+//!
+//! ```sh
+//! cargo run --release -p podq --example blocked_items
+//! ```
+//!
+//! For each case, 21 tries: queue N items that sleep (in a blocking call) until the try ends,
+//! then at once one short item, and time from its queue call to its start; or queue a 2 ms
+//! delayed work while 16 items sleep, and time from the call to its run. Prints the median and
+//! the worst try.
+
+use std::sync::mpsc;
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use podq::{DelayedWork, Workqueue};
+
+const TRIES: usize = 21;
+
+/// Queues `blocked` sleeping items on `blockers`, then one short item on `short`; returns the
+/// short item's wait. Every sleeping item must start before the try ends.
+fn one_try(blockers: &Workqueue, short: &Workqueue, blocked: usize) -> Duration {
+    let release = Arc::new(Barrier::new(blocked + 1));
+    for _ in 0..blocked {
+        let release = Arc::clone(&release);
+        blockers.queue(move || {
+            release.wait();
+        });
+    }
+    let (tx, rx) = mpsc::channel();
+    let queued = Instant::now();
+    short.queue(move || {
+        let _ = tx.send(queued.elapsed());
+    });
+    let wait = rx.recv().expect("the short item runs");
+    release.wait();
+    wait
+}
+
+/// A 2 ms delayed work queued while 16 items sleep: how long after the call it ran.
+fn delayed_try(wq: &Workqueue) -> Duration {
+    let release = Arc::new(Barrier::new(17));
+    for _ in 0..16 {
+        let release = Arc::clone(&release);
+        wq.queue(move || {
+            release.wait();
+        });
+    }
+    let (tx, rx) = mpsc::channel();
+    let asked = Instant::now();
+    let work = DelayedWork::new(move || {
+        let _ = tx.send(asked.elapsed());
+    });
+    wq.queue_delayed(&work, Duration::from_millis(2));
+    let fired = rx.recv().expect("the delayed work runs");
+    release.wait();
+    fired
+}
+
+/// Median and worst of `tries`, in milliseconds.
+fn report(what: &str, mut tries: Vec<Duration>) {
+    tries.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    println!(
+        "{what:<44} p50 {:>7.3} ms   worst {:>7.3} ms   ({} tries)",
+        ms(tries[tries.len() / 2]),
+        ms(tries[tries.len() - 1]),
+        tries.len()
+    );
+}
+
+fn main() -> Result<(), podq::Error> {
+    let a = Workqueue::builder("blockers").build()?;
+    let b = Workqueue::builder("short").build()?;
+    for blocked in [2, 8, 32] {
+        let tries = (0..TRIES).map(|_| one_try(&a, &b, blocked)).collect();
+        report(
+            &format!("short item behind {blocked} blocked of another wq"),
+            tries,
+        );
+    }
+    let own = Workqueue::builder("own").build()?;
+    let tries = (0..TRIES).map(|_| one_try(&own, &own, 16)).collect();
+    report("short item behind 16 blocked of its own wq", tries);
+    let delayed = Workqueue::builder("delayed").build()?;
+    let tries = (0..TRIES).map(|_| delayed_try(&delayed)).collect();
+    report("2 ms delayed work while 16 items block", tries);
+    let stats = a.stats();
+    let seen: u64 = stats.pools.iter().map(|p| p.workers_seen_blocked).sum();
+    let started: u64 = stats
+        .pools
+        .iter()
+        .map(|p| p.workers_started_for_blocked)
+        .sum();
+    let workers: usize = stats.pools.iter().map(|p| p.workers).sum();
+    println!("pools of the shared workqueues: {seen} workers seen blocked, {started} started for them, {workers} live");
+    Ok(())
+}
