@@ -27,10 +27,10 @@ use super::growth::{need_more_workers, Limits, Workers};
 pub const BLOCK_CHECK_INTERVAL: Duration = Duration::from_millis(1);
 
 /// How soon the watchdog looks again after a look that started workers for blocked ones:
-/// 100 us. Tasks that block one after another (16 of them queued before a short one) take the
+/// 50 us. Tasks that block one after another (16 of them queued before a short one) take the
 /// new workers, which block in turn; looking again soon gives the tasks behind them a worker
 /// each within about a millisecond instead of one pod's worth per [`BLOCK_CHECK_INTERVAL`].
-pub const BLOCK_RECHECK_INTERVAL: Duration = Duration::from_micros(100);
+pub const BLOCK_RECHECK_INTERVAL: Duration = Duration::from_micros(50);
 
 /// Workers to start in a watched pool whose `blocked` of `busy` workers (running a task) are
 /// found asleep (step D4): enough that the busy workers still running, the spinning, idle and
