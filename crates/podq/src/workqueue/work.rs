@@ -100,7 +100,10 @@ impl Work {
     /// there was nothing to wait for (the item was neither pending nor running).
     ///
     /// Called from the item's own closure, it returns `false` at once: the item cannot wait
-    /// for itself.
+    /// for itself. As with the kernel's `flush_work`, a work item must not flush an item that
+    /// waits behind it on an ordered workqueue (`max_active` 1), or on a pool whose workers
+    /// are all busy and may not grow (`max_workers` reached, one worker): the flushed item
+    /// can only start after the caller returns, so the flush waits forever.
     pub fn flush(&self) -> bool {
         flush_item(&self.inner)
     }
