@@ -10,7 +10,16 @@ pub enum Workload {
     Queue,
     /// Each producer queues all of its items as fast as it can (an open loop).
     Flood,
+    /// The open loop of `Flood` from one producer on the first CPU, whatever
+    /// [`Scenario::threads`] says: work that arrives unevenly, all of it on one pod (run with
+    /// CPU-bound items, [`CPU_BOUND_WORK_NS`], so that pull matters).
+    Skew,
 }
+
+/// Work per item, in nanoseconds, of the CPU-bound workloads (`skew`) when none is given:
+/// 10 us, as `podq bench` uses (long enough that running the items, not queueing them,
+/// decides the rate, so that an idle CPU shows).
+pub const CPU_BOUND_WORK_NS: u64 = 10_000;
 
 impl Workload {
     /// The name on the command line and in the JSON.
@@ -18,6 +27,21 @@ impl Workload {
         match self {
             Workload::Queue => "queue",
             Workload::Flood => "flood",
+            Workload::Skew => "skew",
+        }
+    }
+
+    /// Whether producers queue without waiting for their items (`flood`, `skew`).
+    pub fn is_open(self) -> bool {
+        matches!(self, Workload::Flood | Workload::Skew)
+    }
+
+    /// Work per item when none is given: [`CPU_BOUND_WORK_NS`] for `skew`, none for the
+    /// others.
+    pub fn default_work_ns(self) -> u64 {
+        match self {
+            Workload::Skew => CPU_BOUND_WORK_NS,
+            Workload::Queue | Workload::Flood => 0,
         }
     }
 }
@@ -49,13 +73,19 @@ pub struct Scenario {
     pub items: u64,
     /// Work per item, in nanoseconds.
     pub work_ns: u64,
-    /// The seed of the jitter.
+    /// The seed of the jitter, and of the pull gate's coins.
     pub seed: u64,
+    /// Whether idle workers pull waiting items from sibling pools (podq's pull, modelled
+    /// with `podq::policy::pull`); only a profile whose [`Mechanism::pulls`] may.
+    ///
+    /// [`Mechanism::pulls`]: crate::Mechanism::pulls
+    pub pull: bool,
 }
 
 impl Scenario {
     /// The kernel's test: the `queue` workload, one producer per CPU of a `cpus`-CPU machine,
-    /// 50,000 items each, no work per item, `scope` at the default shard size, seed 1.
+    /// 50,000 items each, no work per item, `scope` at the default shard size, seed 1, no pull
+    /// (the kernel's workqueue has none).
     pub fn kernel_test(scope: AffinityScope, cpus: usize) -> Scenario {
         Scenario {
             workload: Workload::Queue,
@@ -66,6 +96,15 @@ impl Scenario {
             items: 50_000,
             work_ns: 0,
             seed: 1,
+            pull: false,
+        }
+    }
+
+    /// Producer threads: [`Scenario::threads`], or 1 for [`Workload::Skew`].
+    pub fn producers(&self) -> usize {
+        match self.workload {
+            Workload::Skew => 1,
+            Workload::Queue | Workload::Flood => self.threads,
         }
     }
 }

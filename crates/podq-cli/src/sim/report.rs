@@ -2,7 +2,7 @@
 //! `"system": "sim"` and the profile.
 
 use podq::AffinityScope;
-use podq_sim::{Profile, SimMachine, Workload};
+use podq_sim::{Profile, SimMachine};
 use serde_json::{json, Value};
 
 use super::args::Settings;
@@ -86,8 +86,8 @@ impl Report<'_> {
                 out.push_str(&format!(
                     "uncertainty: the order of {} and {} flips with costs moved by up to \
                      {percent}%\n",
-                    self.rows[a].label(self.sweeping()),
-                    self.rows[b].label(self.sweeping())
+                    self.rows[a].label(self.sweeping(), self.settings.show_pull),
+                    self.rows[b].label(self.sweeping(), self.settings.show_pull)
                 ));
             }
         }
@@ -102,7 +102,7 @@ impl Report<'_> {
         let o = &row.outcome;
         let head = format!(
             "{:<12}{:>12.0} items/sec",
-            row.label(self.sweeping()),
+            row.label(self.sweeping(), self.settings.show_pull),
             o.items_per_sec
         );
         let mut line = match o.queue_to_start {
@@ -156,6 +156,7 @@ impl Report<'_> {
                 "threads": self.rows.first().map_or(0, |r| r.scenario.threads),
                 "items_per_thread": self.settings.items,
                 "work_ns": self.settings.work_ns,
+                "pull": self.settings.pulls.iter().map(|&p| if p { "on" } else { "off" }).collect::<Vec<_>>(),
                 "seed": self.settings.seed,
                 "profile": self.profile.name,
                 "uncertainty_percent": self.settings.uncertainty,
@@ -191,6 +192,8 @@ impl Report<'_> {
             "workers": o.workers,
             "lock_contended": o.lock_contended,
             "seed": s.seed,
+            "pull": if s.pull { "on" } else { "off" },
+            "pulled": o.pull.pulled,
         });
         let Value::Object(map) = &mut value else {
             unreachable!("json! of an object literal")
@@ -198,7 +201,22 @@ impl Report<'_> {
         if s.scope == AffinityScope::CacheShard {
             map.insert("shard_size".into(), s.shard_size.into());
         }
-        if let (Workload::Flood, Some(start)) = (s.workload, o.queue_to_start) {
+        if s.pull {
+            let c = &o.pull;
+            map.insert(
+                "pull_counts".into(),
+                json!({
+                    "offers": c.offers,
+                    "kicks": c.kicks,
+                    "idle_entries": c.idle_entries,
+                    "searches": c.searches,
+                    "found": c.found,
+                    "gated": c.gated,
+                    "capped": c.capped,
+                }),
+            );
+        }
+        if let (true, Some(start)) = (s.workload.is_open(), o.queue_to_start) {
             map.insert("p99_ns".into(), o.queue.p99.into());
             map.insert("queue_to_start_p50_ns".into(), start.p50.into());
             map.insert("queue_to_start_p99_ns".into(), start.p99.into());
@@ -208,8 +226,8 @@ impl Report<'_> {
                 .flips
                 .iter()
                 .filter_map(|&(a, b)| match (a == index, b == index) {
-                    (true, _) => Some(self.rows[b].label(self.sweeping())),
-                    (_, true) => Some(self.rows[a].label(self.sweeping())),
+                    (true, _) => Some(self.rows[b].label(self.sweeping(), self.settings.show_pull)),
+                    (_, true) => Some(self.rows[a].label(self.sweeping(), self.settings.show_pull)),
                     _ => None,
                 })
                 .collect();

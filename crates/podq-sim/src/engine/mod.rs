@@ -15,6 +15,7 @@
 
 mod cpus;
 mod locks;
+mod pull;
 mod threads;
 
 use std::cmp::Reverse;
@@ -26,6 +27,7 @@ use podq::{AffinityScope, Pods};
 
 use self::cpus::{mask_of, Cpu, Mask};
 use self::locks::Lock;
+use self::pull::PullGroup;
 use self::threads::{Role, Thread};
 use crate::cost::Costs;
 use crate::machine::SimMachine;
@@ -153,6 +155,8 @@ struct Engine<'m> {
     contended: u64,
     /// Events processed.
     events: u64,
+    /// Pull's state, when the scenario pulls and the scope has two pools or more.
+    pull: Option<PullGroup>,
 }
 
 /// Simulates `scenario` on `machine` with `profile`.
@@ -160,7 +164,7 @@ struct Engine<'m> {
 /// # Errors
 ///
 /// [`SimError::Threads`] for no producer or more producers than CPUs, [`SimError::Items`] for
-/// no item, [`SimError::Pods`] when the scope's pods cannot be formed (a shard size of 0), and
+/// no item, [`SimError::NoPull`] for pull with a profile that has none, [`SimError::Pods`] when the scope's pods cannot be formed (a shard size of 0), and
 /// [`SimError::Stuck`] when the run stops with items outstanding (a bug in the model).
 pub fn simulate(
     machine: &SimMachine,
@@ -176,6 +180,11 @@ pub fn simulate(
     }
     if scenario.items == 0 {
         return Err(SimError::Items);
+    }
+    if scenario.pull && !profile.mechanism.pulls {
+        return Err(SimError::NoPull {
+            profile: profile.name,
+        });
     }
     let topo = machine.topology();
     let pods = match (scenario.scope, scenario.shard_rule) {
@@ -202,7 +211,8 @@ impl<'m> Engine<'m> {
         placement: &Placement,
     ) -> Engine<'m> {
         let n = machine.len();
-        let total_items = scenario.items * scenario.threads as u64;
+        let producers = scenario.producers();
+        let total_items = scenario.items * producers as u64;
         let mut engine = Engine {
             machine,
             costs: profile.costs.scaled(machine.platform().software_factor),
@@ -220,21 +230,26 @@ impl<'m> Engine<'m> {
             pools: Vec::new(),
             latencies: Vec::with_capacity(usize::try_from(total_items).unwrap_or(0)),
             starts: Vec::new(),
-            producers_left: scenario.threads,
+            producers_left: producers,
             items_done: 0,
             total_items,
             end: None,
             workers_started: 0,
             contended: 0,
             events: 0,
+            pull: if scenario.pull {
+                PullGroup::new(pods)
+            } else {
+                None
+            },
         };
-        if scenario.workload == Workload::Flood {
+        if scenario.workload.is_open() {
             engine.starts.reserve(engine.latencies.capacity());
         }
         for pod in pods.pods() {
             engine.add_pool(pod.cpus().iter());
         }
-        for cpu in 0..scenario.threads {
+        for cpu in 0..producers {
             let pool = placement.pod_for(Some(machine.id(cpu)), || 0);
             let tid = engine.new_thread(Thread::producer(cpu, pool, scenario.items));
             engine.run_on(tid, cpu, 0.0);
@@ -348,9 +363,10 @@ impl<'m> Engine<'m> {
     /// The outcome, once the run has ended.
     fn outcome(&mut self, pools: usize) -> Outcome {
         let end = self.end.unwrap_or(self.now).max(1);
-        let queue_to_start = match self.workload {
-            Workload::Flood => Some(Percentiles::of(&mut self.starts)),
-            Workload::Queue => None,
+        let queue_to_start = if self.workload.is_open() {
+            Some(Percentiles::of(&mut self.starts))
+        } else {
+            None
         };
         Outcome {
             items_per_sec: self.total_items as f64 * 1e9 / end as f64,
@@ -361,6 +377,7 @@ impl<'m> Engine<'m> {
             lock_contended: self.contended,
             simulated_ns: end,
             events: self.events,
+            pull: self.pull.as_ref().map(|g| g.counts).unwrap_or_default(),
         }
     }
 
@@ -397,13 +414,7 @@ impl<'m> Engine<'m> {
             return None;
         }
         if growth::wakes(w) {
-            let worker = p.idle.pop().expect("the idle count matches the idle stack");
-            p.workers.idle -= 1;
-            p.workers.coming += 1;
-            if let Role::Worker { coming, .. } = &mut self.threads[worker as usize].role {
-                *coming = true;
-            }
-            return Some(Action::Wake(worker));
+            return Some(Action::Wake(self.take_idle(pool)));
         }
         match growth::grow(w, p.queue.len(), spinners, p.limits) {
             Grow::Spawn => {
@@ -419,6 +430,19 @@ impl<'m> Engine<'m> {
             }
             Grow::No => None,
         }
+    }
+
+    /// Takes the most recently parked worker of `pool` off its idle stack, counted as coming;
+    /// it asks its siblings once more if it finds its queue empty (a kick woke it for that).
+    fn take_idle(&mut self, pool: usize) -> u32 {
+        let p = &mut self.pools[pool];
+        let worker = p.idle.pop().expect("the idle count matches the idle stack");
+        p.workers.idle -= 1;
+        p.workers.coming += 1;
+        if let Role::Worker { coming, asked, .. } = &mut self.threads[worker as usize].role {
+            (*coming, *asked) = (true, false);
+        }
+        worker
     }
 
     /// Schedules the watchdog's next look at `pool`.

@@ -1,6 +1,7 @@
 //! The threads' programs: a producer's queue calls and a worker's loop, as state machines the
 //! engine steps through, one event at a time.
 
+use super::pull::Search;
 use super::{Action, Engine, Item};
 use crate::scenario::Workload;
 
@@ -21,6 +22,8 @@ pub(super) enum Role {
         waiting: bool,
         /// The action its critical section decided.
         action: Option<Action>,
+        /// Its push had the watchdog watch the pool (an offer, step O1, even with one item).
+        watch: bool,
     },
     /// A worker of one pool.
     Worker {
@@ -32,6 +35,12 @@ pub(super) enum Role {
         coming: bool,
         /// Has spun since it last took an item (so it parks when it finds none).
         spun: bool,
+        /// Has asked its siblings since it last took an item (W7p, once per empty queue).
+        asked: bool,
+        /// The item it took last was pulled from a sibling (it then asks again at once).
+        pulled: bool,
+        /// Its search of the siblings, while it searches.
+        search: Search,
         /// The action its critical section decided.
         action: Option<Action>,
     },
@@ -69,6 +78,14 @@ pub(super) enum Phase {
     SpinRelease,
     /// Worker (podq): spinning; resumed when a push finds it or the spin is over.
     Spin,
+    /// Worker (pull): unlock its queue, found empty, and ask its siblings (W7p).
+    PullRelease,
+    /// Worker (pull): searching the siblings that offer work, level by level.
+    Search,
+    /// Worker (pull): take a sibling's head lock to take its oldest item.
+    Steal,
+    /// Worker (pull): unlock the sibling's head lock; run the item, or search on.
+    StealRelease,
 }
 
 /// One simulated thread.
@@ -100,6 +117,7 @@ impl Thread {
                 done: false,
                 waiting: false,
                 action: None,
+                watch: false,
             },
             phase: Phase::Start,
             cpu: cpu as u32,
@@ -117,6 +135,9 @@ impl Thread {
                 item: None,
                 coming: false,
                 spun: false,
+                asked: false,
+                pulled: false,
+                search: Search::default(),
                 action: None,
             },
             phase: Phase::Take,
@@ -166,13 +187,22 @@ impl Engine<'_> {
                         let spinners = p.spinners.len();
                         let left_to_spinners = spinners > 0
                             && podq::policy::growth::spinners_take(p.queue.len(), spinners);
-                        if podq::policy::growth::wants_help(p.workers, p.limits)
-                            && !left_to_spinners
-                        {
+                        if left_to_spinners {
+                            self.set_phase(tid, Phase::Queued);
+                            continue;
+                        }
+                        if podq::policy::growth::wants_help(p.workers, p.limits) {
                             self.set_phase(tid, Phase::Help);
                             continue;
                         }
+                        // Every worker busy (P4's `Busy`): the pool may offer (O1).
+                        let waiting = p.queue.len();
+                        let cost = self.offer(pool as usize, waiting, false, cpu);
                         self.set_phase(tid, Phase::Queued);
+                        if cost > 0.0 {
+                            self.after(tid, cost);
+                            return;
+                        }
                         continue;
                     }
                     self.clear_action(tid);
@@ -188,11 +218,23 @@ impl Engine<'_> {
                     self.acquire(tid, lock);
                     return;
                 }
-                (Role::Producer { pool, action, .. }, Phase::HelpRelease) => {
+                (
+                    Role::Producer {
+                        pool,
+                        action,
+                        watch,
+                        ..
+                    },
+                    Phase::HelpRelease,
+                ) => {
                     let lock = self.pools[pool as usize].synced;
                     self.release(tid, lock);
                     self.clear_action(tid);
-                    let extra = self.perform(action, pool as usize, cpu, true);
+                    let mut extra = self.perform(action, pool as usize, cpu, true);
+                    if watch {
+                        let waiting = self.pools[pool as usize].queue.len();
+                        extra += self.offer(pool as usize, waiting, true, cpu);
+                    }
                     self.set_phase(tid, Phase::Queued);
                     if extra > 0.0 {
                         self.after(tid, extra);
@@ -239,10 +281,7 @@ impl Engine<'_> {
                     self.release(tid, lock);
                     self.clear_action(tid);
                     let extra = self.perform(action, pool as usize, cpu, false);
-                    if let (Workload::Flood, Some(item)) = (self.workload, item) {
-                        let waited = u32::try_from(self.now - item.queued_at).unwrap_or(u32::MAX);
-                        self.starts.push(waited);
-                    }
+                    self.record_start(item);
                     self.set_phase(tid, Phase::Ran);
                     self.after(tid, extra + self.costs.worker_item_ns + self.work_ns);
                     return;
@@ -265,7 +304,7 @@ impl Engine<'_> {
                                 return;
                             }
                         }
-                        Workload::Flood => {
+                        Workload::Flood | Workload::Skew => {
                             if self.items_done == self.total_items {
                                 self.end = Some(self.now);
                                 return;
@@ -304,6 +343,60 @@ impl Engine<'_> {
                     self.block(tid);
                     return;
                 }
+                (Role::Worker { pool, .. }, Phase::PullRelease) => {
+                    let lock = self.pools[pool as usize].head;
+                    self.release(tid, lock);
+                    self.idle_entry(tid, pool as usize);
+                    return;
+                }
+                (Role::Worker { pool, .. }, Phase::Search) => {
+                    if self.search_on(tid, pool as usize) {
+                        return;
+                    }
+                    self.set_phase(tid, Phase::Take);
+                }
+                (
+                    Role::Worker {
+                        pool,
+                        item,
+                        action,
+                        search,
+                        ..
+                    },
+                    Phase::StealRelease,
+                ) => {
+                    let victim = search.victim as usize;
+                    let lock = self.pools[victim].head;
+                    self.release(tid, lock);
+                    let Some(taken) = item else {
+                        // The sibling was empty: on to the next one.
+                        self.set_phase(tid, Phase::Search);
+                        continue;
+                    };
+                    self.clear_action(tid);
+                    let extra = self.perform(action, victim, cpu, false);
+                    let level = self.search_level(tid);
+                    self.end_level(pool as usize, level, true);
+                    if let Role::Worker {
+                        spun,
+                        asked,
+                        pulled,
+                        ..
+                    } = &mut self.threads[tid as usize].role
+                    {
+                        (*spun, *asked, *pulled) = (false, false, true);
+                    }
+                    self.record_start(item);
+                    // The item's line comes from the CPU that queued it.
+                    let from = self.threads[taken.producer as usize].cpu as usize;
+                    let line = self
+                        .machine
+                        .platform()
+                        .at(self.machine.distance(from, cpu as usize));
+                    self.set_phase(tid, Phase::Ran);
+                    self.after(tid, extra + line + self.costs.worker_item_ns + self.work_ns);
+                    return;
+                }
                 (role, phase) => unreachable!("{role:?} is never resumed in {phase:?}"),
             }
         }
@@ -333,7 +426,12 @@ impl Engine<'_> {
                 cs + self.wake_inside(action)
             }
             (Role::Producer { pool, .. }, Phase::Help) => {
+                let was_watched = self.pools[pool as usize].workers.watched;
                 let action = self.decide(pool as usize);
+                let watch = !was_watched && self.pools[pool as usize].workers.watched;
+                if let Role::Producer { watch: w, .. } = &mut self.threads[tid as usize].role {
+                    *w = watch;
+                }
                 self.set_action(tid, action);
                 self.set_phase(tid, Phase::HelpRelease);
                 cs + self.wake_inside(action)
@@ -363,26 +461,33 @@ impl Engine<'_> {
                         action = self.decide(pool as usize);
                     }
                     Phase::TakeRelease
-                } else if let Some(_other) = self.pull_from(pool as usize) {
-                    unreachable!("pull is not modelled yet: pull_from never names a pool")
-                } else if self.costs.spin_ns > 0.0 && !spun {
-                    Phase::SpinRelease
                 } else {
-                    let p = &mut self.pools[pool as usize];
-                    p.idle.push(tid);
-                    p.workers.idle += 1;
-                    Phase::ParkRelease
+                    // (W2d) Empty: the pool offers no more.
+                    let cpu = self.threads[tid as usize].cpu;
+                    self.withdraw(pool as usize, cpu);
+                    if self.asks_siblings(tid, pool as usize) {
+                        Phase::PullRelease
+                    } else if self.costs.spin_ns > 0.0 && !spun {
+                        Phase::SpinRelease
+                    } else {
+                        let p = &mut self.pools[pool as usize];
+                        p.idle.push(tid);
+                        p.workers.idle += 1;
+                        Phase::ParkRelease
+                    }
                 };
                 if let Role::Worker {
                     item: slot,
                     coming,
                     spun,
+                    asked,
+                    pulled,
                     action: decided,
                     ..
                 } = &mut self.threads[tid as usize].role
                 {
                     if item.is_some() {
-                        *spun = false;
+                        (*spun, *asked, *pulled) = (false, false, false);
                     }
                     *slot = item;
                     *coming = false;
@@ -391,20 +496,21 @@ impl Engine<'_> {
                 self.set_phase(tid, next);
                 cs + self.wake_inside(action)
             }
+            (Role::Worker { .. }, Phase::Steal) => self.steal(tid),
             (role, phase) => unreachable!("{role:?} takes no lock in {phase:?}"),
         }
     }
 
-    /// The pool an idle worker of `pool` pulls from before it spins or parks: the place where
-    /// the pull gate (`podq::policy::pull`, being written) will be asked, with the pools'
-    /// queue lengths and the topology order. Pull is not modelled yet, so no pool is named
-    /// (and `podq sim --pull` is refused).
-    fn pull_from(&self, _pool: usize) -> Option<usize> {
-        None
+    /// Records when an item of an open workload started, from just before its queue call.
+    fn record_start(&mut self, item: Option<Item>) {
+        if let (true, Some(item)) = (self.workload.is_open(), item) {
+            let waited = u32::try_from(self.now - item.queued_at).unwrap_or(u32::MAX);
+            self.starts.push(waited);
+        }
     }
 
     /// The cost inside the lock of carrying out `action` there (the kernel wakes under it).
-    fn wake_inside(&self, action: Option<Action>) -> f64 {
+    pub(super) fn wake_inside(&self, action: Option<Action>) -> f64 {
         match action {
             Some(Action::Wake(_)) if self.mech.wake_under_lock => self.costs.wake_call_ns,
             _ => 0.0,
