@@ -55,7 +55,10 @@ fn the_kernel_profile_has_no_pull() {
     let m = machine("cores=4");
     let s = scenario(Workload::Queue, AffinityScope::Cpu, 4, 10);
     let err = simulate(&m, &Profile::kernel(), &s).unwrap_err();
-    assert!(matches!(err, SimError::NoPull { profile: "kernel" }), "{err}");
+    assert!(
+        matches!(err, SimError::NoPull { profile: "kernel" }),
+        "{err}"
+    );
     let off = Scenario { pull: false, ..s };
     assert!(simulate(&m, &Profile::kernel(), &off).is_ok());
 }
@@ -99,7 +102,10 @@ fn the_gate_closes_when_offers_are_stale() {
     let s = scenario(Workload::Queue, AffinityScope::CacheShard, 16, 2000);
     let c = simulate(&far, &Profile::podq(), &s).unwrap().pull;
     let failed = c.searches - c.found;
-    assert!(failed * 5 >= c.searches, "a fifth of the searches fail: {c:?}");
+    assert!(
+        failed * 5 >= c.searches,
+        "a fifth of the searches fail: {c:?}"
+    );
     assert!(
         c.gated * 5 >= c.searches + c.gated,
         "the gate holds back a fifth of the chances to search: {c:?}"

@@ -118,7 +118,10 @@ impl PullGroup {
             offering: vec![false; group_pods.len()],
             pods: group_pods,
             summary_cpu: 0,
-            domains: cpus.into_iter().map(|n| (0, pull::searcher_cap(n))).collect(),
+            domains: cpus
+                .into_iter()
+                .map(|n| (0, pull::searcher_cap(n)))
+                .collect(),
             counts: PullCounts::default(),
         })
     }
@@ -176,7 +179,11 @@ impl Engine<'_> {
             if !growth::wants_help(p.workers, p.limits) {
                 continue;
             }
-            let gate = self.pull.as_ref().map(|g| g.pods[sib].gate).expect("pull is on");
+            let gate = self
+                .pull
+                .as_ref()
+                .map(|g| g.pods[sib].gate)
+                .expect("pull is on");
             let coin = self.coin();
             if !pull::attempt(gate.ratio[level.index()], gate.mean_idle, coin) {
                 continue;
