@@ -31,6 +31,17 @@ impl Report<'_> {
         self.settings.shard_sizes.len() > 1
     }
 
+    /// `--pull` as given: `on`, `off`, or both in order, comma-separated.
+    fn pull_setting(&self) -> String {
+        let names: Vec<&str> = self
+            .settings
+            .pulls
+            .iter()
+            .map(|&p| if p { "on" } else { "off" })
+            .collect();
+        names.join(",")
+    }
+
     /// The text report: the machine, the settings, the kernel's lines, the flips.
     pub(crate) fn text(&self) -> String {
         let m = self.machine;
@@ -61,14 +72,15 @@ impl Report<'_> {
         let first = self.rows.first().map(|r| r.scenario);
         if let Some(s) = first {
             out.push_str(&format!(
-                "sim: profile {}, {}: {} producer threads x {} items, {} ns of work per item, \
-                 seed {}\n",
+                "sim: profile {}, {}: {} x {} items, {} ns of work per item, \
+                 seed {}, pull {}\n",
                 self.profile.name,
                 s.workload.name(),
-                s.threads,
+                plural(s.producers(), "producer thread"),
                 s.items,
                 s.work_ns,
-                s.seed
+                s.seed,
+                self.pull_setting()
             ));
         }
         for row in self.rows {
@@ -100,8 +112,13 @@ impl Report<'_> {
     /// `--uncertainty`.
     fn kernel_line(&self, row: &Row) -> String {
         let o = &row.outcome;
+        let width = self
+            .rows
+            .iter()
+            .map(|r| r.label(self.sweeping(), self.settings.show_pull).len() + 1)
+            .fold(12, usize::max);
         let head = format!(
-            "{:<12}{:>12.0} items/sec",
+            "{:<width$}{:>12.0} items/sec",
             row.label(self.sweeping(), self.settings.show_pull),
             o.items_per_sec
         );
@@ -153,10 +170,10 @@ impl Report<'_> {
             },
             "settings": {
                 "workloads": [self.settings.workload.name()],
-                "threads": self.rows.first().map_or(0, |r| r.scenario.threads),
+                "threads": self.rows.first().map_or(0, |r| r.scenario.producers()),
                 "items_per_thread": self.settings.items,
                 "work_ns": self.settings.work_ns,
-                "pull": self.settings.pulls.iter().map(|&p| if p { "on" } else { "off" }).collect::<Vec<_>>(),
+                "pull": self.pull_setting(),
                 "seed": self.settings.seed,
                 "profile": self.profile.name,
                 "uncertainty_percent": self.settings.uncertainty,
@@ -179,7 +196,7 @@ impl Report<'_> {
             "system": "sim",
             "profile": self.profile.name,
             "scope": s.scope.name(),
-            "threads": s.threads,
+            "threads": s.producers(),
             "items_per_thread": s.items,
             "runs": 1,
             "items_per_sec": o.items_per_sec.round() as u64,
