@@ -67,7 +67,8 @@ pub struct Scenario {
     pub shard_size: usize,
     /// How `cache_shard` pods are cut.
     pub shard_rule: ShardRule,
-    /// Producer threads, one pinned to each of the lowest CPUs.
+    /// Producer threads, one pinned to each of the lowest CPUs ([`Workload::Skew`] runs one,
+    /// [`Scenario::producers`]).
     pub threads: usize,
     /// Items per producer.
     pub items: u64,

@@ -3,8 +3,10 @@
 //!
 //! Every decision a pool makes is asked of `podq::policy`, with the engine's own counts and
 //! times: where a queue call goes ([`Placement`]), whether a push or a worker wakes an idle
-//! worker or grows the pool ([`growth`]), and the stall watchdog's look ([`stall`]). The engine
-//! only says how long each step takes (the [`Costs`]) and in which order steps happen.
+//! worker or grows the pool ([`growth`]), the stall watchdog's look ([`stall`]), and with pull
+//! which sibling an idle worker searches, whether the gate lets it, and what a kicked sibling
+//! does (`podq::policy::pull`, in `pull.rs`). The engine only says how long each step takes
+//! (the [`Costs`]) and in which order steps happen.
 //!
 //! A thread is a small state machine (`threads::Phase`); an event resumes one thread at one time
 //! (or looks at one pool, for the watchdog). A lock is a FIFO of spinning waiters: a holder's

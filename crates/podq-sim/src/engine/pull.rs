@@ -75,7 +75,7 @@ pub(super) struct Search {
 
 impl PullGroup {
     /// The group of `pods` (pool `i` serves pod `i`), or `None` when fewer than two pods serve
-    /// a CPU: then nobody has a sibling. `cpus(p)` is pod `p`'s CPU count.
+    /// a CPU: then nobody has a sibling.
     pub(super) fn new(pods: &Pods) -> Option<PullGroup> {
         let places: Vec<PodPlace> = pods
             .pods()
