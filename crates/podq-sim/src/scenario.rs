@@ -14,6 +14,11 @@ pub enum Workload {
     /// [`Scenario::threads`] says: work that arrives unevenly, all of it on one pod (run with
     /// CPU-bound items, [`CPU_BOUND_WORK_NS`], so that pull matters).
     Skew,
+    /// Request/response: one pair per producer, whose producer queues the first request; each
+    /// hop (a request or a response) queues the other side from the worker it ran on, until
+    /// the pair has made [`Scenario::items`] round trips. One hop of a pair is in flight at a
+    /// time: the case where pulling costs and rarely finds.
+    Rpc,
 }
 
 /// Work per item, in nanoseconds, of the CPU-bound workloads (`skew`) when none is given:
@@ -28,12 +33,23 @@ impl Workload {
             Workload::Queue => "queue",
             Workload::Flood => "flood",
             Workload::Skew => "skew",
+            Workload::Rpc => "rpc",
         }
     }
 
-    /// Whether producers queue without waiting for their items (`flood`, `skew`).
+    /// Whether each item's wait from its queue call to its start is reported (`flood`,
+    /// `skew`, and `rpc`'s per-hop latency): every workload but the closed loop.
     pub fn is_open(self) -> bool {
-        matches!(self, Workload::Flood | Workload::Skew)
+        !matches!(self, Workload::Queue)
+    }
+
+    /// Items run per item of [`Scenario::items`] and producer: 2 for `rpc` (a request and a
+    /// response per round trip), else 1.
+    pub fn items_per_item(self) -> u64 {
+        match self {
+            Workload::Rpc => 2,
+            Workload::Queue | Workload::Flood | Workload::Skew => 1,
+        }
     }
 
     /// Work per item when none is given: [`CPU_BOUND_WORK_NS`] for `skew`, none for the
@@ -41,7 +57,7 @@ impl Workload {
     pub fn default_work_ns(self) -> u64 {
         match self {
             Workload::Skew => CPU_BOUND_WORK_NS,
-            Workload::Queue | Workload::Flood => 0,
+            Workload::Queue | Workload::Flood | Workload::Rpc => 0,
         }
     }
 }
@@ -70,7 +86,7 @@ pub struct Scenario {
     /// Producer threads, one pinned to each of the lowest CPUs ([`Workload::Skew`] runs one,
     /// [`Scenario::producers`]).
     pub threads: usize,
-    /// Items per producer.
+    /// Items per producer (rpc: round trips per pair).
     pub items: u64,
     /// Work per item, in nanoseconds.
     pub work_ns: u64,
@@ -105,7 +121,7 @@ impl Scenario {
     pub fn producers(&self) -> usize {
         match self.workload {
             Workload::Skew => 1,
-            Workload::Queue | Workload::Flood => self.threads,
+            Workload::Queue | Workload::Flood | Workload::Rpc => self.threads,
         }
     }
 }

@@ -18,6 +18,7 @@
 mod cpus;
 mod locks;
 mod pull;
+mod push;
 mod threads;
 
 use std::cmp::Reverse;
@@ -159,6 +160,8 @@ struct Engine<'m> {
     events: u64,
     /// Pull's state, when the scenario pulls and the scope has two pools or more.
     pull: Option<PullGroup>,
+    /// The pool a queue call from each dense CPU goes to (`Placement::pod_for`).
+    pod_of: Vec<u32>,
 }
 
 /// Simulates `scenario` on `machine` with `profile`.
@@ -214,7 +217,7 @@ impl<'m> Engine<'m> {
     ) -> Engine<'m> {
         let n = machine.len();
         let producers = scenario.producers();
-        let total_items = scenario.items * producers as u64;
+        let total_items = scenario.items * scenario.workload.items_per_item() * producers as u64;
         let mut engine = Engine {
             machine,
             costs: profile.costs.scaled(machine.platform().software_factor),
@@ -244,6 +247,9 @@ impl<'m> Engine<'m> {
             } else {
                 None
             },
+            pod_of: (0..n)
+                .map(|c| placement.pod_for(Some(machine.id(c)), || 0) as u32)
+                .collect(),
         };
         if scenario.workload.is_open() {
             engine.starts.reserve(engine.latencies.capacity());
@@ -251,9 +257,10 @@ impl<'m> Engine<'m> {
         for pod in pods.pods() {
             engine.add_pool(pod.cpus().iter());
         }
+        let per_producer = scenario.items * scenario.workload.items_per_item();
         for cpu in 0..producers {
-            let pool = placement.pod_for(Some(machine.id(cpu)), || 0);
-            let tid = engine.new_thread(Thread::producer(cpu, pool, scenario.items));
+            let pool = engine.pod_of[cpu] as usize;
+            let tid = engine.new_thread(Thread::producer(cpu, pool, per_producer));
             engine.run_on(tid, cpu, 0.0);
         }
         engine

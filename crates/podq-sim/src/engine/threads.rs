@@ -2,6 +2,7 @@
 //! engine steps through, one event at a time.
 
 use super::pull::Search;
+use super::push::Job;
 use super::{Action, Engine, Item};
 use crate::scenario::Workload;
 
@@ -12,18 +13,14 @@ pub(super) enum Role {
     Producer {
         /// Its pool (the pod of its CPU).
         pool: u32,
-        /// Items still to queue.
+        /// Items still to queue (rpc: hops of its pair, queued by the workers after the first).
         left: u64,
-        /// When the current queue call began.
-        t0: u64,
         /// Whether its item has run (queue workload).
         done: bool,
         /// Whether it sleeps until its item has run.
         waiting: bool,
         /// The action its critical section decided.
         action: Option<Action>,
-        /// Its push had the watchdog watch the pool (an offer, step O1, even with one item).
-        watch: bool,
     },
     /// A worker of one pool.
     Worker {
@@ -52,15 +49,16 @@ pub(super) enum Role {
 pub(super) enum Phase {
     /// Producer: about to start an item, or finish.
     Start,
-    /// Producer: the queue call takes the push lock (kernel: the pool lock; podq: its lane).
+    /// Queue call (a producer, or an rpc worker): take the push lock (kernel: the pool lock;
+    /// podq: the lane of its CPU).
     Push,
-    /// Producer: unlock the push lock.
+    /// Queue call: unlock the push lock.
     PushRelease,
-    /// Producer (podq): take the pool lock to wake or grow.
+    /// Queue call (podq): take the pool lock to wake or grow.
     Help,
-    /// Producer (podq): unlock the pool lock.
+    /// Queue call (podq): unlock the pool lock.
     HelpRelease,
-    /// Producer: the queue call has returned.
+    /// Queue call: it has returned.
     Queued,
     /// Producer: asleep until its item has run.
     Wait,
@@ -104,26 +102,34 @@ pub(super) struct Thread {
     /// Woken before it went to sleep: it does not sleep (podq's `notified`, step W11; the
     /// kernel's `try_to_wake_up` of a thread still running likewise leaves it runnable).
     pub(super) notified: bool,
+    /// The queue call it makes, while it makes one.
+    pub(super) job: Job,
 }
 
 impl Thread {
+    /// The action its critical section decided.
+    pub(super) fn action(&self) -> Option<Action> {
+        match self.role {
+            Role::Producer { action, .. } | Role::Worker { action, .. } => action,
+        }
+    }
+
     /// A producer on dense CPU `cpu` queueing `items` items to pool `pool`.
     pub(super) fn producer(cpu: usize, pool: usize, items: u64) -> Thread {
         Thread {
             role: Role::Producer {
                 pool: pool as u32,
                 left: items,
-                t0: 0,
                 done: false,
                 waiting: false,
                 action: None,
-                watch: false,
             },
             phase: Phase::Start,
             cpu: cpu as u32,
             on_cpu: false,
             token: 0,
             notified: false,
+            job: Job::default(),
         }
     }
 
@@ -145,6 +151,7 @@ impl Thread {
             on_cpu: false,
             token: 0,
             notified: false,
+            job: Job::default(),
         }
     }
 }
@@ -171,83 +178,27 @@ impl Engine<'_> {
                     return;
                 }
                 (Role::Producer { pool, .. }, Phase::Push) => {
-                    if let Role::Producer { t0, done, .. } = &mut self.threads[tid as usize].role {
-                        *t0 = self.now;
+                    if let Role::Producer { done, .. } = &mut self.threads[tid as usize].role {
                         *done = false;
                     }
-                    let lock = self.push_lock(tid, pool);
-                    self.acquire(tid, lock);
+                    self.start_push(tid, pool, tid);
                     return;
                 }
-                (Role::Producer { pool, action, .. }, Phase::PushRelease) => {
-                    let lock = self.push_lock(tid, pool);
-                    self.release(tid, lock);
-                    if self.mech.push_lanes {
-                        let p = &self.pools[pool as usize];
-                        let spinners = p.spinners.len();
-                        let left_to_spinners = spinners > 0
-                            && podq::policy::growth::spinners_take(p.queue.len(), spinners);
-                        if left_to_spinners {
-                            self.set_phase(tid, Phase::Queued);
-                            continue;
-                        }
-                        if podq::policy::growth::wants_help(p.workers, p.limits) {
-                            self.set_phase(tid, Phase::Help);
-                            continue;
-                        }
-                        // Every worker busy (P4's `Busy`): the pool may offer (O1).
-                        let waiting = p.queue.len();
-                        let cost = self.offer(pool as usize, waiting, false, cpu);
-                        self.set_phase(tid, Phase::Queued);
-                        if cost > 0.0 {
-                            self.after(tid, cost);
-                            return;
-                        }
-                        continue;
-                    }
-                    self.clear_action(tid);
-                    let extra = self.perform(action, pool as usize, cpu, true);
-                    self.set_phase(tid, Phase::Queued);
-                    if extra > 0.0 {
-                        self.after(tid, extra);
+                (_, Phase::PushRelease | Phase::HelpRelease) => {
+                    if self.push_step(tid) {
                         return;
                     }
                 }
-                (Role::Producer { pool, .. }, Phase::Help) => {
-                    let lock = self.pools[pool as usize].synced;
-                    self.acquire(tid, lock);
-                    return;
-                }
-                (
-                    Role::Producer {
-                        pool,
-                        action,
-                        watch,
-                        ..
-                    },
-                    Phase::HelpRelease,
-                ) => {
-                    let lock = self.pools[pool as usize].synced;
-                    self.release(tid, lock);
-                    self.clear_action(tid);
-                    let mut extra = self.perform(action, pool as usize, cpu, true);
-                    if watch {
-                        let waiting = self.pools[pool as usize].queue.len();
-                        extra += self.offer(pool as usize, waiting, true, cpu);
-                    }
-                    self.set_phase(tid, Phase::Queued);
-                    if extra > 0.0 {
-                        self.after(tid, extra);
+                (Role::Producer { done, .. }, Phase::Queued) => {
+                    self.queue_call_returned(tid);
+                    if self.workload == Workload::Rpc {
+                        // The pair's first request is queued; the workers queue the rest.
+                        self.set_phase(tid, Phase::Finished);
+                        self.producer_finished();
+                        self.block(tid);
                         return;
                     }
-                }
-                (Role::Producer { t0, done, .. }, Phase::Queued) => {
-                    let latency = u32::try_from(self.now - t0).unwrap_or(u32::MAX);
-                    self.latencies.push(latency);
-                    if let Role::Producer { left, waiting, .. } =
-                        &mut self.threads[tid as usize].role
-                    {
-                        *left -= 1;
+                    if let Role::Producer { waiting, .. } = &mut self.threads[tid as usize].role {
                         if self.workload == Workload::Queue && !done {
                             *waiting = true;
                             self.threads[tid as usize].phase = Phase::Wait;
@@ -310,7 +261,27 @@ impl Engine<'_> {
                                 return;
                             }
                         }
+                        Workload::Rpc => {
+                            if self.items_done == self.total_items {
+                                self.end = Some(self.now);
+                                return;
+                            }
+                            // The hop queues the other side, from this worker's CPU.
+                            let left = match self.threads[item.producer as usize].role {
+                                Role::Producer { left, .. } => left,
+                                Role::Worker { .. } => 0,
+                            };
+                            if left > 0 {
+                                let pool = self.pod_of[cpu as usize];
+                                self.start_push(tid, pool, item.producer);
+                                return;
+                            }
+                        }
                     }
+                }
+                (Role::Worker { .. }, Phase::Queued) => {
+                    self.queue_call_returned(tid);
+                    self.set_phase(tid, Phase::Take);
                 }
                 (Role::Worker { pool, .. }, Phase::SpinRelease) => {
                     let lock = self.pools[pool as usize].head;
@@ -408,34 +379,8 @@ impl Engine<'_> {
         let cs = self.costs.critical_section_ns;
         let t = &self.threads[tid as usize];
         match (t.role, t.phase) {
-            (Role::Producer { pool, t0, .. }, Phase::Push) => {
-                let lane = self.push_lock(tid, pool);
-                self.pools[pool as usize].queue.push_back(Item {
-                    producer: tid,
-                    queued_at: t0,
-                    lane,
-                });
-                let cpu = self.threads[tid as usize].cpu;
-                self.notify_spinner(pool as usize, cpu);
-                self.set_phase(tid, Phase::PushRelease);
-                if self.mech.push_lanes {
-                    return cs;
-                }
-                let action = self.decide(pool as usize);
-                self.set_action(tid, action);
-                cs + self.wake_inside(action)
-            }
-            (Role::Producer { pool, .. }, Phase::Help) => {
-                let was_watched = self.pools[pool as usize].workers.watched;
-                let action = self.decide(pool as usize);
-                let watch = !was_watched && self.pools[pool as usize].workers.watched;
-                if let Role::Producer { watch: w, .. } = &mut self.threads[tid as usize].role {
-                    *w = watch;
-                }
-                self.set_action(tid, action);
-                self.set_phase(tid, Phase::HelpRelease);
-                cs + self.wake_inside(action)
-            }
+            (_, Phase::Push) => self.enter_push(tid),
+            (_, Phase::Help) => self.enter_help(tid),
             (
                 Role::Worker {
                     pool, coming, spun, ..
@@ -517,20 +462,11 @@ impl Engine<'_> {
         }
     }
 
-    /// The lock producer `tid` pushes to `pool` under: its CPU's lane lock (podq), or the
-    /// pool's one lock (kernel).
-    fn push_lock(&self, tid: u32, pool: u32) -> u32 {
-        let p = &self.pools[pool as usize];
-        if !self.mech.push_lanes {
-            return p.head;
-        }
-        let cpu = self.threads[tid as usize].cpu;
-        let lane = p
-            .cpus
-            .iter()
-            .position(|&c| c == cpu)
-            .unwrap_or(cpu as usize);
-        p.lanes[lane % p.lanes.len()]
+    /// `tid`'s queue call has returned: its latency is recorded.
+    fn queue_call_returned(&mut self, tid: u32) {
+        let t0 = self.threads[tid as usize].job.t0;
+        let latency = u32::try_from(self.now - t0).unwrap_or(u32::MAX);
+        self.latencies.push(latency);
     }
 
     /// A producer has queued and seen run all its items.
@@ -548,14 +484,14 @@ impl Engine<'_> {
     }
 
     /// Records the action `tid`'s critical section decided.
-    fn set_action(&mut self, tid: u32, decided: Option<Action>) {
+    pub(super) fn set_action(&mut self, tid: u32, decided: Option<Action>) {
         match &mut self.threads[tid as usize].role {
             Role::Producer { action, .. } | Role::Worker { action, .. } => *action = decided,
         }
     }
 
     /// Forgets `tid`'s decided action once carried out.
-    fn clear_action(&mut self, tid: u32) {
+    pub(super) fn clear_action(&mut self, tid: u32) {
         self.set_action(tid, None);
     }
 }
