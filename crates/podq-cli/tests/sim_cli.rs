@@ -112,6 +112,35 @@ fn pull_on_off_crosses_every_scope_and_the_sweep_and_rows_say_what_moved() {
 }
 
 #[test]
+fn rpc_rows_report_round_trips_and_the_hop_latency() {
+    let report = podq_json(&[
+        "sim",
+        "--machine",
+        "cores=4",
+        "--profile",
+        "podq",
+        "--workload",
+        "rpc",
+        "--items",
+        "500",
+        "--scopes",
+        "cpu",
+        "--json",
+    ]);
+    let row = &report["results"][0];
+    assert_eq!(row["workload"], "rpc");
+    assert_eq!(row["round_trips"], 4 * 500, "{row}");
+    let per_sec = row["round_trips_per_sec"].as_u64().unwrap();
+    assert_eq!(
+        per_sec,
+        (row["items_per_sec"].as_u64().unwrap() + 1) / 2,
+        "{row}"
+    );
+    assert!(row["hop_p50_ns"].as_u64().unwrap() <= row["hop_p99_ns"].as_u64().unwrap());
+    assert_eq!(row["pull"], "on");
+}
+
+#[test]
 fn one_seed_gives_one_result_and_another_seed_another() {
     let args = |seed: &'static str| {
         [

@@ -38,7 +38,12 @@ fn one_seed_replays_exactly_with_pull() {
 #[test]
 fn without_pull_no_item_moves_and_no_pool_offers() {
     let m = machine("sockets=1,nodes=2,caches=4,cores=8,smt=2");
-    for workload in [Workload::Queue, Workload::Flood, Workload::Skew] {
+    for workload in [
+        Workload::Queue,
+        Workload::Flood,
+        Workload::Skew,
+        Workload::Rpc,
+    ] {
         for scope in AffinityScope::ALL {
             let s = Scenario {
                 pull: false,

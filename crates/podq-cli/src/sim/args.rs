@@ -36,8 +36,9 @@ pub(crate) struct SimArgs {
     /// Read the machine from the sysfs tree under this folder instead.
     #[arg(long, value_name = "DIR", conflicts_with = "machine")]
     pub(crate) sysfs: Option<PathBuf>,
-    /// Workload: queue (the kernel's test_workqueue closed loop), flood (open loop) or skew
-    /// (the open loop from one producer on the first CPU, CPU-bound items).
+    /// Workload: queue (the kernel's test_workqueue closed loop), flood (open loop), skew
+    /// (the open loop from one producer on the first CPU, CPU-bound items) or rpc (pairs of
+    /// items queueing each other; --items round trips per pair).
     #[arg(long, value_name = "NAME", default_value = "queue")]
     pub(crate) workload: String,
     /// Scopes to simulate, comma-separated [default: cpu,smt,cache_shard,cache,numa,system].
@@ -137,9 +138,10 @@ impl Settings {
             "queue" => Workload::Queue,
             "flood" => Workload::Flood,
             "skew" => Workload::Skew,
+            "rpc" => Workload::Rpc,
             other => {
                 return Err(CliError::Usage(format!(
-                    "unknown workload '{other}': expected one of queue, flood, skew"
+                    "unknown workload '{other}': expected one of queue, flood, skew, rpc"
                 )))
             }
         };

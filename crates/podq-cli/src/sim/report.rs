@@ -2,7 +2,7 @@
 //! `"system": "sim"` and the profile.
 
 use podq::AffinityScope;
-use podq_sim::{Profile, SimMachine};
+use podq_sim::{Profile, SimMachine, Workload};
 use serde_json::{json, Value};
 
 use super::args::Settings;
@@ -71,12 +71,16 @@ impl Report<'_> {
         }
         let first = self.rows.first().map(|r| r.scenario);
         if let Some(s) = first {
+            let (each, unit) = match s.workload {
+                Workload::Rpc => ("pair", "round trips"),
+                _ => ("producer thread", "items"),
+            };
             out.push_str(&format!(
-                "sim: profile {}, {}: {} x {} items, {} ns of work per item, \
+                "sim: profile {}, {}: {} x {} {unit}, {} ns of work per item, \
                  seed {}, pull {}\n",
                 self.profile.name,
                 s.workload.name(),
-                plural(s.producers(), "producer thread"),
+                plural(s.producers(), each),
                 s.items,
                 s.work_ns,
                 s.seed,
@@ -123,6 +127,15 @@ impl Report<'_> {
             o.items_per_sec
         );
         let mut line = match o.queue_to_start {
+            Some(hop) if row.scenario.workload == Workload::Rpc => format!(
+                "{:<width$}{:>12.0} round trips/sec\tp50={}\tp99={}\thop_p50={}\thop_p99={} ns",
+                row.label(self.sweeping(), self.settings.show_pull),
+                o.items_per_sec / 2.0,
+                o.queue.p50,
+                o.queue.p99,
+                hop.p50,
+                hop.p99
+            ),
             None => format!(
                 "{head}\tp50={}\tp90={}\tp95={} ns",
                 o.queue.p50, o.queue.p90, o.queue.p95
@@ -233,7 +246,19 @@ impl Report<'_> {
                 }),
             );
         }
-        if let (true, Some(start)) = (s.workload.is_open(), o.queue_to_start) {
+        if let (Workload::Rpc, Some(hop)) = (s.workload, o.queue_to_start) {
+            map.insert("p99_ns".into(), o.queue.p99.into());
+            map.insert(
+                "round_trips".into(),
+                (s.items * s.producers() as u64).into(),
+            );
+            map.insert(
+                "round_trips_per_sec".into(),
+                ((o.items_per_sec / 2.0).round() as u64).into(),
+            );
+            map.insert("hop_p50_ns".into(), hop.p50.into());
+            map.insert("hop_p99_ns".into(), hop.p99.into());
+        } else if let (true, Some(start)) = (s.workload.is_open(), o.queue_to_start) {
             map.insert("p99_ns".into(), o.queue.p99.into());
             map.insert("queue_to_start_p50_ns".into(), start.p50.into());
             map.insert("queue_to_start_p99_ns".into(), start.p99.into());
