@@ -131,10 +131,10 @@ fn rpc_rows_report_round_trips_and_the_hop_latency() {
     assert_eq!(row["workload"], "rpc");
     assert_eq!(row["round_trips"], 4 * 500, "{row}");
     let per_sec = row["round_trips_per_sec"].as_u64().unwrap();
-    assert_eq!(
-        per_sec,
-        (row["items_per_sec"].as_u64().unwrap() + 1) / 2,
-        "{row}"
+    let hops_per_sec = row["items_per_sec"].as_u64().unwrap();
+    assert!(
+        per_sec.abs_diff(hops_per_sec / 2) <= 1,
+        "two hops a round trip: {row}"
     );
     assert!(row["hop_p50_ns"].as_u64().unwrap() <= row["hop_p99_ns"].as_u64().unwrap());
     assert_eq!(row["pull"], "on");
