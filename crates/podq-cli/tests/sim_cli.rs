@@ -320,8 +320,8 @@ fn bad_input_is_one_line_naming_it_and_the_choices() {
             &["'maybe'", "on, off, or on,off"],
         ),
         (
-            &["--workload", "fanout"],
-            &["'fanout'", "queue, flood, skew"],
+            &["--workload", "hackbench"],
+            &["'hackbench'", "queue, flood, skew, fanout, rpc"],
         ),
         (&["--uncertainty", "0"], &["--uncertainty", "percentage"]),
         (&["--plot", "out.png"], &["out.png", ".svg"]),

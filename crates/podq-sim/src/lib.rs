@@ -45,7 +45,9 @@ pub use machine::SimMachine;
 pub use outcome::{Outcome, Percentiles, PullCounts};
 pub use profile::{Mechanism, Profile, PROFILES};
 pub use rng::Rng;
-pub use scenario::{Scenario, ShardRule, Workload, CPU_BOUND_WORK_NS};
+pub use scenario::{
+    Scenario, ShardRule, Workload, CPU_BOUND_WORK_NS, FANOUT_RECEIVERS, FANOUT_SENDERS,
+};
 
 /// Why a simulation could not run.
 #[derive(Debug, thiserror::Error)]

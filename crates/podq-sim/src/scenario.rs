@@ -19,7 +19,19 @@ pub enum Workload {
     /// the pair has made [`Scenario::items`] round trips. One hop of a pair is in flight at a
     /// time: the case where pulling costs and rarely finds.
     Rpc,
+    /// The hackbench analogue: one team per producer, whose producer queues its
+    /// [`FANOUT_SENDERS`] senders; a sender run queues one message to each of
+    /// [`FANOUT_RECEIVERS`] receivers, from the worker it runs on, then itself again, until the
+    /// team has sent [`Scenario::items`] messages. Messages are the CPU-bound items
+    /// ([`CPU_BOUND_WORK_NS`]); senders only queue.
+    Fanout,
 }
+
+/// Sender items per `fanout` team, as `podq bench`'s.
+pub const FANOUT_SENDERS: u64 = 4;
+
+/// Receivers per `fanout` team: a sender's round queues one message to each.
+pub const FANOUT_RECEIVERS: u64 = 4;
 
 /// Work per item, in nanoseconds, of the CPU-bound workloads (`skew`) when none is given:
 /// 10 us, as `podq bench` uses (long enough that running the items, not queueing them,
@@ -34,6 +46,7 @@ impl Workload {
             Workload::Flood => "flood",
             Workload::Skew => "skew",
             Workload::Rpc => "rpc",
+            Workload::Fanout => "fanout",
         }
     }
 
@@ -48,15 +61,15 @@ impl Workload {
     pub fn items_per_item(self) -> u64 {
         match self {
             Workload::Rpc => 2,
-            Workload::Queue | Workload::Flood | Workload::Skew => 1,
+            Workload::Queue | Workload::Flood | Workload::Skew | Workload::Fanout => 1,
         }
     }
 
-    /// Work per item when none is given: [`CPU_BOUND_WORK_NS`] for `skew`, none for the
-    /// others.
+    /// Work per item when none is given: [`CPU_BOUND_WORK_NS`] for `skew` and `fanout`, none
+    /// for the others.
     pub fn default_work_ns(self) -> u64 {
         match self {
-            Workload::Skew => CPU_BOUND_WORK_NS,
+            Workload::Skew | Workload::Fanout => CPU_BOUND_WORK_NS,
             Workload::Queue | Workload::Flood | Workload::Rpc => 0,
         }
     }
@@ -121,7 +134,7 @@ impl Scenario {
     pub fn producers(&self) -> usize {
         match self.workload {
             Workload::Skew => 1,
-            Workload::Queue | Workload::Flood | Workload::Rpc => self.threads,
+            Workload::Queue | Workload::Flood | Workload::Rpc | Workload::Fanout => self.threads,
         }
     }
 }

@@ -40,6 +40,7 @@ fn every_item_of_every_scope_runs() {
             Workload::Flood,
             Workload::Skew,
             Workload::Rpc,
+            Workload::Fanout,
         ] {
             for scope in AffinityScope::ALL {
                 let s = Scenario {

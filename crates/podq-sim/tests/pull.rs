@@ -43,6 +43,7 @@ fn without_pull_no_item_moves_and_no_pool_offers() {
         Workload::Flood,
         Workload::Skew,
         Workload::Rpc,
+        Workload::Fanout,
     ] {
         for scope in AffinityScope::ALL {
             let s = Scenario {

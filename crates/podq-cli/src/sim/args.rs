@@ -37,8 +37,9 @@ pub(crate) struct SimArgs {
     #[arg(long, value_name = "DIR", conflicts_with = "machine")]
     pub(crate) sysfs: Option<PathBuf>,
     /// Workload: queue (the kernel's test_workqueue closed loop), flood (open loop), skew
-    /// (the open loop from one producer on the first CPU, CPU-bound items) or rpc (pairs of
-    /// items queueing each other; --items round trips per pair).
+    /// (the open loop from one producer on the first CPU, CPU-bound items), fanout (teams of
+    /// senders queueing CPU-bound messages; --items messages per team) or rpc (pairs of items
+    /// queueing each other; --items round trips per pair).
     #[arg(long, value_name = "NAME", default_value = "queue")]
     pub(crate) workload: String,
     /// Scopes to simulate, comma-separated [default: cpu,smt,cache_shard,cache,numa,system].
@@ -50,7 +51,8 @@ pub(crate) struct SimArgs {
     /// Work items per producer thread.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_ITEMS.to_string())]
     pub(crate) items: String,
-    /// Simulated work per item, in nanoseconds [default: 10000 for skew, 0 for the others].
+    /// Simulated work per item, in nanoseconds [default: 10000 for skew and fanout, 0 for the
+    /// others].
     #[arg(long, value_name = "NS")]
     pub(crate) work_ns: Option<String>,
     /// Cores per cache_shard pod.
@@ -139,9 +141,10 @@ impl Settings {
             "flood" => Workload::Flood,
             "skew" => Workload::Skew,
             "rpc" => Workload::Rpc,
+            "fanout" => Workload::Fanout,
             other => {
                 return Err(CliError::Usage(format!(
-                    "unknown workload '{other}': expected one of queue, flood, skew, rpc"
+                    "unknown workload '{other}': expected one of queue, flood, skew, fanout, rpc"
                 )))
             }
         };

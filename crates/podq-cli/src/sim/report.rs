@@ -73,6 +73,7 @@ impl Report<'_> {
         if let Some(s) = first {
             let (each, unit) = match s.workload {
                 Workload::Rpc => ("pair", "round trips"),
+                Workload::Fanout => ("team", "messages"),
                 _ => ("producer thread", "items"),
             };
             out.push_str(&format!(

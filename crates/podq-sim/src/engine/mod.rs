@@ -16,6 +16,7 @@
 //! the new one's.
 
 mod cpus;
+mod fanout;
 mod locks;
 mod pull;
 mod push;
@@ -66,6 +67,8 @@ struct Item {
     queued_at: u64,
     /// The lane lock it was pushed under (podq), whose lines a worker's refill touches.
     lane: u32,
+    /// A `fanout` sender (it queues messages and itself) rather than an item of work.
+    sender: bool,
 }
 
 /// A pool: the workers and the queue serving one pod.
@@ -258,9 +261,13 @@ impl<'m> Engine<'m> {
             engine.add_pool(pod.cpus().iter());
         }
         let per_producer = scenario.items * scenario.workload.items_per_item();
+        let senders = match scenario.workload {
+            Workload::Fanout => crate::scenario::FANOUT_SENDERS,
+            _ => 0,
+        };
         for cpu in 0..producers {
             let pool = engine.pod_of[cpu] as usize;
-            let tid = engine.new_thread(Thread::producer(cpu, pool, per_producer));
+            let tid = engine.new_thread(Thread::producer(cpu, pool, per_producer, senders));
             engine.run_on(tid, cpu, 0.0);
         }
         engine

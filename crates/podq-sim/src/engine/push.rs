@@ -19,13 +19,17 @@ pub(super) struct Job {
     pub(super) t0: u64,
     /// Its push had the watchdog watch the pool (an offer, step O1, even with one item).
     pub(super) watch: bool,
+    /// It queues a `fanout` sender, which is no item of the producer's count.
+    pub(super) sender: bool,
 }
 
 impl Engine<'_> {
     /// Starts `tid`'s queue call of an item of `pair` (a producer, one item fewer left to
-    /// queue) to `pool`: it asks for the push lock.
-    pub(super) fn start_push(&mut self, tid: u32, pool: u32, pair: u32) {
-        if let Role::Producer { left, .. } = &mut self.threads[pair as usize].role {
+    /// queue, unless it is a `sender`) to `pool`: it asks for the push lock.
+    pub(super) fn start_push(&mut self, tid: u32, pool: u32, pair: u32, sender: bool) {
+        if let (false, Role::Producer { left, .. }) =
+            (sender, &mut self.threads[pair as usize].role)
+        {
             *left -= 1;
         }
         self.threads[tid as usize].job = Job {
@@ -33,6 +37,7 @@ impl Engine<'_> {
             pair,
             t0: self.now,
             watch: false,
+            sender,
         };
         self.threads[tid as usize].phase = Phase::Push;
         let lock = self.push_lock(tid, pool);
@@ -104,6 +109,7 @@ impl Engine<'_> {
             producer: job.pair,
             queued_at: job.t0,
             lane,
+            sender: job.sender,
         });
         let cpu = self.threads[tid as usize].cpu;
         self.notify_spinner(job.pool as usize, cpu);

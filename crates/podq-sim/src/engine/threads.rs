@@ -13,8 +13,11 @@ pub(super) enum Role {
     Producer {
         /// Its pool (the pod of its CPU).
         pool: u32,
-        /// Items still to queue (rpc: hops of its pair, queued by the workers after the first).
+        /// Items still to queue (rpc: hops of its pair, queued by the workers after the first;
+        /// fanout: messages of its team, queued by its senders).
         left: u64,
+        /// `fanout` senders still to queue.
+        senders: u64,
         /// Whether its item has run (queue workload).
         done: bool,
         /// Whether it sleeps until its item has run.
@@ -38,6 +41,8 @@ pub(super) enum Role {
         pulled: bool,
         /// Its search of the siblings, while it searches.
         search: Search,
+        /// The queue calls made so far in the `fanout` sender round it is in, if any.
+        round: Option<u64>,
         /// The action its critical section decided.
         action: Option<Action>,
     },
@@ -114,12 +119,14 @@ impl Thread {
         }
     }
 
-    /// A producer on dense CPU `cpu` queueing `items` items to pool `pool`.
-    pub(super) fn producer(cpu: usize, pool: usize, items: u64) -> Thread {
+    /// A producer on dense CPU `cpu` queueing `items` items to pool `pool` (for `fanout`,
+    /// `senders` senders that queue them).
+    pub(super) fn producer(cpu: usize, pool: usize, items: u64, senders: u64) -> Thread {
         Thread {
             role: Role::Producer {
                 pool: pool as u32,
                 left: items,
+                senders,
                 done: false,
                 waiting: false,
                 action: None,
@@ -144,6 +151,7 @@ impl Thread {
                 asked: false,
                 pulled: false,
                 search: Search::default(),
+                round: None,
                 action: None,
             },
             phase: Phase::Take,
@@ -163,8 +171,9 @@ impl Engine<'_> {
             let t = &self.threads[tid as usize];
             let (phase, cpu) = (t.phase, t.cpu);
             match (t.role, phase) {
-                (Role::Producer { left, .. }, Phase::Start) => {
-                    if left == 0 {
+                (Role::Producer { left, senders, .. }, Phase::Start) => {
+                    let fanout = self.workload == Workload::Fanout;
+                    if (fanout && senders == 0) || (!fanout && left == 0) {
                         self.set_phase(tid, Phase::Finished);
                         self.producer_finished();
                         self.block(tid);
@@ -181,7 +190,8 @@ impl Engine<'_> {
                     if let Role::Producer { done, .. } = &mut self.threads[tid as usize].role {
                         *done = false;
                     }
-                    self.start_push(tid, pool, tid);
+                    let sender = self.workload == Workload::Fanout;
+                    self.start_push(tid, pool, tid, sender);
                     return;
                 }
                 (_, Phase::PushRelease | Phase::HelpRelease) => {
@@ -198,7 +208,13 @@ impl Engine<'_> {
                         self.block(tid);
                         return;
                     }
-                    if let Role::Producer { waiting, .. } = &mut self.threads[tid as usize].role {
+                    if let Role::Producer {
+                        waiting, senders, ..
+                    } = &mut self.threads[tid as usize].role
+                    {
+                        if self.workload == Workload::Fanout {
+                            *senders -= 1;
+                        }
                         if self.workload == Workload::Queue && !done {
                             *waiting = true;
                             self.threads[tid as usize].phase = Phase::Wait;
@@ -234,12 +250,22 @@ impl Engine<'_> {
                     let extra = self.perform(action, pool as usize, cpu, false);
                     self.record_start(item);
                     self.set_phase(tid, Phase::Ran);
-                    self.after(tid, extra + self.costs.worker_item_ns + self.work_ns);
+                    let work = self.work_of(item);
+                    self.after(tid, extra + self.costs.worker_item_ns + work);
                     return;
                 }
                 (Role::Worker { item, .. }, Phase::Ran) => {
                     let item = item.expect("a worker runs an item it took");
                     self.set_phase(tid, Phase::Take);
+                    if item.sender {
+                        if let Role::Worker { round, .. } = &mut self.threads[tid as usize].role {
+                            *round = Some(0);
+                        }
+                        if self.fanout_next(tid) {
+                            return;
+                        }
+                        continue;
+                    }
                     self.items_done += 1;
                     match self.workload {
                         Workload::Queue => {
@@ -255,7 +281,7 @@ impl Engine<'_> {
                                 return;
                             }
                         }
-                        Workload::Flood | Workload::Skew => {
+                        Workload::Flood | Workload::Skew | Workload::Fanout => {
                             if self.items_done == self.total_items {
                                 self.end = Some(self.now);
                                 return;
@@ -273,7 +299,7 @@ impl Engine<'_> {
                             };
                             if left > 0 {
                                 let pool = self.pod_of[cpu as usize];
-                                self.start_push(tid, pool, item.producer);
+                                self.start_push(tid, pool, item.producer, false);
                                 return;
                             }
                         }
@@ -282,6 +308,9 @@ impl Engine<'_> {
                 (Role::Worker { .. }, Phase::Queued) => {
                     self.queue_call_returned(tid);
                     self.set_phase(tid, Phase::Take);
+                    if self.fanout_next(tid) {
+                        return;
+                    }
                 }
                 (Role::Worker { pool, .. }, Phase::SpinRelease) => {
                     let lock = self.pools[pool as usize].head;
@@ -365,7 +394,8 @@ impl Engine<'_> {
                         .platform()
                         .at(self.machine.distance(from, cpu as usize));
                     self.set_phase(tid, Phase::Ran);
-                    self.after(tid, extra + line + self.costs.worker_item_ns + self.work_ns);
+                    let work = self.work_of(item);
+                    self.after(tid, extra + line + self.costs.worker_item_ns + work);
                     return;
                 }
                 (role, phase) => unreachable!("{role:?} is never resumed in {phase:?}"),
@@ -446,9 +476,18 @@ impl Engine<'_> {
         }
     }
 
-    /// Records when an item of an open workload started, from just before its queue call.
+    /// The work of running `item`: none for a `fanout` sender, which only queues.
+    fn work_of(&self, item: Option<Item>) -> f64 {
+        match item {
+            Some(Item { sender: true, .. }) => 0.0,
+            _ => self.work_ns,
+        }
+    }
+
+    /// Records when an item of an open workload started, from just before its queue call
+    /// (senders aside: they are no item of the count).
     fn record_start(&mut self, item: Option<Item>) {
-        if let (true, Some(item)) = (self.workload.is_open(), item) {
+        if let (true, Some(item @ Item { sender: false, .. })) = (self.workload.is_open(), item) {
             let waited = u32::try_from(self.now - item.queued_at).unwrap_or(u32::MAX);
             self.starts.push(waited);
         }
