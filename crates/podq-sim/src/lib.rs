@@ -1,8 +1,9 @@
 //! podq-sim: a deterministic discrete-event simulator of topology-aware work queues.
 //!
 //! It answers "what would this scope, shard size or policy do on a machine I do not have?"
-//! by running the kernel's `test_workqueue` (the `queue` workload), an open-loop `flood` or a
-//! one-producer `skew` on a modelled machine: CPUs, cores, cache domains and nodes from any [`podq::Topology`],
+//! by running the kernel's `test_workqueue` (the `queue` workload), an open-loop `flood`, a
+//! one-producer `skew`, the hackbench-like `fanout` or request/response `rpc` on a modelled
+//! machine: CPUs, cores, cache domains and nodes from any [`podq::Topology`],
 //! producers, pools with their locks and queues, workers, wake-ups and items.
 //!
 //! * The decisions are podq's own: the engine asks `podq::policy` where a queue call goes and
