@@ -33,6 +33,114 @@ fn json_rows_have_the_bench_shape_with_system_sim_and_the_profile() {
 }
 
 #[test]
+fn pull_on_off_crosses_every_scope_and_the_sweep_and_rows_say_what_moved() {
+    let report = podq_json(&[
+        "sim",
+        "--machine",
+        "cores=16",
+        "--profile",
+        "podq",
+        "--workload",
+        "skew",
+        "--items",
+        "2000",
+        "--scopes",
+        "cpu,cache_shard,system",
+        "--sweep",
+        "shard-size=2,4",
+        "--pull",
+        "on,off",
+        "--json",
+    ]);
+    assert_eq!(report["settings"]["work_ns"], 10_000, "skew's default work");
+    let rows = report["results"].as_array().expect("results");
+    let keys: Vec<(String, Option<u64>, String)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["scope"].as_str().unwrap().to_owned(),
+                r["shard_size"].as_u64(),
+                r["pull"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let key =
+        |scope: &str, size: Option<u64>, pull: &str| (scope.to_owned(), size, pull.to_owned());
+    assert_eq!(
+        keys,
+        [
+            key("cpu", None, "on"),
+            key("cpu", None, "off"),
+            key("cache_shard", Some(2), "on"),
+            key("cache_shard", Some(2), "off"),
+            key("cache_shard", Some(4), "on"),
+            key("cache_shard", Some(4), "off"),
+            key("system", None, "on"),
+            key("system", None, "off"),
+        ]
+    );
+    for row in rows {
+        assert_eq!(row["workload"], "skew");
+        let pulled = row["pulled"].as_u64().expect("pulled on every row");
+        match (
+            row["pull"].as_str().unwrap(),
+            row["scope"].as_str().unwrap(),
+        ) {
+            ("off", _) | (_, "system") => assert_eq!(pulled, 0, "{row}"),
+            _ => assert!(pulled > 0, "one producer's items move to other pods: {row}"),
+        }
+    }
+    // The kernel's lines name the setting when both are simulated.
+    let out = podq_ok(&[
+        "sim",
+        "--machine",
+        "cores=4",
+        "--profile",
+        "podq",
+        "--workload",
+        "skew",
+        "--items",
+        "100",
+        "--scopes",
+        "cpu",
+        "--pull",
+        "off,on",
+    ]);
+    let off = out.find("cpu pull=off").expect(&out);
+    let on = out.find("cpu pull=on").expect(&out);
+    assert!(off < on, "{out}");
+}
+
+#[test]
+fn rpc_rows_report_round_trips_and_the_hop_latency() {
+    let report = podq_json(&[
+        "sim",
+        "--machine",
+        "cores=4",
+        "--profile",
+        "podq",
+        "--workload",
+        "rpc",
+        "--items",
+        "500",
+        "--scopes",
+        "cpu",
+        "--json",
+    ]);
+    let row = &report["results"][0];
+    assert_eq!(row["workload"], "rpc");
+    assert_eq!(row["round_trips"], 4 * 500, "{row}");
+    let per_sec = row["round_trips_per_sec"].as_u64().unwrap();
+    let hops_per_sec = row["items_per_sec"].as_u64().unwrap();
+    assert!(
+        per_sec.abs_diff(hops_per_sec / 2) <= 1,
+        "two hops a round trip: {row}"
+    );
+    assert!(row["hop_p50_ns"].as_u64().unwrap() <= row["hop_p99_ns"].as_u64().unwrap());
+    assert_eq!(row["pull"], "on");
+}
+
+#[test]
 fn one_seed_gives_one_result_and_another_seed_another() {
     let args = |seed: &'static str| {
         [
@@ -194,7 +302,7 @@ fn the_published_check_reports_every_cell() {
 
 #[test]
 fn bad_input_is_one_line_naming_it_and_the_choices() {
-    let cases: [(&[&str], &[&str]); 12] = [
+    let cases: [(&[&str], &[&str]); 15] = [
         (&["--workload", "burst"], &["'burst'", "queue, flood"]),
         (
             &["--machine", "graze"],
@@ -202,7 +310,19 @@ fn bad_input_is_one_line_naming_it_and_the_choices() {
         ),
         (&["--machine", "cores=3,caches=2"], &["does not divide"]),
         (&["--profile", "linux"], &["'linux'", "kernel, podq"]),
-        (&["--pull"], &["--pull", "not modelled yet"]),
+        (
+            &["--pull", "on"],
+            &["--pull on", "kernel", "no pull", "--profile podq"],
+        ),
+        (&["--pull", "on,off"], &["--pull on,off", "no pull"]),
+        (
+            &["--profile", "podq", "--pull", "maybe"],
+            &["'maybe'", "on, off, or on,off"],
+        ),
+        (
+            &["--workload", "hackbench"],
+            &["'hackbench'", "queue, flood, skew, fanout, rpc"],
+        ),
         (&["--uncertainty", "0"], &["--uncertainty", "percentage"]),
         (&["--plot", "out.png"], &["out.png", ".svg"]),
         (

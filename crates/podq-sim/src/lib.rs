@@ -1,12 +1,14 @@
 //! podq-sim: a deterministic discrete-event simulator of topology-aware work queues.
 //!
 //! It answers "what would this scope, shard size or policy do on a machine I do not have?"
-//! by running the kernel's `test_workqueue` (the `queue` workload) or an open-loop `flood` on
-//! a modelled machine: CPUs, cores, cache domains and nodes from any [`podq::Topology`],
+//! by running the kernel's `test_workqueue` (the `queue` workload), an open-loop `flood`, a
+//! one-producer `skew`, the hackbench-like `fanout` or request/response `rpc` on a modelled
+//! machine: CPUs, cores, cache domains and nodes from any [`podq::Topology`],
 //! producers, pools with their locks and queues, workers, wake-ups and items.
 //!
 //! * The decisions are podq's own: the engine asks `podq::policy` where a queue call goes and
-//!   when a pool wakes or grows, with simulated counts and times ([`engine`]).
+//!   when a pool wakes or grows, and for pull which sibling an idle worker searches and whether
+//!   the gate lets it, with simulated counts, times and seeded coins ([`engine`]).
 //! * The costs are named physical parameters ([`Costs`]): cache-line moves by distance
 //!   ([`Platform`], from public core-to-core measurements), lock hand-over, wake-up,
 //!   context switch, per-item bookkeeping.
@@ -41,10 +43,12 @@ pub mod uncertainty;
 pub use cost::{Costs, Distance, Param, Platform};
 pub use engine::simulate;
 pub use machine::SimMachine;
-pub use outcome::{Outcome, Percentiles};
+pub use outcome::{Outcome, Percentiles, PullCounts};
 pub use profile::{Mechanism, Profile, PROFILES};
 pub use rng::Rng;
-pub use scenario::{Scenario, ShardRule, Workload};
+pub use scenario::{
+    Scenario, ShardRule, Workload, CPU_BOUND_WORK_NS, FANOUT_RECEIVERS, FANOUT_SENDERS,
+};
 
 /// Why a simulation could not run.
 #[derive(Debug, thiserror::Error)]
@@ -63,6 +67,15 @@ pub enum SimError {
     /// The scope's pods cannot be formed.
     #[error(transparent)]
     Pods(#[from] podq::Error),
+    /// Pull asked of a profile whose runtime has none (the kernel's workqueue).
+    #[error(
+        "the {profile} profile has no pull (the Linux workqueue never moves an item between \
+         pools); simulate it without pull, or use the podq profile"
+    )]
+    NoPull {
+        /// The profile's name.
+        profile: &'static str,
+    },
     /// The run stopped with items outstanding: a bug in the model.
     #[error("the simulation stopped with {done} of {total} items run (a bug in the model)")]
     Stuck {

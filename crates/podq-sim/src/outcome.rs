@@ -32,6 +32,28 @@ impl Percentiles {
     }
 }
 
+/// What pull did in one run, summed over the pools (all 0 without pull): the counts of
+/// `podq::PoolStats`' pull fields, and the offers and kicks behind them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PullCounts {
+    /// Items queued on one pool that a worker of another pool took and ran.
+    pub pulled: u64,
+    /// Offers made: a pool's bit set in the summary (step O1).
+    pub offers: u64,
+    /// Siblings that woke or started a worker for an offer (step O2).
+    pub kicks: u64,
+    /// Idle entries of workers that asked their siblings (step W7p).
+    pub idle_entries: u64,
+    /// Searches of a level (the gate let the worker search and the domain had room).
+    pub searches: u64,
+    /// Searches that found an item.
+    pub found: u64,
+    /// Levels with work offered that the gate did not let a worker search.
+    pub gated: u64,
+    /// Idle entries that did not search because their cache domain had its cap of searchers.
+    pub capped: u64,
+}
+
 /// One simulated run.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Outcome {
@@ -52,6 +74,8 @@ pub struct Outcome {
     pub simulated_ns: u64,
     /// Events processed.
     pub events: u64,
+    /// What pull did.
+    pub pull: PullCounts,
 }
 
 #[cfg(test)]

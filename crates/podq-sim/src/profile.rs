@@ -25,6 +25,9 @@ pub struct Mechanism {
     /// Workers started at once while tasks wait with every worker busy; `None`: the pod's
     /// CPU count (podq), capped at `max_workers`.
     pub eager_workers: Option<usize>,
+    /// Whether the runtime has pull (idle workers taking waiting items of sibling pools,
+    /// podq's `src/pool/README.md`, "Pull"); the Linux workqueue has none.
+    pub pulls: bool,
 }
 
 /// A runtime's costs and mechanisms.
@@ -66,6 +69,7 @@ impl Profile {
                 // memory; 512 (WQ_MAX_ACTIVE) is more than any workload here needs.
                 max_workers: 512,
                 eager_workers: Some(512),
+                pulls: false,
             },
         }
     }
@@ -88,6 +92,7 @@ impl Profile {
                 // podq's pool::DEFAULT_MAX_WORKERS.
                 max_workers: 256,
                 eager_workers: None,
+                pulls: true,
             },
         }
     }

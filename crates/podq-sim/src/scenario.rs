@@ -10,7 +10,33 @@ pub enum Workload {
     Queue,
     /// Each producer queues all of its items as fast as it can (an open loop).
     Flood,
+    /// The open loop of `Flood` from one producer on the first CPU, whatever
+    /// [`Scenario::threads`] says: work that arrives unevenly, all of it on one pod (run with
+    /// CPU-bound items, [`CPU_BOUND_WORK_NS`], so that pull matters).
+    Skew,
+    /// Request/response: one pair per producer, whose producer queues the first request; each
+    /// hop (a request or a response) queues the other side from the worker it ran on, until
+    /// the pair has made [`Scenario::items`] round trips. One hop of a pair is in flight at a
+    /// time: the case where pulling costs and rarely finds.
+    Rpc,
+    /// The hackbench analogue: one team per producer, whose producer queues its
+    /// [`FANOUT_SENDERS`] senders; a sender run queues one message to each of
+    /// [`FANOUT_RECEIVERS`] receivers, from the worker it runs on, then itself again, until the
+    /// team has sent [`Scenario::items`] messages. Messages are the CPU-bound items
+    /// ([`CPU_BOUND_WORK_NS`]); senders only queue.
+    Fanout,
 }
+
+/// Sender items per `fanout` team, as `podq bench`'s.
+pub const FANOUT_SENDERS: u64 = 4;
+
+/// Receivers per `fanout` team: a sender's round queues one message to each.
+pub const FANOUT_RECEIVERS: u64 = 4;
+
+/// Work per item, in nanoseconds, of the CPU-bound workloads (`skew`) when none is given:
+/// 10 us, as `podq bench` uses (long enough that running the items, not queueing them,
+/// decides the rate, so that an idle CPU shows).
+pub const CPU_BOUND_WORK_NS: u64 = 10_000;
 
 impl Workload {
     /// The name on the command line and in the JSON.
@@ -18,6 +44,33 @@ impl Workload {
         match self {
             Workload::Queue => "queue",
             Workload::Flood => "flood",
+            Workload::Skew => "skew",
+            Workload::Rpc => "rpc",
+            Workload::Fanout => "fanout",
+        }
+    }
+
+    /// Whether each item's wait from its queue call to its start is reported (`flood`,
+    /// `skew`, and `rpc`'s per-hop latency): every workload but the closed loop.
+    pub fn is_open(self) -> bool {
+        !matches!(self, Workload::Queue)
+    }
+
+    /// Items run per item of [`Scenario::items`] and producer: 2 for `rpc` (a request and a
+    /// response per round trip), else 1.
+    pub fn items_per_item(self) -> u64 {
+        match self {
+            Workload::Rpc => 2,
+            Workload::Queue | Workload::Flood | Workload::Skew | Workload::Fanout => 1,
+        }
+    }
+
+    /// Work per item when none is given: [`CPU_BOUND_WORK_NS`] for `skew` and `fanout`, none
+    /// for the others.
+    pub fn default_work_ns(self) -> u64 {
+        match self {
+            Workload::Skew | Workload::Fanout => CPU_BOUND_WORK_NS,
+            Workload::Queue | Workload::Flood | Workload::Rpc => 0,
         }
     }
 }
@@ -43,19 +96,26 @@ pub struct Scenario {
     pub shard_size: usize,
     /// How `cache_shard` pods are cut.
     pub shard_rule: ShardRule,
-    /// Producer threads, one pinned to each of the lowest CPUs.
+    /// Producer threads, one pinned to each of the lowest CPUs ([`Workload::Skew`] runs one,
+    /// [`Scenario::producers`]).
     pub threads: usize,
-    /// Items per producer.
+    /// Items per producer (rpc: round trips per pair).
     pub items: u64,
     /// Work per item, in nanoseconds.
     pub work_ns: u64,
-    /// The seed of the jitter.
+    /// The seed of the jitter, and of the pull gate's coins.
     pub seed: u64,
+    /// Whether idle workers pull waiting items from sibling pools (podq's pull, modelled
+    /// with `podq::policy::pull`); only a profile whose [`Mechanism::pulls`] may.
+    ///
+    /// [`Mechanism::pulls`]: crate::Mechanism::pulls
+    pub pull: bool,
 }
 
 impl Scenario {
     /// The kernel's test: the `queue` workload, one producer per CPU of a `cpus`-CPU machine,
-    /// 50,000 items each, no work per item, `scope` at the default shard size, seed 1.
+    /// 50,000 items each, no work per item, `scope` at the default shard size, seed 1, no pull
+    /// (the kernel's workqueue has none).
     pub fn kernel_test(scope: AffinityScope, cpus: usize) -> Scenario {
         Scenario {
             workload: Workload::Queue,
@@ -66,6 +126,15 @@ impl Scenario {
             items: 50_000,
             work_ns: 0,
             seed: 1,
+            pull: false,
+        }
+    }
+
+    /// Producer threads: [`Scenario::threads`], or 1 for [`Workload::Skew`].
+    pub fn producers(&self) -> usize {
+        match self.workload {
+            Workload::Skew => 1,
+            Workload::Queue | Workload::Flood | Workload::Rpc | Workload::Fanout => self.threads,
         }
     }
 }

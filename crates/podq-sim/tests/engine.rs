@@ -21,7 +21,7 @@ fn scenario(workload: Workload, scope: AffinityScope, threads: usize, items: u64
 fn one_seed_replays_exactly_and_another_differs() {
     let m = machine("sockets=2,nodes=2,caches=4,cores=16,smt=2");
     for profile in [Profile::kernel(), Profile::podq()] {
-        for workload in [Workload::Queue, Workload::Flood] {
+        for workload in [Workload::Queue, Workload::Flood, Workload::Rpc] {
             let s = scenario(workload, AffinityScope::CacheShard, 32, 300);
             let a = simulate(&m, &profile, &s).unwrap();
             assert_eq!(a, simulate(&m, &profile, &s).unwrap());
@@ -35,15 +35,25 @@ fn one_seed_replays_exactly_and_another_differs() {
 fn every_item_of_every_scope_runs() {
     let m = machine("sockets=1,nodes=2,caches=4,cores=8,smt=2");
     for profile in [Profile::kernel(), Profile::podq()] {
-        for workload in [Workload::Queue, Workload::Flood] {
+        for workload in [
+            Workload::Queue,
+            Workload::Flood,
+            Workload::Skew,
+            Workload::Rpc,
+            Workload::Fanout,
+        ] {
             for scope in AffinityScope::ALL {
-                let s = scenario(workload, scope, 16, 200);
+                let s = Scenario {
+                    pull: profile.mechanism.pulls,
+                    ..scenario(workload, scope, 16, 200)
+                };
+                // An error, Stuck included, is a run that left items (or hops) unrun.
                 let o = simulate(&m, &profile, &s)
                     .unwrap_or_else(|e| panic!("{} {workload:?} {scope}: {e}", profile.name));
                 assert!(o.items_per_sec > 0.0);
                 assert!(o.simulated_ns > 0);
                 assert!(o.workers >= o.pools as u64, "one worker per pool at least");
-                assert_eq!(o.queue_to_start.is_some(), workload == Workload::Flood);
+                assert_eq!(o.queue_to_start.is_some(), workload != Workload::Queue);
             }
         }
     }

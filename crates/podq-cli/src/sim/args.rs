@@ -36,7 +36,10 @@ pub(crate) struct SimArgs {
     /// Read the machine from the sysfs tree under this folder instead.
     #[arg(long, value_name = "DIR", conflicts_with = "machine")]
     pub(crate) sysfs: Option<PathBuf>,
-    /// Workload: queue (the kernel's test_workqueue closed loop) or flood (open loop).
+    /// Workload: queue (the kernel's test_workqueue closed loop), flood (open loop), skew
+    /// (the open loop from one producer on the first CPU, CPU-bound items), fanout (teams of
+    /// senders queueing CPU-bound messages; --items messages per team) or rpc (pairs of items
+    /// queueing each other; --items round trips per pair).
     #[arg(long, value_name = "NAME", default_value = "queue")]
     pub(crate) workload: String,
     /// Scopes to simulate, comma-separated [default: cpu,smt,cache_shard,cache,numa,system].
@@ -48,9 +51,10 @@ pub(crate) struct SimArgs {
     /// Work items per producer thread.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_ITEMS.to_string())]
     pub(crate) items: String,
-    /// Simulated work per item, in nanoseconds.
-    #[arg(long, value_name = "NS", default_value = "0")]
-    pub(crate) work_ns: String,
+    /// Simulated work per item, in nanoseconds [default: 10000 for skew and fanout, 0 for the
+    /// others].
+    #[arg(long, value_name = "NS")]
+    pub(crate) work_ns: Option<String>,
     /// Cores per cache_shard pod.
     #[arg(long, value_name = "N", default_value = "8")]
     pub(crate) shard_size: String,
@@ -71,9 +75,11 @@ pub(crate) struct SimArgs {
     /// Fit the podq profile to this `podq bench --json` file of the machine first.
     #[arg(long, value_name = "FILE")]
     pub(crate) calibrate: Option<PathBuf>,
-    /// Model idle workers pulling from other pools (not modelled yet: refused).
-    #[arg(long)]
-    pub(crate) pull: bool,
+    /// Whether podq's idle workers pull waiting items from other pools: on, off, or on,off to
+    /// simulate every scope with each [default: on for the podq profile, off for kernel, whose
+    /// workqueue has no pull].
+    #[arg(long, value_name = "LIST")]
+    pub(crate) pull: Option<String>,
     /// Rerun with every cost parameter moved by up to P percent; report each result's range
     /// and the orders that flip.
     #[arg(long, value_name = "P")]
@@ -107,6 +113,10 @@ pub(crate) struct Settings {
     pub(crate) items: u64,
     /// Work per item, ns.
     pub(crate) work_ns: u64,
+    /// Pull settings, each simulated for every scope (a cross product with the sweep).
+    pub(crate) pulls: Vec<bool>,
+    /// Whether labels name the pull setting: when it is not the profile's default alone.
+    pub(crate) show_pull: bool,
     /// Seed.
     pub(crate) seed: u64,
     /// Profile name.
@@ -126,19 +136,15 @@ impl Settings {
     ///
     /// [`CliError::Usage`] for a bad value: one line naming it and the valid choices.
     pub(crate) fn from_args(args: &SimArgs) -> Result<Settings, CliError> {
-        if args.pull {
-            return Err(CliError::Usage(
-                "--pull: pulling between pools is not modelled yet (the pull gate, \
-                 podq::policy::pull, does not exist yet); run without --pull"
-                    .into(),
-            ));
-        }
         let workload = match args.workload.as_str() {
             "queue" => Workload::Queue,
             "flood" => Workload::Flood,
+            "skew" => Workload::Skew,
+            "rpc" => Workload::Rpc,
+            "fanout" => Workload::Fanout,
             other => {
                 return Err(CliError::Usage(format!(
-                    "unknown workload '{other}': expected one of queue, flood"
+                    "unknown workload '{other}': expected one of queue, flood, skew, fanout, rpc"
                 )))
             }
         };
@@ -204,6 +210,22 @@ impl Settings {
                 )));
             }
         }
+        let pull_default = profile == "podq";
+        let pulls = match &args.pull {
+            None => vec![pull_default],
+            Some(list) => parse_pulls(list)?,
+        };
+        if profile == "kernel" && pulls.contains(&true) {
+            return Err(CliError::Usage(format!(
+                "--pull {}: the kernel profile models the Linux workqueue, which has no pull \
+                 (an item runs on its own pool's workers); give --pull off, or --profile podq",
+                args.pull.as_deref().unwrap_or("on")
+            )));
+        }
+        let work_ns = match &args.work_ns {
+            None => workload.default_work_ns(),
+            Some(text) => parse_number("--work-ns", text)?,
+        };
         let threads = match &args.threads {
             None => None,
             Some(text) => Some(usize::try_from(parse_count("--threads", text)?).unwrap_or(0)),
@@ -215,7 +237,9 @@ impl Settings {
             shard_by,
             threads,
             items: parse_count("--items", &args.items)?,
-            work_ns: parse_number("--work-ns", &args.work_ns)?,
+            work_ns,
+            show_pull: pulls != [pull_default],
+            pulls,
             seed: parse_number("--seed", &args.seed)?,
             profile,
             uncertainty,
@@ -223,6 +247,26 @@ impl Settings {
             json: args.json,
         })
     }
+}
+
+/// `--pull`: `on`, `off`, or both comma-separated, in the order given, without duplicates.
+fn parse_pulls(list: &str) -> Result<Vec<bool>, CliError> {
+    let mut pulls = Vec::new();
+    for value in list.split(',').map(str::trim) {
+        let pull = match value {
+            "on" => true,
+            "off" => false,
+            _ => {
+                return Err(CliError::Usage(format!(
+                    "--pull '{list}': unknown value '{value}'; expected on, off, or on,off"
+                )))
+            }
+        };
+        if !pulls.contains(&pull) {
+            pulls.push(pull);
+        }
+    }
+    Ok(pulls)
 }
 
 /// A comma-separated list of scopes, kept in the order given, without duplicates.

@@ -194,6 +194,7 @@ pub(crate) fn fit(
             items: items.min(FIT_ITEMS),
             work_ns,
             seed: 1,
+            pull: row["pull"].as_str() == Some("on"),
         };
         targets.push((scenario, measured));
     }

@@ -33,14 +33,22 @@ pub(crate) struct Row {
 
 impl Row {
     /// The name in the kernel lines: the scope, with `/S` for `cache_shard` when several shard
-    /// sizes are simulated.
-    pub(crate) fn label(&self, sweeping: bool) -> String {
-        match self.scenario.scope {
+    /// sizes are simulated, and ` pull=on` or ` pull=off` when `show_pull`.
+    pub(crate) fn label(&self, sweeping: bool, show_pull: bool) -> String {
+        let mut label = match self.scenario.scope {
             AffinityScope::CacheShard if sweeping => {
                 format!("cache_shard/{}", self.scenario.shard_size)
             }
             scope => scope.name().to_owned(),
+        };
+        if show_pull {
+            label.push_str(if self.scenario.pull {
+                " pull=on"
+            } else {
+                " pull=off"
+            });
         }
+        label
     }
 }
 
@@ -82,7 +90,7 @@ pub(crate) fn run(args: &SimArgs) -> Result<(), CliError> {
         flips = spread.flips();
     }
     if let Some(path) = &settings.plot {
-        plot::draw(path, &rows, &machine, &profile)?;
+        plot::draw(path, &rows, &machine, &profile, settings.show_pull)?;
     }
     let report = report::Report {
         machine: &machine,
@@ -131,7 +139,7 @@ fn resolve_machine(args: &SimArgs) -> Result<(SimMachine, ShardRule), CliError> 
 }
 
 /// The scenarios of `settings` on `machine`: each scope in order, `cache_shard` once per shard
-/// size.
+/// size, each once per pull setting.
 fn scenarios(
     settings: &Settings,
     machine: &SimMachine,
@@ -153,17 +161,22 @@ fn scenarios(
         items: settings.items,
         work_ns: settings.work_ns,
         seed: settings.seed,
+        pull: false,
     };
     let mut out = Vec::new();
     for &scope in &settings.scopes {
-        if scope == AffinityScope::CacheShard {
-            out.extend(settings.shard_sizes.iter().map(|&shard_size| Scenario {
+        let sizes = if scope == AffinityScope::CacheShard {
+            &settings.shard_sizes[..]
+        } else {
+            &settings.shard_sizes[..1]
+        };
+        for &shard_size in sizes {
+            out.extend(settings.pulls.iter().map(|&pull| Scenario {
                 scope,
                 shard_size,
+                pull,
                 ..base
             }));
-        } else {
-            out.push(Scenario { scope, ..base });
         }
     }
     Ok(out)
@@ -173,6 +186,7 @@ fn scenarios(
 fn sim_error(err: podq_sim::SimError) -> CliError {
     match err {
         podq_sim::SimError::Pods(err) => err.into(),
+        podq_sim::SimError::NoPull { .. } => CliError::Usage(err.to_string()),
         podq_sim::SimError::Stuck { .. } => CliError::Failed(err.to_string()),
         _ => CliError::Usage(err.to_string()),
     }

@@ -14,7 +14,8 @@ use crate::error::CliError;
 /// The drawing's size in pixels.
 const SIZE: (u32, u32) = (800, 480);
 
-/// Draws `rows` into the SVG file at `path`.
+/// Draws `rows` into the SVG file at `path`; a sweep line per pull setting, named by it when
+/// `show_pull`.
 ///
 /// # Errors
 ///
@@ -24,6 +25,7 @@ pub(crate) fn draw(
     rows: &[Row],
     machine: &SimMachine,
     profile: &Profile,
+    show_pull: bool,
 ) -> Result<(), CliError> {
     let fail = |err: &dyn std::fmt::Display| {
         CliError::Failed(format!(
@@ -74,27 +76,37 @@ pub(crate) fn draw(
             .y_label_formatter(&|v| format!("{:.1}M", v / 1e6))
             .draw()
             .map_err(|e| fail(&e))?;
-        let points: Vec<(f64, f64)> = shards
-            .iter()
-            .map(|r| (r.scenario.shard_size as f64, r.outcome.items_per_sec))
-            .collect();
-        chart
-            .draw_series(LineSeries::new(points.clone(), BLUE.stroke_width(2)))
-            .map_err(|e| fail(&e))?
-            .label("cache_shard")
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLUE));
-        chart
-            .draw_series(points.iter().map(|&p| Circle::new(p, 4, BLUE.filled())))
-            .map_err(|e| fail(&e))?;
-        chart
-            .draw_series(shards.iter().filter_map(|r| {
-                r.range.map(|(lo, hi)| {
-                    let x = r.scenario.shard_size as f64;
-                    PathElement::new(vec![(x, lo), (x, hi)], BLACK.stroke_width(1))
-                })
-            }))
-            .map_err(|e| fail(&e))?;
-        let palette = [RED, GREEN, MAGENTA, CYAN, BLACK, YELLOW];
+        for (pull, color) in [(true, BLUE), (false, RED)] {
+            let line: Vec<&Row> = shards
+                .iter()
+                .copied()
+                .filter(|r| r.scenario.pull == pull)
+                .collect();
+            let Some(first) = line.first() else {
+                continue;
+            };
+            let points: Vec<(f64, f64)> = line
+                .iter()
+                .map(|r| (r.scenario.shard_size as f64, r.outcome.items_per_sec))
+                .collect();
+            chart
+                .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
+                .map_err(|e| fail(&e))?
+                .label(first.label(false, show_pull))
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
+            chart
+                .draw_series(points.iter().map(|&p| Circle::new(p, 4, color.filled())))
+                .map_err(|e| fail(&e))?;
+            chart
+                .draw_series(line.iter().filter_map(|r| {
+                    r.range.map(|(lo, hi)| {
+                        let x = r.scenario.shard_size as f64;
+                        PathElement::new(vec![(x, lo), (x, hi)], BLACK.stroke_width(1))
+                    })
+                }))
+                .map_err(|e| fail(&e))?;
+        }
+        let palette = [GREEN, MAGENTA, CYAN, BLACK, YELLOW, RGBColor(255, 128, 0)];
         for (i, row) in others.iter().enumerate() {
             let color = palette[i % palette.len()];
             let y = row.outcome.items_per_sec;
@@ -104,7 +116,7 @@ pub(crate) fn draw(
                     color.stroke_width(1),
                 ))
                 .map_err(|e| fail(&e))?
-                .label(row.scenario.scope.name())
+                .label(row.label(false, show_pull))
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
         }
         chart

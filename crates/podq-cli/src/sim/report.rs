@@ -31,6 +31,17 @@ impl Report<'_> {
         self.settings.shard_sizes.len() > 1
     }
 
+    /// `--pull` as given: `on`, `off`, or both in order, comma-separated.
+    fn pull_setting(&self) -> String {
+        let names: Vec<&str> = self
+            .settings
+            .pulls
+            .iter()
+            .map(|&p| if p { "on" } else { "off" })
+            .collect();
+        names.join(",")
+    }
+
     /// The text report: the machine, the settings, the kernel's lines, the flips.
     pub(crate) fn text(&self) -> String {
         let m = self.machine;
@@ -60,15 +71,21 @@ impl Report<'_> {
         }
         let first = self.rows.first().map(|r| r.scenario);
         if let Some(s) = first {
+            let (each, unit) = match s.workload {
+                Workload::Rpc => ("pair", "round trips"),
+                Workload::Fanout => ("team", "messages"),
+                _ => ("producer thread", "items"),
+            };
             out.push_str(&format!(
-                "sim: profile {}, {}: {} producer threads x {} items, {} ns of work per item, \
-                 seed {}\n",
+                "sim: profile {}, {}: {} x {} {unit}, {} ns of work per item, \
+                 seed {}, pull {}\n",
                 self.profile.name,
                 s.workload.name(),
-                s.threads,
+                plural(s.producers(), each),
                 s.items,
                 s.work_ns,
-                s.seed
+                s.seed,
+                self.pull_setting()
             ));
         }
         for row in self.rows {
@@ -86,8 +103,8 @@ impl Report<'_> {
                 out.push_str(&format!(
                     "uncertainty: the order of {} and {} flips with costs moved by up to \
                      {percent}%\n",
-                    self.rows[a].label(self.sweeping()),
-                    self.rows[b].label(self.sweeping())
+                    self.rows[a].label(self.sweeping(), self.settings.show_pull),
+                    self.rows[b].label(self.sweeping(), self.settings.show_pull)
                 ));
             }
         }
@@ -100,12 +117,26 @@ impl Report<'_> {
     /// `--uncertainty`.
     fn kernel_line(&self, row: &Row) -> String {
         let o = &row.outcome;
+        let width = self
+            .rows
+            .iter()
+            .map(|r| r.label(self.sweeping(), self.settings.show_pull).len() + 1)
+            .fold(12, usize::max);
         let head = format!(
-            "{:<12}{:>12.0} items/sec",
-            row.label(self.sweeping()),
+            "{:<width$}{:>12.0} items/sec",
+            row.label(self.sweeping(), self.settings.show_pull),
             o.items_per_sec
         );
         let mut line = match o.queue_to_start {
+            Some(hop) if row.scenario.workload == Workload::Rpc => format!(
+                "{:<width$}{:>12.0} round trips/sec\tp50={}\tp99={}\thop_p50={}\thop_p99={} ns",
+                row.label(self.sweeping(), self.settings.show_pull),
+                o.items_per_sec / 2.0,
+                o.queue.p50,
+                o.queue.p99,
+                hop.p50,
+                hop.p99
+            ),
             None => format!(
                 "{head}\tp50={}\tp90={}\tp95={} ns",
                 o.queue.p50, o.queue.p90, o.queue.p95
@@ -153,9 +184,10 @@ impl Report<'_> {
             },
             "settings": {
                 "workloads": [self.settings.workload.name()],
-                "threads": self.rows.first().map_or(0, |r| r.scenario.threads),
+                "threads": self.rows.first().map_or(0, |r| r.scenario.producers()),
                 "items_per_thread": self.settings.items,
                 "work_ns": self.settings.work_ns,
+                "pull": self.pull_setting(),
                 "seed": self.settings.seed,
                 "profile": self.profile.name,
                 "uncertainty_percent": self.settings.uncertainty,
@@ -178,7 +210,7 @@ impl Report<'_> {
             "system": "sim",
             "profile": self.profile.name,
             "scope": s.scope.name(),
-            "threads": s.threads,
+            "threads": s.producers(),
             "items_per_thread": s.items,
             "runs": 1,
             "items_per_sec": o.items_per_sec.round() as u64,
@@ -191,6 +223,8 @@ impl Report<'_> {
             "workers": o.workers,
             "lock_contended": o.lock_contended,
             "seed": s.seed,
+            "pull": if s.pull { "on" } else { "off" },
+            "pulled": o.pull.pulled,
         });
         let Value::Object(map) = &mut value else {
             unreachable!("json! of an object literal")
@@ -198,7 +232,34 @@ impl Report<'_> {
         if s.scope == AffinityScope::CacheShard {
             map.insert("shard_size".into(), s.shard_size.into());
         }
-        if let (Workload::Flood, Some(start)) = (s.workload, o.queue_to_start) {
+        if s.pull {
+            let c = &o.pull;
+            map.insert(
+                "pull_counts".into(),
+                json!({
+                    "offers": c.offers,
+                    "kicks": c.kicks,
+                    "idle_entries": c.idle_entries,
+                    "searches": c.searches,
+                    "found": c.found,
+                    "gated": c.gated,
+                    "capped": c.capped,
+                }),
+            );
+        }
+        if let (Workload::Rpc, Some(hop)) = (s.workload, o.queue_to_start) {
+            map.insert("p99_ns".into(), o.queue.p99.into());
+            map.insert(
+                "round_trips".into(),
+                (s.items * s.producers() as u64).into(),
+            );
+            map.insert(
+                "round_trips_per_sec".into(),
+                ((o.items_per_sec / 2.0).round() as u64).into(),
+            );
+            map.insert("hop_p50_ns".into(), hop.p50.into());
+            map.insert("hop_p99_ns".into(), hop.p99.into());
+        } else if let (true, Some(start)) = (s.workload.is_open(), o.queue_to_start) {
             map.insert("p99_ns".into(), o.queue.p99.into());
             map.insert("queue_to_start_p50_ns".into(), start.p50.into());
             map.insert("queue_to_start_p99_ns".into(), start.p99.into());
@@ -208,8 +269,8 @@ impl Report<'_> {
                 .flips
                 .iter()
                 .filter_map(|&(a, b)| match (a == index, b == index) {
-                    (true, _) => Some(self.rows[b].label(self.sweeping())),
-                    (_, true) => Some(self.rows[a].label(self.sweeping())),
+                    (true, _) => Some(self.rows[b].label(self.sweeping(), self.settings.show_pull)),
+                    (_, true) => Some(self.rows[a].label(self.sweeping(), self.settings.show_pull)),
                     _ => None,
                 })
                 .collect();

@@ -3,8 +3,10 @@
 //!
 //! Every decision a pool makes is asked of `podq::policy`, with the engine's own counts and
 //! times: where a queue call goes ([`Placement`]), whether a push or a worker wakes an idle
-//! worker or grows the pool ([`growth`]), and the stall watchdog's look ([`stall`]). The engine
-//! only says how long each step takes (the [`Costs`]) and in which order steps happen.
+//! worker or grows the pool ([`growth`]), the stall watchdog's look ([`stall`]), and with pull
+//! which sibling an idle worker searches, whether the gate lets it, and what a kicked sibling
+//! does (`podq::policy::pull`, in `pull.rs`). The engine only says how long each step takes
+//! (the [`Costs`]) and in which order steps happen.
 //!
 //! A thread is a small state machine (`threads::Phase`); an event resumes one thread at one time
 //! (or looks at one pool, for the watchdog). A lock is a FIFO of spinning waiters: a holder's
@@ -14,7 +16,10 @@
 //! the new one's.
 
 mod cpus;
+mod fanout;
 mod locks;
+mod pull;
+mod push;
 mod threads;
 
 use std::cmp::Reverse;
@@ -26,6 +31,7 @@ use podq::{AffinityScope, Pods};
 
 use self::cpus::{mask_of, Cpu, Mask};
 use self::locks::Lock;
+use self::pull::PullGroup;
 use self::threads::{Role, Thread};
 use crate::cost::Costs;
 use crate::machine::SimMachine;
@@ -61,6 +67,8 @@ struct Item {
     queued_at: u64,
     /// The lane lock it was pushed under (podq), whose lines a worker's refill touches.
     lane: u32,
+    /// A `fanout` sender (it queues messages and itself) rather than an item of work.
+    sender: bool,
 }
 
 /// A pool: the workers and the queue serving one pod.
@@ -153,6 +161,10 @@ struct Engine<'m> {
     contended: u64,
     /// Events processed.
     events: u64,
+    /// Pull's state, when the scenario pulls and the scope has two pools or more.
+    pull: Option<PullGroup>,
+    /// The pool a queue call from each dense CPU goes to (`Placement::pod_for`).
+    pod_of: Vec<u32>,
 }
 
 /// Simulates `scenario` on `machine` with `profile`.
@@ -160,7 +172,7 @@ struct Engine<'m> {
 /// # Errors
 ///
 /// [`SimError::Threads`] for no producer or more producers than CPUs, [`SimError::Items`] for
-/// no item, [`SimError::Pods`] when the scope's pods cannot be formed (a shard size of 0), and
+/// no item, [`SimError::NoPull`] for pull with a profile that has none, [`SimError::Pods`] when the scope's pods cannot be formed (a shard size of 0), and
 /// [`SimError::Stuck`] when the run stops with items outstanding (a bug in the model).
 pub fn simulate(
     machine: &SimMachine,
@@ -176,6 +188,11 @@ pub fn simulate(
     }
     if scenario.items == 0 {
         return Err(SimError::Items);
+    }
+    if scenario.pull && !profile.mechanism.pulls {
+        return Err(SimError::NoPull {
+            profile: profile.name,
+        });
     }
     let topo = machine.topology();
     let pods = match (scenario.scope, scenario.shard_rule) {
@@ -202,7 +219,8 @@ impl<'m> Engine<'m> {
         placement: &Placement,
     ) -> Engine<'m> {
         let n = machine.len();
-        let total_items = scenario.items * scenario.threads as u64;
+        let producers = scenario.producers();
+        let total_items = scenario.items * scenario.workload.items_per_item() * producers as u64;
         let mut engine = Engine {
             machine,
             costs: profile.costs.scaled(machine.platform().software_factor),
@@ -220,23 +238,36 @@ impl<'m> Engine<'m> {
             pools: Vec::new(),
             latencies: Vec::with_capacity(usize::try_from(total_items).unwrap_or(0)),
             starts: Vec::new(),
-            producers_left: scenario.threads,
+            producers_left: producers,
             items_done: 0,
             total_items,
             end: None,
             workers_started: 0,
             contended: 0,
             events: 0,
+            pull: if scenario.pull {
+                PullGroup::new(pods)
+            } else {
+                None
+            },
+            pod_of: (0..n)
+                .map(|c| placement.pod_for(Some(machine.id(c)), || 0) as u32)
+                .collect(),
         };
-        if scenario.workload == Workload::Flood {
+        if scenario.workload.is_open() {
             engine.starts.reserve(engine.latencies.capacity());
         }
         for pod in pods.pods() {
             engine.add_pool(pod.cpus().iter());
         }
-        for cpu in 0..scenario.threads {
-            let pool = placement.pod_for(Some(machine.id(cpu)), || 0);
-            let tid = engine.new_thread(Thread::producer(cpu, pool, scenario.items));
+        let per_producer = scenario.items * scenario.workload.items_per_item();
+        let senders = match scenario.workload {
+            Workload::Fanout => crate::scenario::FANOUT_SENDERS,
+            _ => 0,
+        };
+        for cpu in 0..producers {
+            let pool = engine.pod_of[cpu] as usize;
+            let tid = engine.new_thread(Thread::producer(cpu, pool, per_producer, senders));
             engine.run_on(tid, cpu, 0.0);
         }
         engine
@@ -348,9 +379,10 @@ impl<'m> Engine<'m> {
     /// The outcome, once the run has ended.
     fn outcome(&mut self, pools: usize) -> Outcome {
         let end = self.end.unwrap_or(self.now).max(1);
-        let queue_to_start = match self.workload {
-            Workload::Flood => Some(Percentiles::of(&mut self.starts)),
-            Workload::Queue => None,
+        let queue_to_start = if self.workload.is_open() {
+            Some(Percentiles::of(&mut self.starts))
+        } else {
+            None
         };
         Outcome {
             items_per_sec: self.total_items as f64 * 1e9 / end as f64,
@@ -361,6 +393,7 @@ impl<'m> Engine<'m> {
             lock_contended: self.contended,
             simulated_ns: end,
             events: self.events,
+            pull: self.pull.as_ref().map(|g| g.counts).unwrap_or_default(),
         }
     }
 
@@ -397,13 +430,7 @@ impl<'m> Engine<'m> {
             return None;
         }
         if growth::wakes(w) {
-            let worker = p.idle.pop().expect("the idle count matches the idle stack");
-            p.workers.idle -= 1;
-            p.workers.coming += 1;
-            if let Role::Worker { coming, .. } = &mut self.threads[worker as usize].role {
-                *coming = true;
-            }
-            return Some(Action::Wake(worker));
+            return Some(Action::Wake(self.take_idle(pool)));
         }
         match growth::grow(w, p.queue.len(), spinners, p.limits) {
             Grow::Spawn => {
@@ -419,6 +446,19 @@ impl<'m> Engine<'m> {
             }
             Grow::No => None,
         }
+    }
+
+    /// Takes the most recently parked worker of `pool` off its idle stack, counted as coming;
+    /// it asks its siblings once more if it finds its queue empty (a kick woke it for that).
+    fn take_idle(&mut self, pool: usize) -> u32 {
+        let p = &mut self.pools[pool];
+        let worker = p.idle.pop().expect("the idle count matches the idle stack");
+        p.workers.idle -= 1;
+        p.workers.coming += 1;
+        if let Role::Worker { coming, asked, .. } = &mut self.threads[worker as usize].role {
+            (*coming, *asked) = (true, false);
+        }
+        worker
     }
 
     /// Schedules the watchdog's next look at `pool`.

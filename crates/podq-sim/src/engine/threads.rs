@@ -1,6 +1,8 @@
 //! The threads' programs: a producer's queue calls and a worker's loop, as state machines the
 //! engine steps through, one event at a time.
 
+use super::pull::Search;
+use super::push::Job;
 use super::{Action, Engine, Item};
 use crate::scenario::Workload;
 
@@ -11,10 +13,11 @@ pub(super) enum Role {
     Producer {
         /// Its pool (the pod of its CPU).
         pool: u32,
-        /// Items still to queue.
+        /// Items still to queue (rpc: hops of its pair, queued by the workers after the first;
+        /// fanout: messages of its team, queued by its senders).
         left: u64,
-        /// When the current queue call began.
-        t0: u64,
+        /// `fanout` senders still to queue.
+        senders: u64,
         /// Whether its item has run (queue workload).
         done: bool,
         /// Whether it sleeps until its item has run.
@@ -32,6 +35,14 @@ pub(super) enum Role {
         coming: bool,
         /// Has spun since it last took an item (so it parks when it finds none).
         spun: bool,
+        /// Has asked its siblings since it last took an item (W7p, once per empty queue).
+        asked: bool,
+        /// The item it took last was pulled from a sibling (it then asks again at once).
+        pulled: bool,
+        /// Its search of the siblings, while it searches.
+        search: Search,
+        /// The queue calls made so far in the `fanout` sender round it is in, if any.
+        round: Option<u64>,
         /// The action its critical section decided.
         action: Option<Action>,
     },
@@ -43,15 +54,16 @@ pub(super) enum Role {
 pub(super) enum Phase {
     /// Producer: about to start an item, or finish.
     Start,
-    /// Producer: the queue call takes the push lock (kernel: the pool lock; podq: its lane).
+    /// Queue call (a producer, or an rpc worker): take the push lock (kernel: the pool lock;
+    /// podq: the lane of its CPU).
     Push,
-    /// Producer: unlock the push lock.
+    /// Queue call: unlock the push lock.
     PushRelease,
-    /// Producer (podq): take the pool lock to wake or grow.
+    /// Queue call (podq): take the pool lock to wake or grow.
     Help,
-    /// Producer (podq): unlock the pool lock.
+    /// Queue call (podq): unlock the pool lock.
     HelpRelease,
-    /// Producer: the queue call has returned.
+    /// Queue call: it has returned.
     Queued,
     /// Producer: asleep until its item has run.
     Wait,
@@ -69,6 +81,14 @@ pub(super) enum Phase {
     SpinRelease,
     /// Worker (podq): spinning; resumed when a push finds it or the spin is over.
     Spin,
+    /// Worker (pull): unlock its queue, found empty, and ask its siblings (W7p).
+    PullRelease,
+    /// Worker (pull): searching the siblings that offer work, level by level.
+    Search,
+    /// Worker (pull): take a sibling's head lock to take its oldest item.
+    Steal,
+    /// Worker (pull): unlock the sibling's head lock; run the item, or search on.
+    StealRelease,
 }
 
 /// One simulated thread.
@@ -87,16 +107,26 @@ pub(super) struct Thread {
     /// Woken before it went to sleep: it does not sleep (podq's `notified`, step W11; the
     /// kernel's `try_to_wake_up` of a thread still running likewise leaves it runnable).
     pub(super) notified: bool,
+    /// The queue call it makes, while it makes one.
+    pub(super) job: Job,
 }
 
 impl Thread {
-    /// A producer on dense CPU `cpu` queueing `items` items to pool `pool`.
-    pub(super) fn producer(cpu: usize, pool: usize, items: u64) -> Thread {
+    /// The action its critical section decided.
+    pub(super) fn action(&self) -> Option<Action> {
+        match self.role {
+            Role::Producer { action, .. } | Role::Worker { action, .. } => action,
+        }
+    }
+
+    /// A producer on dense CPU `cpu` queueing `items` items to pool `pool` (for `fanout`,
+    /// `senders` senders that queue them).
+    pub(super) fn producer(cpu: usize, pool: usize, items: u64, senders: u64) -> Thread {
         Thread {
             role: Role::Producer {
                 pool: pool as u32,
                 left: items,
-                t0: 0,
+                senders,
                 done: false,
                 waiting: false,
                 action: None,
@@ -106,6 +136,7 @@ impl Thread {
             on_cpu: false,
             token: 0,
             notified: false,
+            job: Job::default(),
         }
     }
 
@@ -117,6 +148,10 @@ impl Thread {
                 item: None,
                 coming: false,
                 spun: false,
+                asked: false,
+                pulled: false,
+                search: Search::default(),
+                round: None,
                 action: None,
             },
             phase: Phase::Take,
@@ -124,6 +159,7 @@ impl Thread {
             on_cpu: false,
             token: 0,
             notified: false,
+            job: Job::default(),
         }
     }
 }
@@ -135,8 +171,9 @@ impl Engine<'_> {
             let t = &self.threads[tid as usize];
             let (phase, cpu) = (t.phase, t.cpu);
             match (t.role, phase) {
-                (Role::Producer { left, .. }, Phase::Start) => {
-                    if left == 0 {
+                (Role::Producer { left, senders, .. }, Phase::Start) => {
+                    let fanout = self.workload == Workload::Fanout;
+                    if (fanout && senders == 0) || (!fanout && left == 0) {
                         self.set_phase(tid, Phase::Finished);
                         self.producer_finished();
                         self.block(tid);
@@ -150,62 +187,34 @@ impl Engine<'_> {
                     return;
                 }
                 (Role::Producer { pool, .. }, Phase::Push) => {
-                    if let Role::Producer { t0, done, .. } = &mut self.threads[tid as usize].role {
-                        *t0 = self.now;
+                    if let Role::Producer { done, .. } = &mut self.threads[tid as usize].role {
                         *done = false;
                     }
-                    let lock = self.push_lock(tid, pool);
-                    self.acquire(tid, lock);
+                    let sender = self.workload == Workload::Fanout;
+                    self.start_push(tid, pool, tid, sender);
                     return;
                 }
-                (Role::Producer { pool, action, .. }, Phase::PushRelease) => {
-                    let lock = self.push_lock(tid, pool);
-                    self.release(tid, lock);
-                    if self.mech.push_lanes {
-                        let p = &self.pools[pool as usize];
-                        let spinners = p.spinners.len();
-                        let left_to_spinners = spinners > 0
-                            && podq::policy::growth::spinners_take(p.queue.len(), spinners);
-                        if podq::policy::growth::wants_help(p.workers, p.limits)
-                            && !left_to_spinners
-                        {
-                            self.set_phase(tid, Phase::Help);
-                            continue;
-                        }
-                        self.set_phase(tid, Phase::Queued);
-                        continue;
-                    }
-                    self.clear_action(tid);
-                    let extra = self.perform(action, pool as usize, cpu, true);
-                    self.set_phase(tid, Phase::Queued);
-                    if extra > 0.0 {
-                        self.after(tid, extra);
+                (_, Phase::PushRelease | Phase::HelpRelease) => {
+                    if self.push_step(tid) {
                         return;
                     }
                 }
-                (Role::Producer { pool, .. }, Phase::Help) => {
-                    let lock = self.pools[pool as usize].synced;
-                    self.acquire(tid, lock);
-                    return;
-                }
-                (Role::Producer { pool, action, .. }, Phase::HelpRelease) => {
-                    let lock = self.pools[pool as usize].synced;
-                    self.release(tid, lock);
-                    self.clear_action(tid);
-                    let extra = self.perform(action, pool as usize, cpu, true);
-                    self.set_phase(tid, Phase::Queued);
-                    if extra > 0.0 {
-                        self.after(tid, extra);
+                (Role::Producer { done, .. }, Phase::Queued) => {
+                    self.queue_call_returned(tid);
+                    if self.workload == Workload::Rpc {
+                        // The pair's first request is queued; the workers queue the rest.
+                        self.set_phase(tid, Phase::Finished);
+                        self.producer_finished();
+                        self.block(tid);
                         return;
                     }
-                }
-                (Role::Producer { t0, done, .. }, Phase::Queued) => {
-                    let latency = u32::try_from(self.now - t0).unwrap_or(u32::MAX);
-                    self.latencies.push(latency);
-                    if let Role::Producer { left, waiting, .. } =
-                        &mut self.threads[tid as usize].role
+                    if let Role::Producer {
+                        waiting, senders, ..
+                    } = &mut self.threads[tid as usize].role
                     {
-                        *left -= 1;
+                        if self.workload == Workload::Fanout {
+                            *senders -= 1;
+                        }
                         if self.workload == Workload::Queue && !done {
                             *waiting = true;
                             self.threads[tid as usize].phase = Phase::Wait;
@@ -239,17 +248,24 @@ impl Engine<'_> {
                     self.release(tid, lock);
                     self.clear_action(tid);
                     let extra = self.perform(action, pool as usize, cpu, false);
-                    if let (Workload::Flood, Some(item)) = (self.workload, item) {
-                        let waited = u32::try_from(self.now - item.queued_at).unwrap_or(u32::MAX);
-                        self.starts.push(waited);
-                    }
+                    self.record_start(item);
                     self.set_phase(tid, Phase::Ran);
-                    self.after(tid, extra + self.costs.worker_item_ns + self.work_ns);
+                    let work = self.work_of(item);
+                    self.after(tid, extra + self.costs.worker_item_ns + work);
                     return;
                 }
                 (Role::Worker { item, .. }, Phase::Ran) => {
                     let item = item.expect("a worker runs an item it took");
                     self.set_phase(tid, Phase::Take);
+                    if item.sender {
+                        if let Role::Worker { round, .. } = &mut self.threads[tid as usize].role {
+                            *round = Some(0);
+                        }
+                        if self.fanout_next(tid) {
+                            return;
+                        }
+                        continue;
+                    }
                     self.items_done += 1;
                     match self.workload {
                         Workload::Queue => {
@@ -265,12 +281,35 @@ impl Engine<'_> {
                                 return;
                             }
                         }
-                        Workload::Flood => {
+                        Workload::Flood | Workload::Skew | Workload::Fanout => {
                             if self.items_done == self.total_items {
                                 self.end = Some(self.now);
                                 return;
                             }
                         }
+                        Workload::Rpc => {
+                            if self.items_done == self.total_items {
+                                self.end = Some(self.now);
+                                return;
+                            }
+                            // The hop queues the other side, from this worker's CPU.
+                            let left = match self.threads[item.producer as usize].role {
+                                Role::Producer { left, .. } => left,
+                                Role::Worker { .. } => 0,
+                            };
+                            if left > 0 {
+                                let pool = self.pod_of[cpu as usize];
+                                self.start_push(tid, pool, item.producer, false);
+                                return;
+                            }
+                        }
+                    }
+                }
+                (Role::Worker { .. }, Phase::Queued) => {
+                    self.queue_call_returned(tid);
+                    self.set_phase(tid, Phase::Take);
+                    if self.fanout_next(tid) {
+                        return;
                     }
                 }
                 (Role::Worker { pool, .. }, Phase::SpinRelease) => {
@@ -304,6 +343,61 @@ impl Engine<'_> {
                     self.block(tid);
                     return;
                 }
+                (Role::Worker { pool, .. }, Phase::PullRelease) => {
+                    let lock = self.pools[pool as usize].head;
+                    self.release(tid, lock);
+                    self.idle_entry(tid, pool as usize);
+                    return;
+                }
+                (Role::Worker { pool, .. }, Phase::Search) => {
+                    if self.search_on(tid, pool as usize) {
+                        return;
+                    }
+                    self.set_phase(tid, Phase::Take);
+                }
+                (
+                    Role::Worker {
+                        pool,
+                        item,
+                        action,
+                        search,
+                        ..
+                    },
+                    Phase::StealRelease,
+                ) => {
+                    let victim = search.victim as usize;
+                    let lock = self.pools[victim].head;
+                    self.release(tid, lock);
+                    let Some(taken) = item else {
+                        // The sibling was empty: on to the next one.
+                        self.set_phase(tid, Phase::Search);
+                        continue;
+                    };
+                    self.clear_action(tid);
+                    let extra = self.perform(action, victim, cpu, false);
+                    let level = self.search_level(tid);
+                    self.end_level(pool as usize, level, true);
+                    if let Role::Worker {
+                        spun,
+                        asked,
+                        pulled,
+                        ..
+                    } = &mut self.threads[tid as usize].role
+                    {
+                        (*spun, *asked, *pulled) = (false, false, true);
+                    }
+                    self.record_start(item);
+                    // The item's line comes from the CPU that queued it.
+                    let from = self.threads[taken.producer as usize].cpu as usize;
+                    let line = self
+                        .machine
+                        .platform()
+                        .at(self.machine.distance(from, cpu as usize));
+                    self.set_phase(tid, Phase::Ran);
+                    let work = self.work_of(item);
+                    self.after(tid, extra + line + self.costs.worker_item_ns + work);
+                    return;
+                }
                 (role, phase) => unreachable!("{role:?} is never resumed in {phase:?}"),
             }
         }
@@ -315,29 +409,8 @@ impl Engine<'_> {
         let cs = self.costs.critical_section_ns;
         let t = &self.threads[tid as usize];
         match (t.role, t.phase) {
-            (Role::Producer { pool, t0, .. }, Phase::Push) => {
-                let lane = self.push_lock(tid, pool);
-                self.pools[pool as usize].queue.push_back(Item {
-                    producer: tid,
-                    queued_at: t0,
-                    lane,
-                });
-                let cpu = self.threads[tid as usize].cpu;
-                self.notify_spinner(pool as usize, cpu);
-                self.set_phase(tid, Phase::PushRelease);
-                if self.mech.push_lanes {
-                    return cs;
-                }
-                let action = self.decide(pool as usize);
-                self.set_action(tid, action);
-                cs + self.wake_inside(action)
-            }
-            (Role::Producer { pool, .. }, Phase::Help) => {
-                let action = self.decide(pool as usize);
-                self.set_action(tid, action);
-                self.set_phase(tid, Phase::HelpRelease);
-                cs + self.wake_inside(action)
-            }
+            (_, Phase::Push) => self.enter_push(tid),
+            (_, Phase::Help) => self.enter_help(tid),
             (
                 Role::Worker {
                     pool, coming, spun, ..
@@ -363,26 +436,33 @@ impl Engine<'_> {
                         action = self.decide(pool as usize);
                     }
                     Phase::TakeRelease
-                } else if let Some(_other) = self.pull_from(pool as usize) {
-                    unreachable!("pull is not modelled yet: pull_from never names a pool")
-                } else if self.costs.spin_ns > 0.0 && !spun {
-                    Phase::SpinRelease
                 } else {
-                    let p = &mut self.pools[pool as usize];
-                    p.idle.push(tid);
-                    p.workers.idle += 1;
-                    Phase::ParkRelease
+                    // (W2d) Empty: the pool offers no more.
+                    let cpu = self.threads[tid as usize].cpu;
+                    self.withdraw(pool as usize, cpu);
+                    if self.asks_siblings(tid, pool as usize) {
+                        Phase::PullRelease
+                    } else if self.costs.spin_ns > 0.0 && !spun {
+                        Phase::SpinRelease
+                    } else {
+                        let p = &mut self.pools[pool as usize];
+                        p.idle.push(tid);
+                        p.workers.idle += 1;
+                        Phase::ParkRelease
+                    }
                 };
                 if let Role::Worker {
                     item: slot,
                     coming,
                     spun,
+                    asked,
+                    pulled,
                     action: decided,
                     ..
                 } = &mut self.threads[tid as usize].role
                 {
                     if item.is_some() {
-                        *spun = false;
+                        (*spun, *asked, *pulled) = (false, false, false);
                     }
                     *slot = item;
                     *coming = false;
@@ -391,40 +471,41 @@ impl Engine<'_> {
                 self.set_phase(tid, next);
                 cs + self.wake_inside(action)
             }
+            (Role::Worker { .. }, Phase::Steal) => self.steal(tid),
             (role, phase) => unreachable!("{role:?} takes no lock in {phase:?}"),
         }
     }
 
-    /// The pool an idle worker of `pool` pulls from before it spins or parks: the place where
-    /// the pull gate (`podq::policy::pull`, being written) will be asked, with the pools'
-    /// queue lengths and the topology order. Pull is not modelled yet, so no pool is named
-    /// (and `podq sim --pull` is refused).
-    fn pull_from(&self, _pool: usize) -> Option<usize> {
-        None
+    /// The work of running `item`: none for a `fanout` sender, which only queues.
+    fn work_of(&self, item: Option<Item>) -> f64 {
+        match item {
+            Some(Item { sender: true, .. }) => 0.0,
+            _ => self.work_ns,
+        }
+    }
+
+    /// Records when an item of an open workload started, from just before its queue call
+    /// (senders aside: they are no item of the count).
+    fn record_start(&mut self, item: Option<Item>) {
+        if let (true, Some(item @ Item { sender: false, .. })) = (self.workload.is_open(), item) {
+            let waited = u32::try_from(self.now - item.queued_at).unwrap_or(u32::MAX);
+            self.starts.push(waited);
+        }
     }
 
     /// The cost inside the lock of carrying out `action` there (the kernel wakes under it).
-    fn wake_inside(&self, action: Option<Action>) -> f64 {
+    pub(super) fn wake_inside(&self, action: Option<Action>) -> f64 {
         match action {
             Some(Action::Wake(_)) if self.mech.wake_under_lock => self.costs.wake_call_ns,
             _ => 0.0,
         }
     }
 
-    /// The lock producer `tid` pushes to `pool` under: its CPU's lane lock (podq), or the
-    /// pool's one lock (kernel).
-    fn push_lock(&self, tid: u32, pool: u32) -> u32 {
-        let p = &self.pools[pool as usize];
-        if !self.mech.push_lanes {
-            return p.head;
-        }
-        let cpu = self.threads[tid as usize].cpu;
-        let lane = p
-            .cpus
-            .iter()
-            .position(|&c| c == cpu)
-            .unwrap_or(cpu as usize);
-        p.lanes[lane % p.lanes.len()]
+    /// `tid`'s queue call has returned: its latency is recorded.
+    fn queue_call_returned(&mut self, tid: u32) {
+        let t0 = self.threads[tid as usize].job.t0;
+        let latency = u32::try_from(self.now - t0).unwrap_or(u32::MAX);
+        self.latencies.push(latency);
     }
 
     /// A producer has queued and seen run all its items.
@@ -442,14 +523,14 @@ impl Engine<'_> {
     }
 
     /// Records the action `tid`'s critical section decided.
-    fn set_action(&mut self, tid: u32, decided: Option<Action>) {
+    pub(super) fn set_action(&mut self, tid: u32, decided: Option<Action>) {
         match &mut self.threads[tid as usize].role {
             Role::Producer { action, .. } | Role::Worker { action, .. } => *action = decided,
         }
     }
 
     /// Forgets `tid`'s decided action once carried out.
-    fn clear_action(&mut self, tid: u32) {
+    pub(super) fn clear_action(&mut self, tid: u32) {
         self.set_action(tid, None);
     }
 }
