@@ -140,6 +140,12 @@ fn real_machines_order_siblings_by_cache_domain_then_node() {
     assert!(checked > 0, "no machine could be read");
 }
 
+/// An idle timeout of its own for test `k`: workqueues with equal attributes share pools, and
+/// the tests that block a pool's only worker must not block each other's.
+fn own_pools(k: u64) -> Duration {
+    Duration::from_secs(300 + k)
+}
+
 /// The name of the calling thread.
 fn thread_name() -> String {
     std::thread::current().name().unwrap_or("").to_owned()
@@ -153,6 +159,15 @@ fn blocked_behind(
     build: impl FnOnce(podq::WorkqueueBuilder) -> podq::WorkqueueBuilder,
     patience: Duration,
 ) -> Option<([String; 2], Workqueue)> {
+    blocked_behind_after(build, patience, |_| {})
+}
+
+/// As [`blocked_behind`], with `before` run on the workqueue first.
+fn blocked_behind_after(
+    build: impl FnOnce(podq::WorkqueueBuilder) -> podq::WorkqueueBuilder,
+    patience: Duration,
+    before: impl FnOnce(&Workqueue),
+) -> Option<([String; 2], Workqueue)> {
     let wq = build(
         Workqueue::builder("pull-test")
             .scope(AffinityScope::Cpu)
@@ -164,6 +179,7 @@ fn blocked_behind(
         eprintln!("skipped: needs two CPUs, CPU 0 among them");
         return None;
     }
+    before(&wq);
     let (b_ran, b_seen) = mpsc::channel::<()>();
     let who = Arc::new(Mutex::new([String::new(), String::new()]));
     let who_a = Arc::clone(&who);
@@ -190,7 +206,8 @@ fn an_idle_pod_pulls_the_work_waiting_behind_a_busy_one() {
     // Without pull B would wait for A's whole patience; with it, pod 1's worker takes the
     // oldest waiting item (A, if pod 0's worker has not taken it yet, else B), so A and B run
     // on the workers of both pods.
-    let Some((who, wq)) = blocked_behind(|b| b, Duration::from_secs(60)) else {
+    let Some((who, wq)) = blocked_behind(|b| b.idle_timeout(own_pools(1)), Duration::from_secs(60))
+    else {
         return;
     };
     let mut names = who.to_vec();
@@ -211,6 +228,44 @@ fn an_idle_pod_pulls_the_work_waiting_behind_a_busy_one() {
     let total_in: u64 = stats.pools.iter().map(|p| p.pulled_in).sum();
     let total_out: u64 = stats.pools.iter().map(|p| p.pulled_out).sum();
     assert_eq!(total_in, total_out);
+}
+
+#[test]
+fn a_parked_worker_of_an_idle_pod_is_woken_to_pull() {
+    // Pod 1's worker has run an item and parked: the offer of pod 0 wakes it (O2), and once
+    // woken it asks its siblings again, though it asked before it parked.
+    let park_pod_1 = |wq: &Workqueue| {
+        wq.queue_on(1, || {}).expect("cpu 1");
+        assert!(wq.flush());
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let stats = wq.stats();
+            let pool = stats.pools.iter().find(|p| p.pod == 1).expect("pool 1");
+            if pool.idle_workers == 1 {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "{pool:?}");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    };
+    let Some((who, wq)) = blocked_behind_after(
+        |b| b.idle_timeout(own_pools(2)),
+        Duration::from_secs(60),
+        park_pod_1,
+    ) else {
+        return;
+    };
+    let mut names = who.to_vec();
+    names.sort();
+    assert_eq!(
+        names,
+        ["podq/cpu-p0", "podq/cpu-p1"],
+        "A and B ran on {who:?}"
+    );
+    let stats = wq.stats();
+    let pool = |pod: usize| stats.pools.iter().find(|p| p.pod == pod).expect("pool");
+    assert!(pool(0).pulled_out >= 1, "{:?}", pool(0));
+    assert_eq!(pool(1).workers_created, 1, "woken, not a new worker");
 }
 
 #[test]

@@ -353,6 +353,8 @@ impl<T> Core<T> {
                 Parked::Woken(mut synced) => {
                     synced.arrive(slot);
                     self.publish(&synced);
+                    // Woken, perhaps by a sibling's kick (O2): a new look at the siblings.
+                    pulled = false;
                 }
                 Parked::Found => {}
                 Parked::Retired => return Next::Exit,
