@@ -28,7 +28,11 @@ fn one_seed_replays_exactly_with_pull() {
     for (workload, items) in [(Workload::Skew, 3000), (Workload::Queue, 300)] {
         let s = scenario(workload, AffinityScope::CacheShard, 16, items);
         let a = simulate(&m, &Profile::podq(), &s).unwrap();
-        assert!(a.pull.pulled > 0, "{workload:?}: {:?}", a.pull);
+        // One producer leaves a backlog to pull; the closed loop leaves at most one item in a
+        // lane, which a pool does not offer.
+        if workload == Workload::Skew {
+            assert!(a.pull.pulled > 0, "{workload:?}: {:?}", a.pull);
+        }
         assert_eq!(a, simulate(&m, &Profile::podq(), &s).unwrap());
         let other = Scenario { seed: 2, ..s };
         assert_ne!(a, simulate(&m, &Profile::podq(), &other).unwrap());

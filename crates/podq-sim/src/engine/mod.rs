@@ -71,6 +71,22 @@ struct Item {
     sender: bool,
 }
 
+impl Pool {
+    /// The position of lane lock `lock` in `lanes`, if it is one of them.
+    fn lane_of(&self, lock: u32) -> Option<usize> {
+        self.lanes.iter().position(|&l| l == lock)
+    }
+
+    /// Takes the oldest waiting item, uncounting it from its lane.
+    fn pop(&mut self) -> Option<Item> {
+        let item = self.queue.pop_front()?;
+        if let Some(lane) = self.lane_of(item.lane) {
+            self.lane_waiting[lane] -= 1;
+        }
+        Some(item)
+    }
+}
+
 /// A pool: the workers and the queue serving one pod.
 #[derive(Clone, Debug)]
 struct Pool {
@@ -88,6 +104,10 @@ struct Pool {
     allowed: Mask,
     /// Waiting items, FIFO.
     queue: VecDeque<Item>,
+    /// Waiting items per lane, by position in `lanes` (podq only): what a push reads as its
+    /// lane's length (the runtime's lanes keep an item until a refill moves it to the head;
+    /// here it is counted until it is taken, which the one FIFO cannot tell apart).
+    lane_waiting: Vec<usize>,
     /// The counts the policy reads.
     workers: Workers,
     /// Growth limits.
@@ -307,6 +327,7 @@ impl<'m> Engine<'m> {
         } else {
             Vec::new()
         };
+        let lanes_count = lanes.len();
         let eager = self.mech.eager_workers.unwrap_or(cpus.len());
         let id = self.pools.len() as u32;
         self.pools.push(Pool {
@@ -317,6 +338,7 @@ impl<'m> Engine<'m> {
             pod,
             allowed,
             queue: VecDeque::new(),
+            lane_waiting: vec![0; lanes_count],
             workers: Workers {
                 live: 1,
                 idle: 1,

@@ -149,14 +149,14 @@ impl Engine<'_> {
             .at(self.machine.distance(from as usize, to as usize))
     }
 
-    /// (O1) A push from dense CPU `cpu` left `waiting` items in `pool` with every worker busy
-    /// (or had the watchdog watch it): the pool offers its waiting work ([`pull::offers`]) and
-    /// kicks a sibling (O2). Returns what it costs the pusher.
-    pub(super) fn offer(&mut self, pool: usize, waiting: usize, watch: bool, cpu: u32) -> f64 {
+    /// (O1) A push from dense CPU `cpu` left `waiting` items in its lane of `pool` with every
+    /// worker busy (P4's `Busy`, or P6's `Watch`): the pool offers its waiting work when
+    /// [`pull::offers`] says so, and kicks a sibling (O2). Returns what it costs the pusher.
+    pub(super) fn offer(&mut self, pool: usize, waiting: usize, cpu: u32) -> f64 {
         let Some(group) = &mut self.pull else {
             return 0.0;
         };
-        if !(watch || pull::offers(waiting)) || group.offering[pool] {
+        if !pull::offers(waiting) || group.offering[pool] {
             return 0.0;
         }
         group.offering[pool] = true;
@@ -373,7 +373,7 @@ impl Engine<'_> {
             unreachable!("only workers steal")
         };
         let victim = search.victim as usize;
-        let item = self.pools[victim].queue.pop_front();
+        let item = self.pools[victim].pop();
         let mut action = None;
         if let Some(item) = item {
             self.pools[victim].started += 1;

@@ -70,9 +70,10 @@ impl Engine<'_> {
                     if left_to_spinners {
                         0.0
                     } else {
-                        // Every worker busy (P4's `Busy`): the pool may offer (O1).
-                        let waiting = p.queue.len();
-                        self.offer(pool, waiting, false, cpu)
+                        // Every worker busy (P4's `Busy`): the pool may offer (O1), by the
+                        // length of the pusher's lane.
+                        let waiting = self.lane_waiting(tid, pool);
+                        self.offer(pool, waiting, cpu)
                     }
                 } else {
                     self.clear_action(tid);
@@ -85,8 +86,8 @@ impl Engine<'_> {
                 self.clear_action(tid);
                 let mut extra = self.perform(action, pool, cpu, pinned);
                 if job.watch {
-                    let waiting = self.pools[pool].queue.len();
-                    extra += self.offer(pool, waiting, true, cpu);
+                    let waiting = self.lane_waiting(tid, pool);
+                    extra += self.offer(pool, waiting, cpu);
                 }
                 extra
             }
@@ -105,12 +106,16 @@ impl Engine<'_> {
     pub(super) fn enter_push(&mut self, tid: u32) -> f64 {
         let job = self.threads[tid as usize].job;
         let lane = self.push_lock(tid, job.pool);
-        self.pools[job.pool as usize].queue.push_back(Item {
+        let p = &mut self.pools[job.pool as usize];
+        p.queue.push_back(Item {
             producer: job.pair,
             queued_at: job.t0,
             lane,
             sender: job.sender,
         });
+        if let Some(at) = p.lane_of(lane) {
+            p.lane_waiting[at] += 1;
+        }
         let cpu = self.threads[tid as usize].cpu;
         self.notify_spinner(job.pool as usize, cpu);
         self.threads[tid as usize].phase = Phase::PushRelease;
@@ -133,6 +138,13 @@ impl Engine<'_> {
         self.set_action(tid, action);
         self.threads[tid as usize].phase = Phase::HelpRelease;
         self.costs.critical_section_ns + self.wake_inside(action)
+    }
+
+    /// The items waiting in the lane thread `tid` pushes to in `pool` (podq).
+    fn lane_waiting(&self, tid: u32, pool: usize) -> usize {
+        let lane = self.push_lock(tid, pool as u32);
+        let p = &self.pools[pool];
+        p.lane_of(lane).map_or(0, |at| p.lane_waiting[at])
     }
 
     /// The lock thread `tid` pushes to `pool` under: its CPU's lane lock (podq), or the

@@ -421,7 +421,7 @@ impl Engine<'_> {
                 if coming {
                     p.workers.coming -= 1;
                 }
-                let item = p.queue.pop_front();
+                let item = p.pop();
                 if item.is_some() {
                     p.started += 1;
                 }

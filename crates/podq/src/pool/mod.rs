@@ -195,7 +195,7 @@ impl<T: Runnable> Pool<T> {
     pub(crate) fn push(&self, task: T, at: usize) -> bool {
         let (grow, offers) = match self.shared.core.push(self.shared.lanes.lane(at), task) {
             Push::Spawn => (Grow::Spawn, false),
-            Push::Watch => (Grow::Watch, true),
+            Push::Watch(waiting) => (Grow::Watch, crate::policy::pull::offers(waiting)),
             Push::Busy(waiting) => (Grow::No, crate::policy::pull::offers(waiting)),
             Push::Woken | Push::Queued | Push::Handed => (Grow::No, false),
         };

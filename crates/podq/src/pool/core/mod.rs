@@ -105,10 +105,11 @@ pub(crate) enum Push {
     Busy(usize),
     /// The item went straight to a spinning worker, through the mailbox (P1).
     Handed,
-    /// The item waits with every worker busy and the pool at its eager size: the caller must
-    /// have the stall watchdog watch the pool (D1), which adds a worker if nothing is taken from
-    /// the queue for a while (the busy workers may be blocked).
-    Watch,
+    /// The item waits, `0` items in its lane with it, with every worker busy and the pool at
+    /// its eager size: the caller must have the stall watchdog watch the pool (D1), which adds
+    /// a worker if the busy ones block, and may offer the pool's waiting work to its siblings
+    /// as for [`Push::Busy`].
+    Watch(usize),
 }
 
 /// What a worker does next, from [`Core::next`].
@@ -250,7 +251,7 @@ impl<T> Core<T> {
         }
         match grow {
             Grow::Spawn => Push::Spawn,
-            Grow::Watch => Push::Watch,
+            Grow::Watch => Push::Watch(waiting),
             Grow::No => Push::Queued,
         }
     }
