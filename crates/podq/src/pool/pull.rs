@@ -98,11 +98,13 @@ impl Gate {
         Duration::from_nanos(self.mean_idle_ns.load(Ordering::Relaxed))
     }
 
-    /// Records an idle entry now; returns the mean interval between idle entries.
+    /// Records an idle entry now; returns the mean interval between idle entries. Two workers
+    /// of the pod may enter at once, and the other's later time may be the one swapped out:
+    /// that interval counts as 0.
     fn idle_entry(&self) -> Duration {
         let now = duration_ns(epoch().elapsed());
         let last = self.last_idle_ns.swap(now, Ordering::Relaxed);
-        let mean = policy::idle_interval(self.mean_idle(), Duration::from_nanos(now - last));
+        let mean = policy::idle_interval(self.mean_idle(), Duration::from_nanos(now.saturating_sub(last)));
         self.mean_idle_ns
             .store(duration_ns(mean), Ordering::Relaxed);
         mean
