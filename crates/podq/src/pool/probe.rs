@@ -66,11 +66,12 @@ impl Probes {
         self.list.lock().retain(|p| !Arc::ptr_eq(p, probe));
     }
 
-    /// Looks at every busy worker: how many run a task, how many of those sleep.
+    /// Looks at every busy worker: how many run a task, how many of those sleep. Under the
+    /// list's lock, which only a worker's start and exit also take.
     pub(super) fn look(&self) -> Seen {
-        let list = self.list.lock().clone();
+        let list = self.list.lock();
         let mut seen = Seen::default();
-        for probe in &list {
+        for probe in list.iter() {
             let runs = probe.runs.load(Ordering::Relaxed);
             if runs % 2 == 0 {
                 continue;
