@@ -104,7 +104,10 @@ impl Gate {
     fn idle_entry(&self) -> Duration {
         let now = duration_ns(epoch().elapsed());
         let last = self.last_idle_ns.swap(now, Ordering::Relaxed);
-        let mean = policy::idle_interval(self.mean_idle(), Duration::from_nanos(now.saturating_sub(last)));
+        let mean = policy::idle_interval(
+            self.mean_idle(),
+            Duration::from_nanos(now.saturating_sub(last)),
+        );
         self.mean_idle_ns
             .store(duration_ns(mean), Ordering::Relaxed);
         mean
