@@ -76,6 +76,7 @@
 pub mod affinity;
 pub mod cpuset;
 pub mod error;
+mod fork;
 mod here;
 #[cfg(feature = "metrics")]
 pub mod metrics;

@@ -159,7 +159,7 @@ impl WorkqueueBuilder {
             idle_timeout: self.idle_timeout,
             pull: self.pull && !self.strict,
         };
-        let pools = super::POOLS.pools_for(&topology, &attrs)?;
+        let pools = super::pool_registry().pools_for(&topology, &attrs)?;
         let placement = Placement::new(pools.pods(), &cpus, |cpu| {
             topology.cpu(cpu).map_or(0, |c| c.node)
         })?;
