@@ -1,28 +1,12 @@
 //! Fork generations: what lets a child process of `fork()` use podq without the parent's
 //! threads.
 //!
-//! `fork()` copies the calling thread only. Every worker, the timer thread and the watchdog
-//! thread of the parent are gone in the child, and a lock one of them held at that moment stays
-//! held forever. So podq's process-wide state is kept per *fork generation*:
-//!
-//! 1. **Count.** The first use of any per-generation state registers a `pthread_atfork` child
-//!    handler (`sys`) that raises [`generation`] by one in the child; the child inherits the
-//!    registration, so a grandchild counts too. The handler does one atomic add, which is
-//!    async-signal-safe; nothing is done in the parent, and no lock is taken before the fork
-//!    (a prepare handler taking podq's locks would stall `fork()` behind running items and
-//!    deadlock a `fork()` made while one of those locks is held).
-//! 2. **Start afresh.** Each piece of process-wide state ([`PerFork`]: the pool registry, the
-//!    timer, the watchdog, the flush waits, the `metrics` list) is reached through a pointer to
-//!    the value of one generation. The first use in a new generation builds a new value and
-//!    swaps it in; the parent's value is forgotten (leaked), never dropped, locked or joined.
-//!    A child therefore never takes a lock that a thread of its parent could hold.
-//! 3. **Tell old from new.** A workqueue's id carries the generation it was built in
-//!    ([`tag_id`]); [`is_foreign`] tells a workqueue (or a work item's last workqueue) of an
-//!    earlier generation, whose pools have no workers here. Such a workqueue refuses work,
-//!    returns from flush, drain and cancel at once and leaks its pools when dropped.
-//!
-//! The queue path pays one relaxed load of [`GENERATION`], a word written only by the child
-//! handler, to refuse work on a parent's workqueue.
+//! `fork()` copies the calling thread only: the parent's workers, timer and watchdog threads
+//! are gone in the child, and a lock one of them held stays held. The protocol, steps 20-23 of
+//! `src/workqueue/README.md`, and what it cannot protect a child from (`parking_lot`'s table of
+//! parked threads) are written down there: a child-side `pthread_atfork` handler raises
+//! [`GENERATION`] (step 20); process-wide state is a [`PerFork`] value, built afresh in each
+//! generation (21); a workqueue id carries its generation, [`tag_id`] and [`is_foreign`] (22).
 
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::sync::Once;
@@ -35,12 +19,12 @@ static GENERATION: AtomicU64 = AtomicU64::new(0);
 /// Bits of a workqueue id that count workqueues; the bits above hold the generation.
 const ID_BITS: u32 = 40;
 
-/// The child handler (step 1): a new generation.
+/// The child handler (step 20): a new generation.
 extern "C" fn in_child() {
     GENERATION.fetch_add(1, Ordering::Relaxed);
 }
 
-/// Registers the child handler once per process tree (step 1).
+/// Registers the child handler once per process tree (step 20).
 fn count_forks() {
     static REGISTERED: Once = Once::new();
     // A refusal (out of memory) leaves children sharing the parent's generation: they hang as
@@ -55,20 +39,20 @@ pub(crate) fn generation() -> u64 {
 }
 
 /// Workqueue id `n` (counted from 1, below 2^40) tagged with this process's generation
-/// (step 3).
+/// (step 22).
 pub(crate) fn tag_id(n: u64) -> u64 {
     count_forks();
     (generation() << ID_BITS) | (n & ((1 << ID_BITS) - 1))
 }
 
 /// Whether workqueue id `id` (never 0) was made in an earlier generation: by a parent process,
-/// whose threads are not here (step 3).
+/// whose threads are not here (step 22).
 #[inline]
 pub(crate) fn is_foreign(id: u64) -> bool {
     id >> ID_BITS != generation() & ((1 << (64 - ID_BITS)) - 1)
 }
 
-/// One value of type `T` per fork generation, built on first use in each (step 2).
+/// One value of type `T` per fork generation, built on first use in each (step 21).
 pub(crate) struct PerFork<T: 'static> {
     /// A: the value of the latest generation that used it; null before the first use.
     /// Acquire/Release: publishes the value to the threads that load the pointer.

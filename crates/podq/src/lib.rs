@@ -68,6 +68,20 @@
 //!
 //! What each feature emits, by name, label and unit: `docs/observability.md`.
 //!
+//! # Fork
+//!
+//! A child process of `fork()` (on Linux) has none of its parent's podq threads. It builds its
+//! own workqueues, with any attributes, and they work fully: podq's process-wide state (pools,
+//! timer, watchdog) starts afresh in the child, and the child never takes a lock the parent's
+//! threads could hold. A workqueue built by the parent refuses work in the child (`queue`
+//! returns `false`, `queue_on` returns [`Error::ParentProcess`]), its `flush` and `drain`
+//! return `false` at once and its drop returns at once, leaking the parent's pools; a [`Work`]
+//! pending or running in the parent at the fork never runs in the child, and its `flush` and
+//! `cancel_sync` return at once. podq's locks are `parking_lot`'s, which cannot be used in a
+//! child forked while another thread was inside one of their park or unpark calls: fork while
+//! podq's threads are quiet, or exec soon. The protocol: steps 20-23 of
+//! `src/workqueue/README.md`.
+//!
 //! The protocols behind the guarantees (pending, cancel, flush, `max_active`) are written down
 //! as numbered steps in `src/workqueue/README.md`; the pools' park/wake protocol in
 //! `src/pool/README.md`.

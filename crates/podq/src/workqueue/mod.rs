@@ -68,7 +68,9 @@ pub use work::Work;
 /// * at most `max_active` items run at once, the rest wait in FIFO order;
 ///   [`Workqueue::ordered`] runs one at a time, in queueing order;
 /// * a panicking item is caught and counted; its worker goes on;
-/// * dropping the workqueue runs everything already queued, then lets its pools go.
+/// * dropping the workqueue runs everything already queued, then lets its pools go;
+/// * in a child process of `fork()`, new workqueues work fully, and the parent's refuse work
+///   and return from every call at once (see the crate's "Fork" section).
 ///
 /// ```
 /// use std::sync::atomic::{AtomicUsize, Ordering};
@@ -534,7 +536,7 @@ impl Workqueue {
         Ok(false)
     }
 
-    /// Whether the workqueue was built by a parent process of `fork()` (`fork.rs`, step 3):
+    /// Whether the workqueue was built by a parent process of `fork()` (step 22 of `README.md`):
     /// its pools have no workers here.
     #[inline]
     fn foreign(&self) -> bool {

@@ -201,7 +201,7 @@ impl Grabbed {
     }
 }
 
-/// Whether `item` is pending or running on a workqueue of a parent process (`fork.rs`, step 3):
+/// Whether `item` is pending or running on a workqueue of a parent process (step 23 of `README.md`):
 /// that execution never runs here.
 ///
 /// The item's last workqueue is written by the owner of a claim after it claims, so a first
