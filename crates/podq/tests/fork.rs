@@ -7,9 +7,8 @@
 //! with a deadline, kills it when the deadline passes and fails. All cases run in one test, one
 //! after the other, so that no other test thread of this file runs while the process forks.
 //!
-//! Each fork waits until the parent's other threads sleep: podq's locks are `parking_lot`'s,
-//! whose process-wide table of parked threads a child cannot use when another thread of the
-//! parent was inside a park or unpark at the fork (see `src/fork.rs`).
+//! The forks are made while the parent's workers, timer and watchdog may be running or parked:
+//! the child must not depend on what they were doing.
 #![cfg(target_os = "linux")]
 #![allow(unsafe_code)]
 
@@ -27,35 +26,10 @@ const DEADLINE: Duration = Duration::from_secs(20);
 /// The exit code of a child whose check panicked.
 const PANICKED: i32 = 101;
 
-/// Waits (up to [`DEADLINE`] / 4, then goes on) until every other thread of this process sleeps
-/// (state `S` in `/proc/self/task/*/stat`), so that none is inside a lock's park or unpark.
-fn quiet() {
-    // SAFETY: gettid has no preconditions.
-    let me = unsafe { libc::gettid() }.to_string();
-    let start = Instant::now();
-    while start.elapsed() < DEADLINE / 4 {
-        let busy = std::fs::read_dir("/proc/self/task")
-            .expect("procfs")
-            .filter_map(Result::ok)
-            .filter(|task| task.file_name().to_str() != Some(me.as_str()))
-            .any(|task| {
-                let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
-                // The state follows the command name, which is in parentheses.
-                let state = stat.rsplit_once(')').map(|(_, rest)| rest.trim_start());
-                state.is_some_and(|rest| !rest.starts_with('S'))
-            });
-        if !busy {
-            return;
-        }
-        thread::sleep(Duration::from_millis(1));
-    }
-}
-
 /// Forks; the child runs `check` and exits with its code ([`PANICKED`] if it panics). Returns
 /// the child's exit code, failing the test when the child has not exited within [`DEADLINE`]
 /// (the child is killed) or was killed by a signal.
 fn in_child(what: &str, check: impl FnOnce() -> i32) -> i32 {
-    quiet();
     // SAFETY: fork has no memory preconditions; the child runs only `check` and `_exit`.
     let pid = unsafe { libc::fork() };
     assert!(pid >= 0, "fork failed: {}", std::io::Error::last_os_error());
