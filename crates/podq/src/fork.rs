@@ -3,10 +3,10 @@
 //!
 //! `fork()` copies the calling thread only: the parent's workers, timer and watchdog threads
 //! are gone in the child, and a lock one of them held stays held. The protocol, steps 20-23 of
-//! `src/workqueue/README.md`, and what it cannot protect a child from (`parking_lot`'s table of
-//! parked threads) are written down there: a child-side `pthread_atfork` handler raises
-//! [`GENERATION`] (step 20); process-wide state is a [`PerFork`] value, built afresh in each
-//! generation (21); a workqueue id carries its generation, [`tag_id`] and [`is_foreign`] (22).
+//! `src/workqueue/README.md`, and what a child must still avoid are written down there: a
+//! child-side `pthread_atfork` handler raises [`GENERATION`] (step 20); process-wide state is a
+//! [`PerFork`] value, built afresh in each generation (21); a workqueue id carries its
+//! generation, [`tag_id`] and [`is_foreign`] (22).
 
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::sync::Once;

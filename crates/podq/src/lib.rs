@@ -77,10 +77,9 @@
 //! returns `false`, `queue_on` returns [`Error::ParentProcess`]), its `flush` and `drain`
 //! return `false` at once and its drop returns at once, leaking the parent's pools; a [`Work`]
 //! pending or running in the parent at the fork never runs in the child, and its `flush` and
-//! `cancel_sync` return at once. podq's locks are `parking_lot`'s, which cannot be used in a
-//! child forked while another thread was inside one of their park or unpark calls: fork while
-//! podq's threads are quiet, or exec soon. The protocol: steps 20-23 of
-//! `src/workqueue/README.md`.
+//! `cancel_sync` return at once. A child forked from inside a work item must `exec` or `_exit`
+//! before that item returns (the worker thread would go back to its parent's pool). The
+//! protocol: steps 20-23 of `src/workqueue/README.md`.
 //!
 //! The protocols behind the guarantees (pending, cancel, flush, `max_active`) are written down
 //! as numbered steps in `src/workqueue/README.md`; the pools' park/wake protocol in

@@ -13,7 +13,7 @@
 #![allow(unsafe_code)]
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -200,6 +200,28 @@ fn a_child_of_fork_uses_podq_and_never_hangs() {
         counter.fetch_add(1, Ordering::SeqCst);
     });
     assert!(wq.queue_delayed(&delayed, Duration::from_secs(3600)));
+    // And a producer that keeps the parent's workers locking, waking and parking while it
+    // forks.
+    let shared = Arc::new(shared);
+    let stop = Arc::new(AtomicBool::new(false));
+    let produced = Arc::new(AtomicUsize::new(0));
+    let producer = {
+        let (shared, stop, produced) = (
+            Arc::clone(&shared),
+            Arc::clone(&stop),
+            Arc::clone(&produced),
+        );
+        thread::spawn(move || loop {
+            let produced = Arc::clone(&produced);
+            assert!(shared.queue(move || {
+                produced.fetch_add(1, Ordering::SeqCst);
+            }));
+            if stop.load(Ordering::SeqCst) {
+                break;
+            }
+            thread::yield_now();
+        })
+    };
 
     assert_eq!(
         in_child("same attributes", child_builds_the_parents_attributes),
@@ -220,6 +242,10 @@ fn a_child_of_fork_uses_podq_and_never_hangs() {
     );
 
     // The parent goes on: its blocked item ends, its pending and delayed items run.
+    stop.store(true, Ordering::SeqCst);
+    producer.join().unwrap();
+    assert!(shared.flush());
+    assert!(produced.load(Ordering::SeqCst) > 0);
     let wq = parent.take().expect("the parent keeps its workqueue");
     release.send(()).unwrap();
     // `pending` may have run before the flush: only the count tells.
