@@ -137,6 +137,7 @@ fn child_delayed_work_fires() -> i32 {
 /// The parent's workqueue and items, in the child: every call answers at once.
 fn child_uses_the_parents_workqueue(
     parent: &mut Option<Workqueue>,
+    running: &Work,
     pending: &Work,
     delayed: &DelayedWork,
 ) -> i32 {
@@ -171,6 +172,13 @@ fn child_uses_the_parents_workqueue(
     if !wq.stats().pools.is_empty() {
         return 9;
     }
+    // Running in the parent at the fork: its runner is not here. A queue call on a workqueue
+    // of the child refuses it, and there is nothing to wait for.
+    let own = shared_attrs();
+    if own.queue_work(running) || running.flush() || running.cancel_sync() {
+        return 10;
+    }
+    drop(own);
     drop(wq);
     // The child's own workqueue still works after all that.
     child_builds_the_parents_attributes()
@@ -186,9 +194,19 @@ fn a_child_of_fork_uses_podq_and_never_hangs() {
     let mut parent = Some(Workqueue::ordered("fork-parent").expect("build"));
     let wq = parent.as_ref().unwrap();
     let (release, blocked) = mpsc::channel::<()>();
-    assert!(wq.queue(move || {
-        blocked.recv().unwrap();
-    }));
+    let running = Work::new(move || {
+        // Ends when the parent releases it, or when the sender is dropped.
+        let _ = blocked.recv();
+    });
+    assert!(wq.queue_work(&running));
+    let start = Instant::now();
+    while !running.is_running() {
+        assert!(
+            start.elapsed() < DEADLINE,
+            "the blocking item never started"
+        );
+        thread::sleep(Duration::from_millis(1));
+    }
     let ran = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&ran);
     let pending = Work::new(move || {
@@ -235,7 +253,7 @@ fn a_child_of_fork_uses_podq_and_never_hangs() {
     );
     assert_eq!(
         in_child("the parent's workqueue", || {
-            child_uses_the_parents_workqueue(&mut parent, &pending, &delayed)
+            child_uses_the_parents_workqueue(&mut parent, &running, &pending, &delayed)
         }),
         0,
         "the parent's workqueue"

@@ -368,6 +368,7 @@ impl Workqueue {
         let item = &work.work.inner;
         match item.state.try_claim() {
             Claim::Refused => false,
+            Claim::Claimed { running } if work::stranded_claim(item, running) => false,
             Claim::Claimed { .. } => {
                 self.arm(item, delay);
                 true
@@ -463,6 +464,7 @@ impl Workqueue {
         let item = &work.inner;
         match item.state.try_claim() {
             Claim::Refused => false,
+            Claim::Claimed { running } if work::stranded_claim(item, running) => false,
             Claim::Claimed { .. } => {
                 item.record_home(&self.shared, pod);
                 self.submit(Job::Work(Arc::clone(item)), pod, at);

@@ -216,6 +216,17 @@ pub(crate) fn stranded(item: &WorkInner) -> bool {
     id != 0 && fork::is_foreign(id)
 }
 
+/// Whether a claim just made on `item`, which found it `running`, must be given back: the run
+/// is a parent process's (step 23), whose runner is not here to take the deferred execution.
+/// Then the claim is released. Only a claim on a running item looks further than `running`.
+pub(crate) fn stranded_claim(item: &WorkInner, running: bool) -> bool {
+    if running && stranded(item) {
+        item.state.release_claim();
+        return true;
+    }
+    false
+}
+
 /// Waits until the last queueing of `item` has finished (see [`Work::flush`]; step 15).
 pub(crate) fn flush_item(item: &Arc<WorkInner>) -> bool {
     let s = item.state.load();
