@@ -78,6 +78,13 @@ pub enum Error {
     /// A `max_active` of 0: a workqueue must be able to run at least one item at once.
     #[error("max_active must be at least 1 item, got 0")]
     ZeroMaxActive,
+    /// The workqueue was built by the parent of this process, before a `fork()`: its workers
+    /// are the parent's, so it runs nothing here. The child builds its own workqueues.
+    #[error("workqueue '{workqueue}' belongs to the parent process: after fork() the child must build its own workqueues")]
+    ParentProcess {
+        /// The workqueue's name.
+        workqueue: String,
+    },
 }
 
 impl Error {

@@ -68,6 +68,19 @@
 //!
 //! What each feature emits, by name, label and unit: `docs/observability.md`.
 //!
+//! # Fork
+//!
+//! A child process of `fork()` (on Linux) has none of its parent's podq threads. It builds its
+//! own workqueues, with any attributes, and they work fully: podq's process-wide state (pools,
+//! timer, watchdog) starts afresh in the child, and the child never takes a lock the parent's
+//! threads could hold. A workqueue built by the parent refuses work in the child (`queue`
+//! returns `false`, `queue_on` returns [`Error::ParentProcess`]), its `flush` and `drain`
+//! return `false` at once and its drop returns at once, leaking the parent's pools; a [`Work`]
+//! pending or running in the parent at the fork never runs in the child, and its `flush` and
+//! `cancel_sync` return at once. A child forked from inside a work item must `exec` or `_exit`
+//! before that item returns (the worker thread would go back to its parent's pool). The
+//! protocol: steps 20-23 of `src/workqueue/README.md`.
+//!
 //! The protocols behind the guarantees (pending, cancel, flush, `max_active`) are written down
 //! as numbered steps in `src/workqueue/README.md`; the pools' park/wake protocol in
 //! `src/pool/README.md`.
@@ -76,6 +89,7 @@
 pub mod affinity;
 pub mod cpuset;
 pub mod error;
+mod fork;
 mod here;
 #[cfg(feature = "metrics")]
 pub mod metrics;

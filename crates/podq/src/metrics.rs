@@ -30,13 +30,14 @@
 //! series keep their last values in the recorder.
 
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Arc, LazyLock, Weak};
+use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use ::metrics::{counter, describe_counter, describe_gauge, gauge, Unit};
 use crossbeam_utils::CachePadded;
 
+use crate::fork::PerFork;
 use crate::stats::{PoolStats, WorkqueueStats};
 use crate::sync::Mutex;
 use crate::workqueue::{stats_of, PodShared, WqShared};
@@ -271,8 +272,15 @@ impl Entry {
 }
 
 /// Every workqueue built since the process started that may still be live, in build order;
-/// entries of dropped workqueues are removed by the next [`publish`].
-static LIVE: LazyLock<Mutex<Vec<Entry>>> = LazyLock::new(|| Mutex::new(Vec::new()));
+/// entries of dropped workqueues are removed by the next [`publish`]. One list per fork
+/// generation (`fork.rs`): a child of `fork()` publishes its own workqueues only, and never
+/// takes a lock that a parent's thread may have held.
+static LIVE: PerFork<Mutex<Vec<Entry>>> = PerFork::new();
+
+/// This process's list of live workqueues (see [`LIVE`]).
+fn live() -> &'static Mutex<Vec<Entry>> {
+    LIVE.get(|| Mutex::new(Vec::new()))
+}
 
 /// Registers a new workqueue for [`publish`] (called once, when it is built).
 pub(crate) fn register(shared: &Arc<WqShared>, pods: &[Arc<CachePadded<PodShared>>]) {
@@ -280,7 +288,7 @@ pub(crate) fn register(shared: &Arc<WqShared>, pods: &[Arc<CachePadded<PodShared
         shared: Arc::downgrade(shared),
         pods: pods.iter().map(Arc::downgrade).collect(),
     };
-    LIVE.lock().push(entry);
+    live().lock().push(entry);
 }
 
 /// Reads the statistics of every live workqueue and records them through the `metrics`
@@ -293,7 +301,7 @@ pub(crate) fn register(shared: &Arc<WqShared>, pods: &[Arc<CachePadded<PodShared
 pub fn publish() {
     describe();
     let held: Vec<Held> = {
-        let mut live = LIVE.lock();
+        let mut live = live().lock();
         let mut held = Vec::with_capacity(live.len());
         live.retain(|entry| match entry.upgrade() {
             Some(handles) => {

@@ -5,8 +5,14 @@
 //! `crates/podq-loom` can compile the same files a second time against a `sync` module with the
 //! same API built on [loom], and explore their interleavings.
 //!
-//! In production the locks are `parking_lot`'s (no poisoning, small, fast uncontended paths),
-//! wrapped to the by-value guard API that loom (and `std`) offer:
+//! In production the locks are `std`'s (futex words on Linux: small, fast uncontended paths,
+//! and no process-wide state, so a child of `fork()` can use new ones), with poisoning
+//! ignored, in the by-value guard API that loom (and `std`) offer. Against `parking_lot`'s,
+//! on the 2-CPU machine shared with other builds (`podq bench --workload queue` and
+//! `--workload flood`, each with `--scopes cache_shard,system --peers channel --runs 5`, one
+//! invocation per build), `cache_shard` medians: queue 2.46M items/s (1.16-2.89M) against
+//! 2.65M (2.10-3.10M), flood 6.66M (5.86-7.15M) against 6.14M (4.15-6.69M); the channel pool
+//! moved more between invocations (1.59-8.52M) than podq between the two locks.
 //!
 //! * [`Mutex`]: `new`, `lock() -> MutexGuard`, `try_lock() -> Option<MutexGuard>`.
 //! * [`Condvar`]: `new`, `wait(guard) -> guard`, `wait_timeout(guard, dur) -> (guard, timed
@@ -19,6 +25,7 @@
 //!
 //! [loom]: https://docs.rs/loom
 
+use std::sync::{PoisonError, TryLockError};
 use std::time::Duration;
 
 pub(crate) use std::sync::Arc;
@@ -83,55 +90,66 @@ pub(crate) fn spin_until(rounds: u32, mut ready: impl FnMut() -> bool) -> bool {
 }
 
 /// A guard of a locked [`Mutex`]; the lock is released when it is dropped.
-pub(crate) type MutexGuard<'a, T> = parking_lot::MutexGuard<'a, T>;
+pub(crate) type MutexGuard<'a, T> = std::sync::MutexGuard<'a, T>;
 
-/// A mutual exclusion lock that does not poison.
+/// A mutual exclusion lock that does not poison (a poisoned `std` lock is used as it is).
+///
+/// `std`'s locks keep all their state in the lock itself (a futex word on Linux), with no
+/// process-wide table of parked threads as `parking_lot` has: a child of `fork()` can use its
+/// own new locks whatever the parent's threads were doing (step 21 of
+/// `src/workqueue/README.md`).
 #[derive(Debug, Default)]
-pub(crate) struct Mutex<T>(parking_lot::Mutex<T>);
+pub(crate) struct Mutex<T>(std::sync::Mutex<T>);
 
 impl<T> Mutex<T> {
     /// A new, unlocked mutex holding `value`.
     pub(crate) fn new(value: T) -> Self {
-        Self(parking_lot::Mutex::new(value))
+        Self(std::sync::Mutex::new(value))
     }
 
     /// Locks, blocking the calling thread until the lock is free.
     pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
-        self.0.lock()
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Locks if the lock is free now; `None` when another thread holds it.
     pub(crate) fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
-        self.0.try_lock()
+        match self.0.try_lock() {
+            Ok(guard) => Some(guard),
+            Err(TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        }
     }
 }
 
 /// A condition variable, used with one [`Mutex`] at a time.
 #[derive(Debug, Default)]
-pub(crate) struct Condvar(parking_lot::Condvar);
+pub(crate) struct Condvar(std::sync::Condvar);
 
 impl Condvar {
     /// A new condition variable with no waiter.
     pub(crate) fn new() -> Self {
-        Self(parking_lot::Condvar::new())
+        Self(std::sync::Condvar::new())
     }
 
     /// Releases `guard`'s lock, sleeps until notified, and locks again.
     ///
     /// Callers re-check their condition in a loop: the facade allows spurious wake-ups.
-    pub(crate) fn wait<'a, T>(&self, mut guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
-        self.0.wait(&mut guard);
-        guard
+    pub(crate) fn wait<'a, T>(&self, guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
+        self.0.wait(guard).unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Like [`Condvar::wait`], but gives up after `timeout`; the `bool` is `true` when the wait
     /// timed out rather than being notified.
     pub(crate) fn wait_timeout<'a, T>(
         &self,
-        mut guard: MutexGuard<'a, T>,
+        guard: MutexGuard<'a, T>,
         timeout: Duration,
     ) -> (MutexGuard<'a, T>, bool) {
-        let result = self.0.wait_for(&mut guard, timeout);
+        let (guard, result) = self
+            .0
+            .wait_timeout(guard, timeout)
+            .unwrap_or_else(PoisonError::into_inner);
         (guard, result.timed_out())
     }
 

@@ -13,10 +13,12 @@
 //! One thread, `podq/watchdog`, serves every pool of the process. It is started on first use
 //! and sleeps without a timeout while no pool is watched.
 
-use std::sync::{OnceLock, Weak};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Weak;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::fork::PerFork;
 use crate::policy::stall::{BLOCK_CHECK_INTERVAL, BLOCK_RECHECK_INTERVAL, STALL_CHECK_INTERVAL};
 use crate::sync::{Arc, Condvar, Mutex};
 
@@ -40,24 +42,31 @@ pub(crate) trait Watched: Send + Sync {
 struct Watchdog {
     pools: Mutex<Vec<Weak<dyn Watched>>>,
     wake: Condvar,
+    /// A: whether its thread was started (or tried). Relaxed: the thread only uses the
+    /// watchdog's own locks.
+    started: AtomicBool,
 }
 
-static WATCHDOG: OnceLock<Watchdog> = OnceLock::new();
+/// The process's watchdog: one per fork generation (`fork.rs`), so that a child of `fork()`
+/// starts its own thread and never takes the parent's list lock.
+static WATCHDOG: PerFork<Watchdog> = PerFork::new();
 
 /// Has the watchdog watch `pool` until it reports an empty queue (D1).
 pub(crate) fn watch(pool: Weak<dyn Watched>) {
-    let dog = WATCHDOG.get_or_init(|| {
-        let spawned = thread::Builder::new()
-            .name("podq/watchdog".into())
-            .spawn(run);
+    let dog = WATCHDOG.get(|| Watchdog {
+        pools: Mutex::new(Vec::new()),
+        wake: Condvar::new(),
+        started: AtomicBool::new(false),
+    });
+    if !dog.started.swap(true, Ordering::Relaxed) {
         // Without the thread, pools still run everything with their eager workers; they only
         // lose the extra workers for items that block. Nothing queued is lost.
-        drop(spawned);
-        Watchdog {
-            pools: Mutex::new(Vec::new()),
-            wake: Condvar::new(),
-        }
-    });
+        drop(
+            thread::Builder::new()
+                .name("podq/watchdog".into())
+                .spawn(move || run(dog)),
+        );
+    }
     let mut pools = dog.pools.lock();
     pools.push(pool);
     drop(pools);
@@ -66,14 +75,7 @@ pub(crate) fn watch(pool: Weak<dyn Watched>) {
 
 /// The watchdog thread: looks at every watched pool each interval, forgets the ones that do
 /// not need it any more, and sleeps while none does.
-fn run() {
-    let dog = loop {
-        // `watch` stores the state right after spawning this thread.
-        if let Some(dog) = WATCHDOG.get() {
-            break dog;
-        }
-        thread::yield_now();
-    };
+fn run(dog: &'static Watchdog) {
     // The blocked look needs a thread's state, which only some systems give.
     let probing = cfg!(target_os = "linux");
     let mut interval = if probing {

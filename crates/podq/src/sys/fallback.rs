@@ -2,6 +2,12 @@
 
 use std::io;
 
+/// Not followed here: podq keeps no fork generations on systems other than Linux, so a child
+/// of `fork()` must not use podq state made before the fork.
+pub(crate) fn on_fork_in_child(_handler: extern "C" fn()) -> io::Result<()> {
+    Ok(())
+}
+
 /// Unknown on this system.
 pub(crate) fn current_cpu() -> Option<usize> {
     None

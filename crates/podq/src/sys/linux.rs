@@ -1,4 +1,4 @@
-//! Linux: `sched_getcpu`, `sched_getaffinity`, `sched_setaffinity`, and a thread's scheduler
+//! Linux: `pthread_atfork`, `sched_getcpu`, `sched_getaffinity`, `sched_setaffinity`, and a thread's scheduler
 //! state from `/proc/thread-self/stat`.
 #![allow(unsafe_code)]
 
@@ -44,6 +44,23 @@ fn sleeping_state(stat: &[u8]) -> bool {
         stat[close + 1..].iter().find(|b| !b.is_ascii_whitespace()),
         Some(b'S' | b'D')
     )
+}
+
+/// Has `handler` run in the child of every later `fork()` of this process, and of its
+/// children (`pthread_atfork`'s child handler; no prepare or parent handler).
+///
+/// # Errors
+///
+/// The error `pthread_atfork` returns (`ENOMEM`).
+pub(crate) fn on_fork_in_child(handler: extern "C" fn()) -> io::Result<()> {
+    let child: unsafe extern "C" fn() = handler;
+    // SAFETY: pthread_atfork only stores the function pointers; `handler` is a plain function
+    // that lives as long as the program, and null prepare and parent handlers are allowed.
+    let rc = unsafe { libc::pthread_atfork(None, None, Some(child)) };
+    if rc != 0 {
+        return Err(io::Error::from_raw_os_error(rc));
+    }
+    Ok(())
 }
 
 /// The CPU the calling thread runs on now, or `None` when the kernel cannot tell.

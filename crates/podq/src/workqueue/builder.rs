@@ -1,11 +1,11 @@
 //! [`WorkqueueBuilder`]: a workqueue's attributes, all checked in one place (`check`) when
 //! [`WorkqueueBuilder::build`] is called.
 
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use crate::cpuset::CpuSet;
 use crate::error::{Error, Result};
+use crate::fork::PerFork;
 use crate::policy::Placement;
 use crate::pool::{self, PoolAttrs};
 use crate::scope::{AffinityScope, DEFAULT_SHARD_SIZE};
@@ -159,7 +159,7 @@ impl WorkqueueBuilder {
             idle_timeout: self.idle_timeout,
             pull: self.pull && !self.strict,
         };
-        let pools = super::POOLS.pools_for(&topology, &attrs)?;
+        let pools = super::pool_registry().pools_for(&topology, &attrs)?;
         let placement = Placement::new(pools.pods(), &cpus, |cpu| {
             topology.cpu(cpu).map_or(0, |c| c.node)
         })?;
@@ -176,14 +176,15 @@ impl WorkqueueBuilder {
 }
 
 /// This machine's topology, read once per process (sysfs does not change under a running
-/// process in ways podq follows).
+/// process in ways podq follows). Once per fork generation (step 21 of `README.md`), so that a
+/// child never waits on a first read that a thread of its parent was making at the fork.
 fn this_machine() -> Result<Topology> {
-    static THIS: OnceLock<Topology> = OnceLock::new();
-    if let Some(t) = THIS.get() {
+    static THIS: PerFork<Topology> = PerFork::new();
+    if let Some(t) = THIS.built() {
         return Ok(t.clone());
     }
     let t = Topology::discover()?;
-    Ok(THIS.get_or_init(|| t).clone())
+    Ok(THIS.get(|| t.clone()).clone())
 }
 
 impl WorkqueueBuilder {

@@ -53,8 +53,14 @@ impl DelayedWork {
     /// Runs it now if it waits for its delay (queued at once, to the pod of the CPU that armed
     /// it), then waits until its last queueing has finished. Returns `false` when there was
     /// nothing to wait for.
+    ///
+    /// In a child process of `fork()`, an item that was pending or running in the parent when
+    /// it forked never runs here: this returns `false` at once.
     pub fn flush(&self) -> bool {
         let item = &self.work.inner;
+        if work::stranded(item) {
+            return false;
+        }
         let mut fired = false;
         if item.state.load() & PENDING != 0 {
             if let Some(key) = item.state.with_extra(|home| home.timer.take()) {

@@ -25,13 +25,14 @@ mod work;
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, LazyLock, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
 
 use crate::cpuset::CpuSet;
 use crate::error::{Error, Result};
+use crate::fork::{self, PerFork};
 use crate::here::{self, Here};
 use crate::policy::Placement;
 use crate::pool::{PoolSet, Registry};
@@ -67,7 +68,9 @@ pub use work::Work;
 /// * at most `max_active` items run at once, the rest wait in FIFO order;
 ///   [`Workqueue::ordered`] runs one at a time, in queueing order;
 /// * a panicking item is caught and counted; its worker goes on;
-/// * dropping the workqueue runs everything already queued, then lets its pools go.
+/// * dropping the workqueue runs everything already queued, then lets its pools go;
+/// * in a child process of `fork()`, new workqueues work fully, and the parent's refuse work
+///   and return from every call at once (see the crate's "Fork" section).
 ///
 /// ```
 /// use std::sync::atomic::{AtomicUsize, Ordering};
@@ -96,7 +99,8 @@ pub struct Workqueue {
 
 /// The part of a workqueue that its tasks, timers and items reach.
 pub(crate) struct WqShared {
-    /// I: unique among the workqueues of the process (never 0).
+    /// I: unique among the workqueues of the process and of its parents (never 0); its top bits
+    /// are the fork generation it was built in ([`fork::tag_id`]).
     pub(crate) id: u64,
     /// I: the name given to the builder.
     pub(crate) name: String,
@@ -133,10 +137,17 @@ pub(crate) struct PodShared {
 }
 
 /// The process's pools of workqueue tasks: one per (attributes, pod), shared by every
-/// workqueue with equal attributes, as in the kernel.
-static POOLS: LazyLock<Registry<Task>> = LazyLock::new(Registry::new);
+/// workqueue with equal attributes, as in the kernel. One registry per fork generation
+/// (`fork.rs`): a child of `fork()` never gets its parent's pools, whose workers it lacks.
+static POOLS: PerFork<Registry<Task>> = PerFork::new();
 
-/// Source of workqueue ids; starts at 1 so that 0 means "none".
+/// This process's pool registry (see [`POOLS`]).
+pub(crate) fn pool_registry() -> &'static Registry<Task> {
+    POOLS.get(Registry::new)
+}
+
+/// Source of workqueue ids, before [`fork::tag_id`] adds the generation; starts at 1 so that
+/// 0 means "none".
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// Entries of the table of flush waits: workqueue `id` sleeps on entry `id % FLUSH_WAITS`.
@@ -144,13 +155,13 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 pub(crate) const FLUSH_WAITS: usize = 64;
 
 /// The process's flush waits (see [`FlushWait`]): leaked on purpose, because a finisher may
-/// use its workqueue's entry after the workqueue is gone.
-static FLUSH_WAIT_TABLE: OnceLock<&'static [CachePadded<FlushWait>]> = OnceLock::new();
+/// use its workqueue's entry after the workqueue is gone. One table per fork generation
+/// (`fork.rs`): a child's workqueues never share a wait lock with the parent's threads.
+static FLUSH_WAIT_TABLE: PerFork<Box<[CachePadded<FlushWait>]>> = PerFork::new();
 
 /// The flush wait of workqueue `id`.
 fn flush_wait(id: u64) -> &'static FlushWait {
-    let table = FLUSH_WAIT_TABLE
-        .get_or_init(|| Box::leak((0..FLUSH_WAITS).map(|_| CachePadded::default()).collect()));
+    let table = FLUSH_WAIT_TABLE.get(|| (0..FLUSH_WAITS).map(|_| CachePadded::default()).collect());
     // The remainder is below FLUSH_WAITS, so it fits.
     &table[(id % FLUSH_WAITS as u64) as usize]
 }
@@ -188,7 +199,7 @@ impl Workqueue {
         // A limit of at least every worker the pools may ever have cannot be reached by
         // running items, so it needs no counter: items then never touch a workqueue-wide word.
         let reachable = max_active.filter(|&m| m < used.saturating_mul(max_workers));
-        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        let id = fork::tag_id(NEXT_ID.fetch_add(1, Ordering::Relaxed));
         let shared = Arc::new(WqShared {
             id,
             name,
@@ -245,7 +256,9 @@ impl Workqueue {
     /// Queues a one-shot closure to the pool of the calling thread's pod.
     ///
     /// Returns `false` only while [`Workqueue::drain`] runs and the caller is not one of this
-    /// workqueue's own items: the closure is then dropped without running.
+    /// workqueue's own items, or in a child process of `fork()` when the workqueue was built
+    /// by its parent (see the crate's "Fork" section): the closure is then dropped without
+    /// running.
     pub fn queue(&self, f: impl FnOnce() + Send + 'static) -> bool {
         if self.refused() {
             return false;
@@ -261,11 +274,13 @@ impl Workqueue {
     ///
     /// # Errors
     ///
-    /// [`Error::UnknownCpu`] when `cpu` is not one of the workqueue's CPUs.
+    /// * [`Error::UnknownCpu`] when `cpu` is not one of the workqueue's CPUs;
+    /// * [`Error::ParentProcess`] in a child process of `fork()` when the workqueue was built
+    ///   by its parent.
     pub fn queue_on(&self, cpu: usize, f: impl FnOnce() + Send + 'static) -> Result<bool> {
         let pod = self.pod_of_cpu(cpu)?;
         if self.refused() {
-            return Ok(false);
+            return self.refusal();
         }
         self.submit(Job::Once(Box::new(f)), pod, here::cpu_or_thread());
         Ok(true)
@@ -277,7 +292,9 @@ impl Workqueue {
     ///
     /// # Errors
     ///
-    /// [`Error::UnknownNode`] when `node` has none of the workqueue's CPUs.
+    /// * [`Error::UnknownNode`] when `node` has none of the workqueue's CPUs;
+    /// * [`Error::ParentProcess`] in a child process of `fork()` when the workqueue was built
+    ///   by its parent.
     pub fn queue_node(&self, node: usize, f: impl FnOnce() + Send + 'static) -> Result<bool> {
         let rotation = self.shared.rotation.fetch_add(1, Ordering::Relaxed);
         let pod = self
@@ -289,7 +306,7 @@ impl Workqueue {
                 nodes: list(self.shared.placement.nodes()),
             })?;
         if self.refused() {
-            return Ok(false);
+            return self.refusal();
         }
         self.submit(Job::Once(Box::new(f)), pod, here::cpu_or_thread());
         Ok(true)
@@ -304,7 +321,10 @@ impl Workqueue {
     ///   everything stored before this call;
     /// * a [`Work::cancel_sync`] of it is in progress: nothing is queued;
     /// * a [`Workqueue::drain`] runs and the caller is not one of this workqueue's own items:
-    ///   nothing is queued.
+    ///   nothing is queued;
+    /// * in a child process of `fork()`, the workqueue was built by its parent, or the item was
+    ///   pending or running there when the parent forked: nothing is queued (see the crate's
+    ///   "Fork" section).
     pub fn queue_work(&self, work: &Work) -> bool {
         let here = Here::now();
         self.queue_work_to(work, self.pod_here(here), here.index())
@@ -318,9 +338,14 @@ impl Workqueue {
     ///
     /// # Errors
     ///
-    /// [`Error::UnknownCpu`] when `cpu` is not one of the workqueue's CPUs.
+    /// * [`Error::UnknownCpu`] when `cpu` is not one of the workqueue's CPUs;
+    /// * [`Error::ParentProcess`] in a child process of `fork()` when the workqueue was built
+    ///   by its parent.
     pub fn queue_work_on(&self, cpu: usize, work: &Work) -> Result<bool> {
         let pod = self.pod_of_cpu(cpu)?;
+        if self.foreign() {
+            return self.refusal();
+        }
         Ok(self.queue_work_to(work, pod, here::cpu_or_thread()))
     }
 
@@ -334,7 +359,8 @@ impl Workqueue {
     ///   pending execution runs once for both requests;
     /// * a [`DelayedWork::cancel_sync`] of it is in progress: nothing is armed;
     /// * a [`Workqueue::drain`] runs and the caller is not one of this workqueue's own items:
-    ///   nothing is armed.
+    ///   nothing is armed;
+    /// * in a child process of `fork()`, as for [`Workqueue::queue_work`]: nothing is armed.
     pub fn queue_delayed(&self, work: &DelayedWork, delay: Duration) -> bool {
         if self.refused() {
             return false;
@@ -342,6 +368,7 @@ impl Workqueue {
         let item = &work.work.inner;
         match item.state.try_claim() {
             Claim::Refused => false,
+            Claim::Claimed { running } if work::stranded_claim(item, running) => false,
             Claim::Claimed { .. } => {
                 self.arm(item, delay);
                 true
@@ -357,11 +384,12 @@ impl Workqueue {
     /// * `work` was idle: it is armed as by [`Workqueue::queue_delayed`];
     /// * a [`DelayedWork::cancel_sync`] of it is in progress: nothing is armed;
     /// * a [`Workqueue::drain`] runs and the caller is not one of this workqueue's own items:
-    ///   nothing is armed.
+    ///   nothing is armed;
+    /// * in a child process of `fork()`, as for [`Workqueue::queue_work`]: nothing is armed.
     pub fn mod_delayed(&self, work: &DelayedWork, delay: Duration) -> bool {
         let item = &work.work.inner;
         loop {
-            if work::canceling(item) || self.refused() {
+            if work::canceling(item) || self.refused() || work::stranded(item) {
                 return false;
             }
             if let Some(grabbed) = item.grab() {
@@ -388,9 +416,10 @@ impl Workqueue {
     ///
     /// Returns `true` once everything queued before the call has finished. Called from one of
     /// this workqueue's own items it would wait for that very item (the kernel deadlocks
-    /// there), so it returns `false` at once and waits for nothing.
+    /// there), so it returns `false` at once and waits for nothing; so does it in a child
+    /// process of `fork()` for a workqueue its parent built (its items never run here).
     pub fn flush(&self) -> bool {
-        if self.called_from_own_item() {
+        if self.called_from_own_item() || self.foreign() {
             return false;
         }
         self.shared
@@ -403,9 +432,10 @@ impl Workqueue {
     /// items may queue more work on it; other queue calls return `false` and queue nothing.
     ///
     /// Returns `true` once the workqueue was empty; `false` at once, having waited for nothing,
-    /// when called from one of this workqueue's own items (as [`Workqueue::flush`]).
+    /// when called from one of this workqueue's own items, or in a child process for a
+    /// workqueue its parent built (as [`Workqueue::flush`]).
     pub fn drain(&self) -> bool {
-        if self.called_from_own_item() {
+        if self.called_from_own_item() || self.foreign() {
             return false;
         }
         self.shared.flush.start_drain();
@@ -419,7 +449,9 @@ impl Workqueue {
         task::running_wq() == self.shared.id
     }
 
-    /// Counters of this workqueue and the state of its pools, now.
+    /// Counters of this workqueue and the state of its pools, now. In a child process of
+    /// `fork()`, a workqueue its parent built shows its counters as they were at the fork and no
+    /// pools.
     pub fn stats(&self) -> WorkqueueStats {
         stats_of(&self.shared, &self.pods)
     }
@@ -432,6 +464,7 @@ impl Workqueue {
         let item = &work.inner;
         match item.state.try_claim() {
             Claim::Refused => false,
+            Claim::Claimed { running } if work::stranded_claim(item, running) => false,
             Claim::Claimed { .. } => {
                 item.record_home(&self.shared, pod);
                 self.submit(Job::Work(Arc::clone(item)), pod, at);
@@ -487,10 +520,29 @@ impl Workqueue {
     }
 
     /// Whether a queue call must be refused: a drain runs and the caller is not one of this
-    /// workqueue's items.
+    /// workqueue's items, or the workqueue was built by a parent process.
     #[inline]
     fn refused(&self) -> bool {
-        self.shared.flush.draining() && !self.called_from_own_item()
+        (self.shared.flush.draining() && !self.called_from_own_item()) || self.foreign()
+    }
+
+    /// What a queue call that returns a `Result` answers when [`Workqueue::refused`]:
+    /// [`Error::ParentProcess`] for a workqueue of a parent process, else `Ok(false)`.
+    #[cold]
+    fn refusal(&self) -> Result<bool> {
+        if self.foreign() {
+            return Err(Error::ParentProcess {
+                workqueue: self.shared.name.clone(),
+            });
+        }
+        Ok(false)
+    }
+
+    /// Whether the workqueue was built by a parent process of `fork()` (step 22 of `README.md`):
+    /// its pools have no workers here.
+    #[inline]
+    fn foreign(&self) -> bool {
+        fork::is_foreign(self.shared.id)
     }
 }
 
@@ -501,7 +553,16 @@ impl Drop for Workqueue {
     /// Dropped from one of its own items, it does not wait (it would wait for itself): the
     /// queued items still run, and a `podq/reaper` thread waits for them and then lets the
     /// pools go.
+    ///
+    /// Dropped in a child process of `fork()` when its parent built it, it returns at once and
+    /// leaks what it holds (its pools, the items queued on it): their workers are the
+    /// parent's, and their locks may be held by the parent's threads.
     fn drop(&mut self) {
+        if self.foreign() {
+            std::mem::forget(std::mem::take(&mut self.pods));
+            std::mem::forget(Arc::clone(&self.shared));
+            return;
+        }
         for fire in timer::take_for(self.shared.id) {
             fire.fire();
         }
@@ -556,7 +617,11 @@ pub(crate) fn stats_of(shared: &WqShared, pods: &[Arc<CachePadded<PodShared>>]) 
     stats.started = total(|s| &s.started);
     stats.cancelled = total(|s| &s.cancelled);
     stats.in_flight = pods.iter().map(|pod| pod.counters.in_flight() as u64).sum();
-    stats.pools = shared.pools.stats();
+    // A parent's pools, in a child of `fork()`, have no workers here and their locks may be
+    // held by the parent's threads: none is shown.
+    if !fork::is_foreign(shared.id) {
+        stats.pools = shared.pools.stats();
+    }
     stats
 }
 

@@ -7,11 +7,12 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
 
+use crate::fork::PerFork;
 use crate::sync::{Condvar, Mutex};
 
 use super::pod_ref::Counted;
@@ -99,7 +100,7 @@ struct Timer {
 /// the next call tries again: nothing armed is lost, it fires late, and `DelayedWork::flush` or
 /// `cancel_sync` still reach it. No panic.
 fn timer() -> &'static Timer {
-    let timer: &'static Timer = TIMER.get_or_init(|| Box::leak(Box::default()));
+    let timer = TIMER.get(Timer::default);
     // Acquire/Release are not needed: the thread only uses `timer`'s own locks.
     if timer
         .running
@@ -191,10 +192,12 @@ pub(crate) fn take_for(wq_id: u64) -> Vec<Fire> {
         .collect()
 }
 
-/// The timer, if it was started (teardown does not start it).
+/// The timer, if it was started in this process (teardown does not start it).
 fn started() -> Option<&'static Timer> {
-    TIMER.get().copied()
+    TIMER.built()
 }
 
-/// The process-wide timer: leaked on purpose, its thread lives as long as the process.
-static TIMER: OnceLock<&'static Timer> = OnceLock::new();
+/// The process-wide timer: leaked on purpose, its thread lives as long as the process. One per
+/// fork generation (`fork.rs`): a child of `fork()` starts its own timer and thread, and never
+/// takes the parent's heap lock, which the parent's timer thread may have held.
+static TIMER: PerFork<Timer> = PerFork::new();

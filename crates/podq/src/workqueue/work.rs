@@ -10,6 +10,7 @@ use super::task::{self, Task};
 
 use super::timer::{self, Fire, TimerKey};
 use super::WqShared;
+use crate::fork;
 use crate::sync::Mutex;
 
 /// A reusable work item: a closure that can be queued again and again.
@@ -104,6 +105,9 @@ impl Work {
     /// waits behind it on an ordered workqueue (`max_active` 1), or on a pool whose workers
     /// are all busy and may not grow (`max_workers` reached, one worker): the flushed item
     /// can only start after the caller returns, so the flush waits forever.
+    ///
+    /// In a child process of `fork()`, an item that was pending or running in the parent when
+    /// it forked never runs here: this returns `false` at once.
     pub fn flush(&self) -> bool {
         flush_item(&self.inner)
     }
@@ -113,6 +117,10 @@ impl Work {
     ///
     /// While the cancel is in progress, queueing the item fails. Called from the item's own
     /// closure, it cancels a pending re-queue but does not wait for the running call (itself).
+    ///
+    /// In a child process of `fork()`, an item that was pending or running in the parent when
+    /// it forked never runs here; this returns at once (whether it was pending) and leaves the
+    /// item as the fork found it, so it cannot be queued again in the child.
     pub fn cancel_sync(&self) -> bool {
         cancel_item(&self.inner)
     }
@@ -193,10 +201,36 @@ impl Grabbed {
     }
 }
 
+/// Whether `item` is pending or running on a workqueue of a parent process (step 23 of `README.md`):
+/// that execution never runs here.
+///
+/// The item's last workqueue is written by the owner of a claim after it claims, so a first
+/// queueing in the child may be seen as the parent's for a moment: a flush or cancel that
+/// reads that moment is one made before that queue call returned, and answers as if it came
+/// first.
+pub(crate) fn stranded(item: &WorkInner) -> bool {
+    if item.state.load() & (PENDING | RUNNING) == 0 {
+        return false;
+    }
+    let id = item.home_id.load(Ordering::Relaxed);
+    id != 0 && fork::is_foreign(id)
+}
+
+/// Whether a claim just made on `item`, which found it `running`, must be given back: the run
+/// is a parent process's (step 23), whose runner is not here to take the deferred execution.
+/// Then the claim is released. Only a claim on a running item looks further than `running`.
+pub(crate) fn stranded_claim(item: &WorkInner, running: bool) -> bool {
+    if running && stranded(item) {
+        item.state.release_claim();
+        return true;
+    }
+    false
+}
+
 /// Waits until the last queueing of `item` has finished (see [`Work::flush`]; step 15).
 pub(crate) fn flush_item(item: &Arc<WorkInner>) -> bool {
     let s = item.state.load();
-    if s & (PENDING | RUNNING) == 0 || task::is_running_item(item) {
+    if s & (PENDING | RUNNING) == 0 || task::is_running_item(item) || stranded(item) {
         return false;
     }
     let target = state::generation(s);
@@ -206,6 +240,9 @@ pub(crate) fn flush_item(item: &Arc<WorkInner>) -> bool {
 
 /// Cancels `item` (see [`Work::cancel_sync`]): steps 12-16.
 pub(crate) fn cancel_item(item: &Arc<WorkInner>) -> bool {
+    if stranded(item) {
+        return item.state.load() & PENDING != 0;
+    }
     let own = task::is_running_item(item);
     let before = if own {
         match item.state.begin_cancel_or_join() {
