@@ -7,12 +7,9 @@
 //!
 //! In production the locks are `std`'s (futex words on Linux: small, fast uncontended paths,
 //! and no process-wide state, so a child of `fork()` can use new ones), with poisoning
-//! ignored, in the by-value guard API that loom (and `std`) offer. Against `parking_lot`'s,
-//! on the 2-CPU machine shared with other builds (`podq bench --workload queue` and
-//! `--workload flood`, each with `--scopes cache_shard,system --peers channel --runs 5`, one
-//! invocation per build), `cache_shard` medians: queue 2.46M items/s (1.16-2.89M) against
-//! 2.65M (2.10-3.10M), flood 6.66M (5.86-7.15M) against 6.14M (4.15-6.69M); the channel pool
-//! moved more between invocations (1.59-8.52M) than podq between the two locks.
+//! ignored, in the by-value guard API that loom (and `std`) offer. Against `parking_lot`'s
+//! locks the benchmarks tell no difference: the pairs of builds are in
+//! `docs/benchmarks-history.md` ("`std` locks instead of `parking_lot`'s").
 //!
 //! * [`Mutex`]: `new`, `lock() -> MutexGuard`, `try_lock() -> Option<MutexGuard>`.
 //! * [`Condvar`]: `new`, `wait(guard) -> guard`, `wait_timeout(guard, dur) -> (guard, timed
