@@ -170,20 +170,32 @@ pub(crate) fn drop_payload(payload: Box<dyn std::any::Any + Send>) {
     }
 }
 
-/// Puts the calling worker on its pod: strict workers stay on the pod's CPUs; non-strict ones
-/// move there first (so they start near the queue's data) and are then allowed the whole
-/// workqueue's CPUs, where the OS may move them. A pin that fails (a CPU of a synthetic
-/// topology that this machine lacks, a cpuset that changed) leaves the worker where it is,
-/// counted once per worker in `pin_failures`.
+/// Puts the calling worker on its pod, within the CPUs the process may use now (its main
+/// thread's affinity; a worker inherits the affinity of whatever thread started it, which may be
+/// wider): strict workers stay on the pod's allowed CPUs; non-strict ones move there first (so
+/// they start near the queue's data) and are then allowed the workqueue's allowed CPUs, where
+/// the OS may move them. A pod with none of its CPUs allowed puts its worker on the workqueue's
+/// allowed CPUs, and one with none allowed at all leaves it where it is: each counted once per
+/// worker in `pin_failures`, as is a pin that fails (a CPU of a synthetic topology that this
+/// machine lacks, a cpuset that changed). A worker is never pinned outside the allowed CPUs.
 fn place<T>(shared: &Shared<T>) {
-    let home = if shared.pod.cpus.is_empty() {
-        &shared.cpus
-    } else {
-        &shared.pod.cpus
+    let allowed: Option<CpuSet> = crate::sys::process_allowed_cpus()
+        .ok()
+        .map(|cpus| cpus.into_iter().collect());
+    let within = |cpus: &CpuSet| match &allowed {
+        Some(allowed) => cpus.intersection(allowed),
+        None => cpus.clone(),
     };
-    let mut failed = pin(home).is_err();
-    if !shared.strict && *home != shared.cpus {
-        failed |= pin(&shared.cpus).is_err();
+    let cpus = within(&shared.cpus);
+    let pod = within(&shared.pod.cpus);
+    let home = if pod.is_empty() { &cpus } else { &pod };
+    if home.is_empty() {
+        shared.pin_failures.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
+    let mut failed = pin(home).is_err() || (pod.is_empty() && !shared.pod.cpus.is_empty());
+    if !shared.strict && *home != cpus {
+        failed |= pin(&cpus).is_err();
     }
     if failed {
         shared.pin_failures.fetch_add(1, Ordering::Relaxed);

@@ -19,6 +19,11 @@ pub(crate) fn allowed_cpus() -> io::Result<Vec<usize>> {
     Ok((0..n).collect())
 }
 
+/// Every CPU the standard library reports, as for [`allowed_cpus`].
+pub(crate) fn process_allowed_cpus() -> io::Result<Vec<usize>> {
+    allowed_cpus()
+}
+
 /// Pinning is not supported here.
 pub(crate) fn pin_current_thread(_cpus: &[usize]) -> io::Result<()> {
     Err(io::Error::new(

@@ -77,11 +77,25 @@ pub(crate) fn current_cpu() -> Option<usize> {
 
 /// The CPUs the calling thread may run on (`sched_getaffinity`), ascending.
 pub(crate) fn allowed_cpus() -> io::Result<Vec<usize>> {
+    affinity_of(0)
+}
+
+/// The CPUs the process may run on, ascending: its main thread's affinity (`sched_getaffinity`
+/// of the process id), which `taskset -p` and a cpuset change set; a thread the process
+/// starts inherits the affinity of the thread that starts it, not this.
+pub(crate) fn process_allowed_cpus() -> io::Result<Vec<usize>> {
+    // SAFETY: getpid takes no arguments and cannot fail.
+    let pid = unsafe { libc::getpid() };
+    affinity_of(pid)
+}
+
+/// The affinity of thread `tid` (0: the calling thread), ascending.
+fn affinity_of(tid: libc::pid_t) -> io::Result<Vec<usize>> {
     // SAFETY: cpu_set_t is a plain bit array; all zeroes is a valid (empty) set.
     let mut set: libc::cpu_set_t = unsafe { mem::zeroed() };
-    // SAFETY: `set` is a live, writable cpu_set_t and we pass its exact size; pid 0 is the
-    // calling thread.
-    let rc = unsafe { libc::sched_getaffinity(0, mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    // SAFETY: `set` is a live, writable cpu_set_t and we pass its exact size; `tid` is 0 (the
+    // calling thread) or the process id (its main thread).
+    let rc = unsafe { libc::sched_getaffinity(tid, mem::size_of::<libc::cpu_set_t>(), &mut set) };
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }
