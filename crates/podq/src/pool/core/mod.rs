@@ -99,14 +99,14 @@ pub(crate) enum Push {
     Spawn,
     /// The item waits for a spinning or coming worker (or the pool is at `max_workers`).
     Queued,
-    /// The item waits, `0` items in its lane with it, with nobody idle, no spinner to take it
-    /// and the pool at its size or a worker on its way: the caller may offer the pool's waiting
+    /// The item waits in a lane that now holds this many items (itself included), with nobody
+    /// idle, no spinner to take it and the pool at its size or a worker on its way: the caller may offer the pool's waiting
     /// work to its siblings (`policy::pull::offers`).
     Busy(usize),
     /// The item went straight to a spinning worker, through the mailbox (P1).
     Handed,
-    /// The item waits, `0` items in its lane with it, with every worker busy and the pool at
-    /// its eager size: the caller must have the stall watchdog watch the pool (D1), which adds
+    /// The item waits in a lane that now holds this many items (itself included), with every
+    /// worker busy and the pool at its eager size: the caller must have the stall watchdog watch the pool (D1), which adds
     /// a worker if the busy ones block, and may offer the pool's waiting work to its siblings
     /// as for [`Push::Busy`].
     Watch(usize),
