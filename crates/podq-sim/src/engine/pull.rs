@@ -89,21 +89,10 @@ impl PullGroup {
         if places.iter().filter(|p| p.serves).count() < 2 {
             return None;
         }
-        // Search domains: the cache domains, and each pod that spans several on its own.
-        let mut keys: Vec<(bool, usize)> = Vec::new();
-        let mut cpus: Vec<usize> = Vec::new();
+        let served: Vec<usize> = pods.pods().iter().map(|pod| pod.cpus().len()).collect();
+        let domains = pull::search_domains(&places, &served);
         let mut group_pods = Vec::with_capacity(places.len());
-        for (p, pod) in pods.pods().iter().enumerate() {
-            let key = match places[p].cache_domain {
-                Some(d) => (true, d),
-                None => (false, p),
-            };
-            let domain = keys.iter().position(|&k| k == key).unwrap_or_else(|| {
-                keys.push(key);
-                cpus.push(0);
-                keys.len() - 1
-            });
-            cpus[domain] += pod.cpus().len();
+        for (p, &domain) in domains.of_pod.iter().enumerate() {
             group_pods.push(PodPull {
                 siblings: pull::siblings(&places, p),
                 domain,
@@ -118,10 +107,7 @@ impl PullGroup {
             offering: vec![false; group_pods.len()],
             pods: group_pods,
             summary_cpu: 0,
-            domains: cpus
-                .into_iter()
-                .map(|n| (0, pull::searcher_cap(n)))
-                .collect(),
+            domains: domains.caps.into_iter().map(|cap| (0, cap)).collect(),
             counts: PullCounts::default(),
         })
     }

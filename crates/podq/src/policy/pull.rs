@@ -262,6 +262,48 @@ pub fn searcher_cap(cpus: usize) -> usize {
     (cpus / 2).max(1)
 }
 
+/// Where the pods' workers count as searchers ([`searcher_cap`]): each pod's search domain,
+/// and each domain's cap.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SearchDomains {
+    /// The search domain of each pod, by pod id: an index of `caps`.
+    pub of_pod: Vec<usize>,
+    /// The most workers of each domain that search at once.
+    pub caps: Vec<usize>,
+}
+
+/// The search domains of the pods at `places`, whose pod `p` serves `cpus[p]` CPUs: one per
+/// cache domain, and one for each pod that spans several cache domains (scopes `numa` and
+/// `system`), each capped at [`searcher_cap`] of its CPUs.
+///
+/// # Panics
+///
+/// When `places` and `cpus` differ in length.
+#[must_use]
+pub fn search_domains(places: &[PodPlace], cpus: &[usize]) -> SearchDomains {
+    assert_eq!(places.len(), cpus.len(), "a CPU count per pod");
+    let mut keys: Vec<(bool, usize)> = Vec::new();
+    let mut domain_cpus: Vec<usize> = Vec::new();
+    let of_pod = places
+        .iter()
+        .enumerate()
+        .map(|(p, place)| {
+            let key = place.cache_domain.map_or((false, p), |d| (true, d));
+            let at = keys.iter().position(|&k| k == key).unwrap_or_else(|| {
+                keys.push(key);
+                domain_cpus.push(0);
+                keys.len() - 1
+            });
+            domain_cpus[at] += cpus[p];
+            at
+        })
+        .collect();
+    SearchDomains {
+        of_pod,
+        caps: domain_cpus.into_iter().map(searcher_cap).collect(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -389,6 +431,19 @@ mod tests {
             after > mean && after < Duration::from_millis(2),
             "{after:?}"
         );
+    }
+
+    #[test]
+    fn a_cache_domain_is_one_search_domain_and_a_spanning_pod_its_own() {
+        let spanning = PodPlace {
+            cache_domain: None,
+            node: Some(0),
+            serves: true,
+        };
+        let places = [place(0, 0), place(1, 0), place(0, 0), spanning, spanning];
+        let domains = search_domains(&places, &[8, 8, 8, 16, 4]);
+        assert_eq!(domains.of_pod, [0, 1, 0, 2, 3]);
+        assert_eq!(domains.caps, [8, 4, 8, 2]);
     }
 
     #[test]

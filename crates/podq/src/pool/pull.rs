@@ -178,24 +178,8 @@ impl<T: Runnable> PullGroup<T> {
             })
             .collect();
         let words = pools.len().div_ceil(WORD);
-        // Search domains: the cache domains, and each pod that spans several on its own.
-        let mut keys: Vec<(bool, usize)> = Vec::new();
-        let mut cpus: Vec<usize> = Vec::new();
-        let domain_of: Vec<usize> = (0..pools.len())
-            .map(|p| {
-                let key = match places[p].cache_domain {
-                    Some(d) => (true, d),
-                    None => (false, p),
-                };
-                let at = keys.iter().position(|&k| k == key).unwrap_or_else(|| {
-                    keys.push(key);
-                    cpus.push(0);
-                    keys.len() - 1
-                });
-                cpus[at] += pools[p].pod.cpus.len();
-                at
-            })
-            .collect();
+        let served: Vec<usize> = pools.iter().map(|p| p.pod.cpus.len()).collect();
+        let domains = policy::search_domains(&places, &served);
         let group_pods = (0..pools.len())
             .map(|p| {
                 let siblings = policy::siblings(&places, p);
@@ -209,7 +193,7 @@ impl<T: Runnable> PullGroup<T> {
                 PodPull {
                     siblings,
                     masks,
-                    domain: domain_of[p],
+                    domain: domains.of_pod[p],
                     gate: CachePadded::new(Gate::new()),
                 }
             })
@@ -220,12 +204,13 @@ impl<T: Runnable> PullGroup<T> {
             offering: (0..words)
                 .map(|_| CachePadded::new(AtomicU64::new(0)))
                 .collect(),
-            domains: cpus
+            domains: domains
+                .caps
                 .into_iter()
-                .map(|n| {
+                .map(|cap| {
                     CachePadded::new(Searchers {
                         now: AtomicUsize::new(0),
-                        cap: policy::searcher_cap(n),
+                        cap,
                     })
                 })
                 .collect(),
