@@ -201,6 +201,22 @@ fn blocked_behind_after(
     Some((names, wq))
 }
 
+/// Checks that A and B ran on the workers of both pods, and that pod 0 counts an item pulled
+/// out; returns the workqueue's stats.
+fn ran_on_both_pods(who: &[String; 2], wq: &Workqueue) -> podq::WorkqueueStats {
+    let mut names = who.to_vec();
+    names.sort();
+    assert_eq!(
+        names,
+        ["podq/cpu-p0", "podq/cpu-p1"],
+        "A and B ran on {who:?}"
+    );
+    let stats = wq.stats();
+    let pod_0 = stats.pools.iter().find(|p| p.pod == 0).expect("pool 0");
+    assert!(pod_0.pulled_out >= 1, "{pod_0:?}");
+    stats
+}
+
 #[test]
 fn an_idle_pod_pulls_the_work_waiting_behind_a_busy_one() {
     // Without pull B would wait for A's whole patience; with it, pod 1's worker takes the
@@ -210,16 +226,8 @@ fn an_idle_pod_pulls_the_work_waiting_behind_a_busy_one() {
     else {
         return;
     };
-    let mut names = who.to_vec();
-    names.sort();
-    assert_eq!(
-        names,
-        ["podq/cpu-p0", "podq/cpu-p1"],
-        "A and B ran on {who:?}"
-    );
-    let stats = wq.stats();
+    let stats = ran_on_both_pods(&who, &wq);
     let pool = |pod: usize| stats.pools.iter().find(|p| p.pod == pod).expect("pool");
-    assert!(pool(0).pulled_out >= 1, "{:?}", pool(0));
     assert!(pool(1).pulled_in >= 1, "{:?}", pool(1));
     let gate = pool(1).pull.as_ref().expect("pull stats");
     assert_eq!(gate.levels.len(), 3);
@@ -255,16 +263,8 @@ fn a_parked_worker_of_an_idle_pod_is_woken_to_pull() {
     ) else {
         return;
     };
-    let mut names = who.to_vec();
-    names.sort();
-    assert_eq!(
-        names,
-        ["podq/cpu-p0", "podq/cpu-p1"],
-        "A and B ran on {who:?}"
-    );
-    let stats = wq.stats();
+    let stats = ran_on_both_pods(&who, &wq);
     let pool = |pod: usize| stats.pools.iter().find(|p| p.pod == pod).expect("pool");
-    assert!(pool(0).pulled_out >= 1, "{:?}", pool(0));
     assert_eq!(pool(1).workers_created, 1, "woken, not a new worker");
 }
 
