@@ -7,7 +7,7 @@
 //! of the machine touches them all alike. The report ([`report`]) gives the kernel's lines, an aligned table
 //! and the machine, or JSON.
 
-mod args;
+pub(crate) mod args;
 mod blocking;
 mod executor;
 mod fanout;
@@ -21,7 +21,7 @@ mod queue;
 mod report;
 mod rpc;
 mod sweep;
-mod system;
+pub(crate) mod system;
 mod tally;
 mod workload;
 mod workqueue;

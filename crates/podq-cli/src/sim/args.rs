@@ -7,20 +7,9 @@ use clap::Args;
 use podq::AffinityScope;
 use podq_sim::{ShardRule, Workload, PROFILES};
 
+use crate::bench::args::DEFAULT_ITEMS;
+use crate::bench::system::KERNEL_ORDER;
 use crate::error::CliError;
-
-/// Items per producer thread when `--items` is not given: the kernel test's default.
-const DEFAULT_ITEMS: u64 = 50_000;
-
-/// The scopes in the order the kernel's test_workqueue runs them.
-pub(crate) const KERNEL_ORDER: [AffinityScope; 6] = [
-    AffinityScope::Cpu,
-    AffinityScope::Smt,
-    AffinityScope::CacheShard,
-    AffinityScope::Cache,
-    AffinityScope::Numa,
-    AffinityScope::System,
-];
 
 /// Arguments of `podq sim`.
 ///
