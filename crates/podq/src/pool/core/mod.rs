@@ -223,13 +223,21 @@ impl<T> Core<T> {
         // (P3) Fence, then read the hint (the push's half of the pair with W10).
         let hint = self.hint_after_push();
         // (P4) No more items in this lane than spinners on other CPUs: one of them takes it.
-        // Or nobody idle and a worker running, spinning or coming: it takes the item, and the
-        // caller may offer it to the pool's siblings.
-        if policy::spinners_take(waiting, self.spinners_elsewhere(hint, &self.lanes[lane])) {
-            return Push::Queued;
-        }
+        // Or nobody idle and a worker running, spinning or coming: it takes the item, and,
+        // with no spinner to take it, the caller may offer it to the pool's siblings.
+        let spinners_take = || {
+            hint.spinners() > 0
+                && policy::spinners_take(waiting, self.spinners_elsewhere(hint, &self.lanes[lane]))
+        };
         if !hint.help() {
-            return Push::Busy(waiting);
+            return if spinners_take() {
+                Push::Queued
+            } else {
+                Push::Busy(waiting)
+            };
+        }
+        if spinners_take() {
+            return Push::Queued;
         }
         let mut synced = self.lock();
         // (P5) Wake the most recently parked idle worker, if any.
