@@ -236,17 +236,24 @@ impl Engine<'_> {
     }
 
     /// The idle entry of worker `tid` of `pool` that asks its siblings, its head lock released:
-    /// records the entry in the pod's gate ([`pull::idle_interval`]) and reads the summary;
+    /// reads the summary and, when a sibling offers work, records the entry in the pod's gate
+    /// ([`pull::idle_interval`]);
     /// the search goes on in [`Phase::Search`] once the summary's line is here.
     pub(super) fn idle_entry(&mut self, tid: u32, pool: usize) {
         let cpu = self.threads[tid as usize].cpu;
         let now = self.now;
         let group = self.pull.as_mut().expect("asked with pull on");
         group.counts.idle_entries += 1;
+        // As the runtime: only an entry that finds work offered is weighed by the gate.
+        let offered = Level::ALL
+            .iter()
+            .any(|&level| group.offered_at(pool, level));
         let gate = &mut group.pods[pool].gate;
-        gate.mean_idle =
-            pull::idle_interval(gate.mean_idle, Duration::from_nanos(now - gate.last_idle));
-        gate.last_idle = now;
+        if offered {
+            gate.mean_idle =
+                pull::idle_interval(gate.mean_idle, Duration::from_nanos(now - gate.last_idle));
+            gate.last_idle = now;
+        }
         let search = Search {
             mean_idle_ns: u64::try_from(gate.mean_idle.as_nanos()).unwrap_or(u64::MAX),
             ..Search::default()

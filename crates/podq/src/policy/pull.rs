@@ -12,8 +12,9 @@
 //!   idle worker, or room for one, to send it ([`kick`]).
 //! * **When** (the gate): a search that rarely finds work must stop costing, because on a big
 //!   machine many workers go idle many times a millisecond. Per pod and per level the pool
-//!   keeps the searches' success ratio ([`learn`]) and the mean interval between its workers'
-//!   idle entries ([`idle_interval`]); [`attempt`] searches always when idle entries are rare
+//!   keeps the searches' success ratio ([`learn`]), and per pod the mean interval between its
+//!   workers' idle entries that find work offered ([`idle_interval`]; an entry that finds none
+//!   reads a few words and costs nothing to weigh); [`attempt`] searches always when idle entries are rare
 //!   (every [`RARE_IDLE`] or less often: then the search's cost cannot matter), and otherwise
 //!   with a probability that follows the success ratio, never below [`MIN_ATTEMPT`] so that
 //!   the gate notices when work comes back. At most [`searcher_cap`] workers of one cache

@@ -71,7 +71,7 @@ struct Gate {
     gated: [AtomicU64; 3],
     /// A: idle entries that did not search because the domain had its cap of searchers.
     capped: AtomicU64,
-    /// A: the mean interval between idle entries, in nanoseconds.
+    /// A: the mean interval between idle entries that found work offered, in nanoseconds.
     mean_idle_ns: AtomicU64,
     /// A: the last idle entry, in nanoseconds since [`epoch`].
     last_idle_ns: AtomicU64,
@@ -98,7 +98,8 @@ impl Gate {
         Duration::from_nanos(self.mean_idle_ns.load(Ordering::Relaxed))
     }
 
-    /// Records an idle entry now; returns the mean interval between idle entries. Two workers
+    /// Records an idle entry that found work offered, now; returns the mean interval between
+    /// such entries. Two workers
     /// of the pod may enter at once, and the other's later time may be the one swapped out:
     /// that interval counts as 0.
     fn idle_entry(&self) -> Duration {
@@ -289,6 +290,10 @@ impl<T: Runnable> PullGroup<T> {
     /// work, if the gate lets it and its domain has room for one more searcher, take the oldest
     /// task of the first offering sibling that still has one.
     pub(super) fn pull(&self, pod: usize) -> Option<T> {
+        // Nothing offered: nothing to search, and nothing for the gate to weigh.
+        if !Level::ALL.iter().any(|&level| self.offered_at(pod, level)) {
+            return None;
+        }
         let me = &self.pods[pod];
         let mean_idle = me.gate.idle_entry();
         for level in Level::ALL {
