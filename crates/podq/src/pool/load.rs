@@ -1,0 +1,181 @@
+//! [`LoadSignal`]: a pool's load for steering (`policy::steer`): its waiting tasks, its busy
+//! workers and its recent busy fraction, read by anyone with a few relaxed loads and no lock.
+//!
+//! Nothing here is written per task. The numbers are samples, taken by a reader that finds the
+//! last sample older than [`SAMPLE_INTERVAL`] (one reader per interval wins the sample, with a
+//! compare-exchange of the sample's time), from counters the pool keeps anyway: the lanes'
+//! lengths as last stored and the workers' probes (odd while a worker runs a task, see
+//! `probe.rs`). The busy fraction is the moving mean of the samples over `LOAD_WINDOW`
+//! ([`policy::busy_mean`]).
+//!
+//! Every value is a hint: two samplers in a row, or a reader between a sampler's stores, see
+//! a mix of two samples, each of them a valid load. This file uses only `crate::sync` and the
+//! pure policy, so that `crates/podq-loom` checks it (`tests/steer.rs`).
+
+use std::time::Duration;
+
+use crate::policy::steer::{self as policy, Busy, PodLoad, SAMPLE_INTERVAL};
+use crate::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+
+/// What one sample of a pool saw.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Sample {
+    /// Tasks waiting in the pool's queue.
+    pub(crate) waiting: usize,
+    /// Workers running a task; `None` where the pool's workers have no probes (then the
+    /// sample counts every CPU busy while tasks wait, and none otherwise).
+    pub(crate) busy_workers: Option<usize>,
+}
+
+/// A pool's load as last sampled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Load {
+    /// Tasks waiting, at the last sample.
+    pub(crate) waiting: usize,
+    /// Workers running a task, at the last sample (estimated where there are no probes).
+    pub(crate) busy_workers: usize,
+    /// The pod's CPUs and recent busy fraction, for `policy::steer`.
+    pub(crate) pod: PodLoad,
+}
+
+/// One pool's load: samples, written by whoever wins a sample, read by anyone.
+///
+/// A: every field, `Relaxed`: each is a hint whose every value is a valid load, and nothing
+/// else is published through them.
+#[derive(Debug)]
+pub(crate) struct LoadSignal {
+    /// I: the pod's CPUs.
+    cpus: usize,
+    /// A: when the last sample was taken (or claimed), in nanoseconds of the caller's clock;
+    /// `u64::MAX` before the first. A reader that finds it older than [`SAMPLE_INTERVAL`]
+    /// claims the next sample with a compare-exchange: one sampler per interval.
+    sampled_ns: AtomicU64,
+    /// A: the moving mean of the busy fraction, in [`Busy`]'s 65536ths.
+    busy: AtomicU32,
+    /// A: busy workers at the last sample.
+    busy_workers: AtomicUsize,
+    /// A: waiting tasks at the last sample.
+    waiting: AtomicUsize,
+}
+
+impl LoadSignal {
+    /// The signal of a pod of `cpus` CPUs, idle and never sampled.
+    pub(crate) fn new(cpus: usize) -> Self {
+        Self {
+            cpus,
+            sampled_ns: AtomicU64::new(u64::MAX),
+            busy: AtomicU32::new(Busy::IDLE.raw()),
+            busy_workers: AtomicUsize::new(0),
+            waiting: AtomicUsize::new(0),
+        }
+    }
+
+    /// The load at `now` (on the caller's clock, which must not go backwards): the last
+    /// sample's, after taking a new one with `sample` when the last is older than
+    /// [`SAMPLE_INTERVAL`] and no other reader claimed it first. `sample` may return `None`
+    /// (it could not look without waiting for a lock): the claim then stands and the old
+    /// values stay until the next interval.
+    pub(crate) fn read(&self, now: Duration, sample: impl FnOnce() -> Option<Sample>) -> Load {
+        let now_ns = u64::try_from(now.as_nanos()).unwrap_or(u64::MAX - 1);
+        let last = self.sampled_ns.load(Ordering::Relaxed);
+        let due = last == u64::MAX || now_ns.saturating_sub(last) >= interval_ns();
+        if due
+            && self
+                .sampled_ns
+                .compare_exchange(last, now_ns, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            if let Some(s) = sample() {
+                self.take(s, last, now_ns);
+            }
+        }
+        self.now()
+    }
+
+    /// Stores one sample taken at `now_ns`, the previous one having been at `last_ns`.
+    fn take(&self, s: Sample, last_ns: u64, now_ns: u64) {
+        let busy_workers = s
+            .busy_workers
+            .unwrap_or(if s.waiting > 0 { self.cpus } else { 0 });
+        let since = if last_ns == u64::MAX {
+            // The first sample is the whole mean.
+            policy::LOAD_WINDOW
+        } else {
+            Duration::from_nanos(now_ns.saturating_sub(last_ns))
+        };
+        let old = Busy::from_raw(self.busy.load(Ordering::Relaxed));
+        let mean = policy::busy_mean(old, Busy::of(busy_workers, self.cpus), since);
+        self.busy.store(mean.raw(), Ordering::Relaxed);
+        self.busy_workers.store(busy_workers, Ordering::Relaxed);
+        self.waiting.store(s.waiting, Ordering::Relaxed);
+    }
+
+    /// The load as last sampled, without sampling.
+    pub(crate) fn now(&self) -> Load {
+        Load {
+            waiting: self.waiting.load(Ordering::Relaxed),
+            busy_workers: self.busy_workers.load(Ordering::Relaxed),
+            pod: PodLoad {
+                cpus: self.cpus,
+                busy: Busy::from_raw(self.busy.load(Ordering::Relaxed)),
+            },
+        }
+    }
+}
+
+/// [`SAMPLE_INTERVAL`] in nanoseconds.
+fn interval_ns() -> u64 {
+    u64::try_from(SAMPLE_INTERVAL.as_nanos()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn us(n: u64) -> Duration {
+        Duration::from_micros(n)
+    }
+
+    #[test]
+    fn one_sample_per_interval() {
+        let signal = LoadSignal::new(2);
+        let busy = |n| {
+            Some(Sample {
+                waiting: 3,
+                busy_workers: Some(n),
+            })
+        };
+        let first = signal.read(us(1000), || busy(2));
+        assert_eq!(first.pod.busy, Busy::FULL);
+        assert_eq!((first.waiting, first.busy_workers), (3, 2));
+        // Within the interval: no sample.
+        let again = signal.read(us(1100), || unreachable!("sampled within the interval"));
+        assert_eq!(again, first);
+        // After it: sampled, and the mean moves by the interval's share of the window.
+        let later = signal.read(us(1200), || busy(0));
+        assert_eq!(later.busy_workers, 0);
+        assert!(later.pod.busy < Busy::FULL && later.pod.busy > policy::BUSY_LIMIT);
+    }
+
+    #[test]
+    fn without_probes_waiting_tasks_count_every_cpu_busy() {
+        let signal = LoadSignal::new(4);
+        let s = |waiting| {
+            Some(Sample {
+                waiting,
+                busy_workers: None,
+            })
+        };
+        assert_eq!(signal.read(us(0), || s(1)).busy_workers, 4);
+        assert_eq!(signal.read(us(10_000), || s(0)).pod.busy, Busy::IDLE);
+    }
+
+    #[test]
+    fn a_refused_sample_keeps_the_old_values_until_the_next_interval() {
+        let signal = LoadSignal::new(1);
+        let before = signal.read(us(0), || None);
+        assert_eq!(before.pod.busy, Busy::IDLE);
+        let still = signal.read(us(100), || unreachable!("the claim stands"));
+        assert_eq!(still, before);
+    }
+}
