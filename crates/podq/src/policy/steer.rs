@@ -118,18 +118,40 @@ impl Busy {
     }
 }
 
-/// The moving mean of a pod's busy fraction after one more `sample`, taken `since_last` after
-/// the previous one: the sample weighs `since_last` over [`LOAD_WINDOW`] (all of it after a
-/// whole window without samples), so samples taken close together do not outweigh the window.
+/// A pod's busy fraction as a moving mean of samples ([`busy_mean`]), and how much time its
+/// samples cover (at most [`LOAD_WINDOW`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BusyMean {
+    /// The mean.
+    pub mean: Busy,
+    /// The time its samples cover: 0 before the first, then growing up to [`LOAD_WINDOW`].
+    pub covers: Duration,
+}
+
+/// The moving mean after one more `sample`, taken `since_last` after the previous one (any
+/// value for the first). A sample stands for the time since the previous one (at most
+/// [`LOAD_WINDOW`]; the first for [`SAMPLE_INTERVAL`]), so samples taken close together do not
+/// outweigh the window; until the samples cover a whole window the mean is their
+/// time-weighted average (the first sample is the mean), and from then on each sample moves it
+/// by `since_last` over the window.
 #[must_use]
-pub fn busy_mean(mean: Busy, sample: Busy, since_last: Duration) -> Busy {
+pub fn busy_mean(old: BusyMean, sample: Busy, since_last: Duration) -> BusyMean {
     let window = LOAD_WINDOW.as_nanos();
-    let weight = since_last.as_nanos().min(window);
-    let m = i128::from(mean.0);
+    let stands_for = if old.covers.is_zero() {
+        SAMPLE_INTERVAL
+    } else {
+        since_last
+    };
+    let weight = stands_for.as_nanos().clamp(1, window);
+    let covers = (old.covers.as_nanos() + weight).min(window);
+    let m = i128::from(old.mean.0);
     let s = i128::from(sample.0);
-    // |s - m| <= 2^16 and weight <= window < 2^63: the product fits.
-    let moved = (s - m) * weight as i128 / window as i128;
-    Busy::from_raw((m + moved) as u32)
+    // |s - m| <= 2^16 and weight <= covers <= window < 2^63: the product fits.
+    let moved = (s - m) * weight as i128 / covers as i128;
+    BusyMean {
+        mean: Busy::from_raw((m + moved) as u32),
+        covers: Duration::from_nanos(covers as u64),
+    }
 }
 
 /// A pod's load as a steering decision reads it.
@@ -483,22 +505,35 @@ mod tests {
 
     #[test]
     fn the_busy_mean_follows_samples_over_the_window() {
-        let mut mean = Busy::IDLE;
         let step = LOAD_WINDOW / LOAD_SAMPLES;
         assert_eq!(step, SAMPLE_INTERVAL);
+        // The first sample is the mean; the next ones average with it until a window is
+        // covered.
+        let first = busy_mean(BusyMean::default(), Busy::FULL, Duration::ZERO);
+        assert_eq!(first.mean, Busy::FULL);
+        let second = busy_mean(first, Busy::IDLE, step);
+        assert!((second.mean.as_f64() - 0.5).abs() < 0.01, "{second:?}");
+        let mut mean = BusyMean::default();
         for _ in 0..4 * LOAD_SAMPLES {
             mean = busy_mean(mean, Busy::FULL, step);
         }
-        assert!(mean.as_f64() > 0.97, "{}", mean.as_f64());
+        assert_eq!(mean.covers, LOAD_WINDOW);
+        assert_eq!(mean.mean, Busy::FULL);
+        // Past the window, one sample moves the mean by its share of it.
+        let after = busy_mean(mean, Busy::IDLE, step);
+        assert!((after.mean.as_f64() - 0.975).abs() < 0.001, "{after:?}");
         // A whole window without samples: the next sample is the mean.
-        assert_eq!(busy_mean(mean, Busy::IDLE, LOAD_WINDOW * 3), Busy::IDLE);
+        assert_eq!(
+            busy_mean(mean, Busy::IDLE, LOAD_WINDOW * 3).mean,
+            Busy::IDLE
+        );
         // Alternating samples settle near one half.
-        let mut mean = Busy::IDLE;
+        let mut mean = BusyMean::default();
         for k in 0..400 {
             let sample = if k % 2 == 0 { Busy::FULL } else { Busy::IDLE };
             mean = busy_mean(mean, sample, step);
         }
-        assert!((mean.as_f64() - 0.5).abs() < 0.05, "{}", mean.as_f64());
+        assert!((mean.mean.as_f64() - 0.5).abs() < 0.05, "{mean:?}");
         assert_eq!(Busy::of(3, 2), Busy::FULL);
         assert_eq!(Busy::of(1, 2), BUSY_LIMIT);
         assert_eq!(Busy::of(1, 0), Busy::IDLE);

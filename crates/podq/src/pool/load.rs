@@ -14,7 +14,7 @@
 
 use std::time::Duration;
 
-use crate::policy::steer::{self as policy, Busy, PodLoad, SAMPLE_INTERVAL};
+use crate::policy::steer::{self as policy, Busy, BusyMean, PodLoad, SAMPLE_INTERVAL};
 use crate::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 /// What one sample of a pool saw.
@@ -52,6 +52,8 @@ pub(crate) struct LoadSignal {
     sampled_ns: AtomicU64,
     /// A: the moving mean of the busy fraction, in [`Busy`]'s 65536ths.
     busy: AtomicU32,
+    /// A: the time the mean's samples cover, in nanoseconds ([`BusyMean::covers`]).
+    covers_ns: AtomicU64,
     /// A: busy workers at the last sample.
     busy_workers: AtomicUsize,
     /// A: waiting tasks at the last sample.
@@ -65,6 +67,7 @@ impl LoadSignal {
             cpus,
             sampled_ns: AtomicU64::new(u64::MAX),
             busy: AtomicU32::new(Busy::IDLE.raw()),
+            covers_ns: AtomicU64::new(0),
             busy_workers: AtomicUsize::new(0),
             waiting: AtomicUsize::new(0),
         }
@@ -97,15 +100,18 @@ impl LoadSignal {
         let busy_workers = s
             .busy_workers
             .unwrap_or(if s.waiting > 0 { self.cpus } else { 0 });
-        let since = if last_ns == u64::MAX {
-            // The first sample is the whole mean.
-            policy::LOAD_WINDOW
-        } else {
-            Duration::from_nanos(now_ns.saturating_sub(last_ns))
+        // Before the first sample the mean covers nothing, and the interval does not matter.
+        let since = Duration::from_nanos(now_ns.saturating_sub(last_ns));
+        let old = BusyMean {
+            mean: Busy::from_raw(self.busy.load(Ordering::Relaxed)),
+            covers: Duration::from_nanos(self.covers_ns.load(Ordering::Relaxed)),
         };
-        let old = Busy::from_raw(self.busy.load(Ordering::Relaxed));
-        let mean = policy::busy_mean(old, Busy::of(busy_workers, self.cpus), since);
-        self.busy.store(mean.raw(), Ordering::Relaxed);
+        let new = policy::busy_mean(old, Busy::of(busy_workers, self.cpus), since);
+        self.busy.store(new.mean.raw(), Ordering::Relaxed);
+        self.covers_ns.store(
+            u64::try_from(new.covers.as_nanos()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
         self.busy_workers.store(busy_workers, Ordering::Relaxed);
         self.waiting.store(s.waiting, Ordering::Relaxed);
     }
@@ -151,10 +157,11 @@ mod tests {
         // Within the interval: no sample.
         let again = signal.read(us(1100), || unreachable!("sampled within the interval"));
         assert_eq!(again, first);
-        // After it: sampled, and the mean moves by the interval's share of the window.
+        // After it: sampled, and averaged with the first (the samples cover less than a
+        // window).
         let later = signal.read(us(1200), || busy(0));
         assert_eq!(later.busy_workers, 0);
-        assert!(later.pod.busy < Busy::FULL && later.pod.busy > policy::BUSY_LIMIT);
+        assert_eq!(later.pod.busy, policy::BUSY_LIMIT);
     }
 
     #[test]
