@@ -9,7 +9,8 @@
 //! `state.rs` (an item's state word), `dispatch.rs` (from a queue call to a pool), `active.rs`
 //! (`max_active`), `flush.rs` (flush colours, drain), `pod_ref.rs` (an execution's uncounted
 //! hold on its pod), `timer.rs` (the delayed-work timer thread), `group.rs` ([`Group`]: related
-//! items steered to their home pod) and `steering.rs` (a group's state and counters).
+//! items steered to their home pod), `steering.rs` (a group's state and counters) and
+//! `group_slot.rs` (a work item's group ticket).
 
 mod active;
 mod builder;
@@ -19,6 +20,7 @@ mod flush;
 #[cfg(test)]
 mod flush_tests;
 mod group;
+mod group_slot;
 mod pod_ref;
 pub(crate) mod state;
 mod steering;

@@ -1,6 +1,6 @@
 //! The state behind [`Group`](super::Group): a group's preference and runnable count
-//! ([`GroupState`]), the ticket each of its queued executions carries ([`Ticket`]), where a
-//! [`Work`](super::Work) item keeps its execution's ticket ([`GroupSlot`]), and the
+//! ([`GroupState`]), the ticket each of its queued executions carries ([`Ticket`]; a
+//! [`Work`](super::Work) item keeps its execution's in a `group_slot::GroupSlot`), and the
 //! workqueue's steering counters ([`SteerShared`]). The decisions are `policy::steer`'s; the
 //! steps are "Steering" in `README.md` beside this file (S1-S5).
 //!
@@ -8,7 +8,7 @@
 //! (its runnable count, its preference) and the counters' stripe of the CPU that runs it.
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -191,44 +191,6 @@ impl Drop for Ticket {
     /// (S5) The execution is over (run, discarded or cancelled).
     fn drop(&mut self) {
         self.0.runnable.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-/// Where a [`Work`](super::Work) item keeps the ticket of its pending execution, when a group
-/// queued it (S4): put by the owner of the claim before the execution is pushed, taken by the
-/// worker that starts it before the start clears PENDING (so a later claim puts the next
-/// execution's), cleared by a cancel that took the execution back.
-#[derive(Default)]
-pub(crate) struct GroupSlot {
-    /// A: whether a ticket is in the slot, so that items no group queued take no lock. Written
-    /// under `ticket`'s lock; read without it by the starting worker, which the pool's queue
-    /// (its locks) orders after the put. Relaxed: a stale `false` only leaves the ticket for
-    /// the next put or clear to drop.
-    set: AtomicBool,
-    /// The ticket.
-    ticket: Mutex<Option<Ticket>>,
-}
-
-impl GroupSlot {
-    /// (S4) Puts the pending execution's ticket; a ticket left by an execution that never took
-    /// it is dropped (outside the lock).
-    pub(crate) fn put(&self, ticket: Ticket) {
-        let old = {
-            let mut slot = self.ticket.lock();
-            self.set.store(true, Ordering::Relaxed);
-            slot.replace(ticket)
-        };
-        drop(old);
-    }
-
-    /// (S4) Takes the ticket, if any.
-    pub(crate) fn take(&self) -> Option<Ticket> {
-        if !self.set.load(Ordering::Relaxed) {
-            return None;
-        }
-        let mut slot = self.ticket.lock();
-        self.set.store(false, Ordering::Relaxed);
-        slot.take()
     }
 }
 

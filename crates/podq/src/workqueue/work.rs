@@ -8,7 +8,8 @@ use std::sync::{Arc, Weak};
 use super::state::{self, ItemState, CANCELING, PENDING, RUNNING};
 use super::task::{self, Task};
 
-use super::steering::GroupSlot;
+use super::group_slot::GroupSlot;
+use super::steering::Ticket;
 use super::timer::{self, Fire, TimerKey};
 use super::WqShared;
 use crate::fork;
@@ -56,7 +57,7 @@ pub(crate) struct WorkInner {
     /// The closure; locked only by the one worker running the item.
     pub(crate) func: Mutex<Box<dyn FnMut() + Send + 'static>>,
     /// The group ticket of the pending execution, when a group queued it (`steering.rs`, S4).
-    pub(crate) group: GroupSlot,
+    pub(crate) group: GroupSlot<Ticket>,
 }
 
 /// Where a pending item can be found, kept under the item's lock.
@@ -85,7 +86,7 @@ impl Work {
                 home_id: AtomicU64::new(0),
                 home_pod: AtomicUsize::new(0),
                 func: Mutex::new(Box::new(f)),
-                group: GroupSlot::default(),
+                group: GroupSlot::new(),
             }),
         }
     }
