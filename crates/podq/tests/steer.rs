@@ -51,12 +51,6 @@ fn count_here(ran: &RanOn) {
     *ran.lock().unwrap().entry(name).or_default() += 1;
 }
 
-/// The largest count of `ran` and the total.
-fn majority(ran: &RanOn) -> (usize, usize) {
-    let ran = ran.lock().unwrap();
-    (ran.values().copied().max().unwrap_or(0), ran.values().sum())
-}
-
 /// The pools that ran a sequence of items, in order (by the worker thread's name).
 type Sequence = Arc<Mutex<Vec<String>>>;
 
