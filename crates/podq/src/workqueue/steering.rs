@@ -202,3 +202,68 @@ impl fmt::Debug for GroupState {
             .finish_non_exhaustive()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::steer::{EXPIRY, HOME_HOLD};
+
+    fn group() -> Arc<GroupState> {
+        Arc::new(GroupState::new(Arc::new(SteerShared::new(4, 2))))
+    }
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn starts_count_at_home_or_elsewhere_and_publish_the_home() {
+        let g = group();
+        g.started(2, ms(1));
+        assert_eq!(g.snapshot().home, Some(2));
+        assert_eq!(g.snapshot().last_item, ms(1));
+        g.started(2, ms(2));
+        g.started(3, ms(3));
+        let t = g.steer.totals();
+        // The first start had no home to be at.
+        assert_eq!((t.at_home, t.elsewhere, t.home_changes), (1, 2, 0));
+        // Starts elsewhere every 10 ms outvote the home, which moves once the hold has passed.
+        let mut t = ms(3);
+        while g.snapshot().home == Some(2) {
+            t += ms(10);
+            g.started(3, t);
+        }
+        assert!(t >= HOME_HOLD && t < HOME_HOLD + ms(10), "{t:?}");
+        assert_eq!(g.snapshot().home, Some(3));
+        assert_eq!(g.steer.totals().home_changes, 1);
+        // After the expiry the published home is gone for decisions.
+        assert_eq!(g.snapshot().home_at(t + EXPIRY), None);
+    }
+
+    #[test]
+    fn a_start_that_finds_the_preference_held_counts_but_does_not_vote() {
+        let g = group();
+        g.started(1, ms(1));
+        let held = g.pref.lock();
+        g.started(0, ms(200));
+        drop(held);
+        assert_eq!(g.snapshot().home, Some(1));
+        assert_eq!(g.snapshot().last_item, ms(1));
+        assert_eq!(g.steer.totals().elsewhere, 2);
+    }
+
+    #[test]
+    fn tickets_count_runnable_executions_until_dropped() {
+        let g = group();
+        let a = Ticket::new(&g);
+        let b = Ticket::new(&g);
+        assert_eq!(g.runnable(), 2);
+        drop(a);
+        assert_eq!(g.runnable(), 1);
+        // Off a worker thread, a start learns nothing.
+        b.started();
+        assert_eq!(g.snapshot().home, None);
+        drop(b);
+        assert_eq!(g.runnable(), 0);
+    }
+}
