@@ -102,7 +102,8 @@ pub(crate) struct GroupState {
     /// A: the home as last recorded ([`NO_HOME`]: none), for decisions to read without the
     /// lock (S3). Relaxed: a hint.
     home: AtomicUsize,
-    /// A: when the last item started, in nanoseconds on `pool::clock` (S3). Relaxed: a hint.
+    /// A: when the group last voted (S3: a start, at most one per
+    /// `policy::steer::VOTE_INTERVAL`), in nanoseconds on `pool::clock`. Relaxed: a hint.
     last_item_ns: AtomicU64,
     /// The preference, changed only by [`policy::record`]. Taken with `try_lock` by starting
     /// items: one that finds it held skips its vote (S3).
@@ -136,14 +137,18 @@ impl GroupState {
     }
 
     /// (S3) One of the group's executions starts on a worker of pod `ran_on` at `now`: counts
-    /// it at home or elsewhere, and votes for its pod, unless another start holds the
-    /// preference's lock.
+    /// it at home or elsewhere, and votes for its pod, unless the group voted less than
+    /// `policy::steer::VOTE_INTERVAL` ago or another start holds the preference's lock.
     fn started(&self, ran_on: usize, now: Duration) {
         let stripe = self.steer.mine();
-        if self.snapshot().home_at(now) == Some(ran_on) {
+        let snapshot = self.snapshot();
+        if snapshot.home_at(now) == Some(ran_on) {
             stripe.at_home.fetch_add(1, Ordering::Relaxed);
         } else {
             stripe.elsewhere.fetch_add(1, Ordering::Relaxed);
+        }
+        if snapshot.home.is_some() && !policy::votes(snapshot.last_item, now) {
+            return;
         }
         let Some(mut pref) = self.pref.try_lock() else {
             return;
