@@ -44,8 +44,9 @@ pub const HOME_HOLD: Duration = Duration::from_millis(100);
 
 /// Above this busy fraction a home pod gets no more of a group's items: one half, the kernel's
 /// "stop aggregating when the domain is loaded (about 50 % utilization)" (the brief). Below it
-/// a pod has a free CPU about half the time, so a steered item rarely waits for one; above it
-/// queueing delay grows faster than the cache saves.
+/// a pod has a free CPU at least half the time; above it the wait for one grows fast (a single
+/// server's mean wait is `u / (1 - u)` service times at utilization `u`: 1 at one half, 4 at
+/// four fifths), and soon costs more than the hot cache saves.
 pub const BUSY_LIMIT: Busy = Busy(1 << 15);
 
 /// The window of the pod's busy fraction: a moving mean over about the last 8 ms. Shorter than
