@@ -507,3 +507,34 @@ fn every_grouped_item_runs_once_under_producers_cancels_and_panics() {
         assert!(format!("{group:?}").contains("runnable: 0"), "{group:?}");
     }
 }
+
+#[test]
+fn a_group_is_a_cheap_handle_for_any_thread() {
+    fn handle<T: Clone + Send + Sync>(_: &T) {}
+    let wq = Workqueue::builder("steer-handle")
+        .idle_timeout(own_pools(8))
+        .build()
+        .expect("workqueue");
+    let group = wq.group();
+    handle(&group);
+    // Clones are one group: the item a clone queues on another thread makes the home that
+    // the first handle reads.
+    let clone = group.clone();
+    let ran_on = Arc::new(Mutex::new(String::new()));
+    thread::scope(|s| {
+        s.spawn(|| {
+            let ran_on = Arc::clone(&ran_on);
+            assert!(clone.queue(move || {
+                *ran_on.lock().unwrap() = thread::current().name().unwrap_or("").to_owned();
+            }));
+        });
+    });
+    assert!(wq.flush());
+    let stats = wq.stats();
+    assert_eq!(stats.grouped_at_home + stats.grouped_elsewhere, 1);
+    // None only if the test paused past the expiry since.
+    if let Some(home) = group.home() {
+        let pool = stats.pools.iter().find(|p| p.pod == home).expect("a pool");
+        assert_eq!(*ran_on.lock().unwrap(), format!("podq/{}", pool.name));
+    }
+}
