@@ -17,6 +17,8 @@ mod dispatch;
 mod flush;
 #[cfg(test)]
 mod flush_tests;
+mod join;
+mod oneshot;
 mod pod_ref;
 pub(crate) mod state;
 pub(crate) mod task;
@@ -49,6 +51,7 @@ use dispatch::{enqueue_claimed, submit};
 
 pub use builder::WorkqueueBuilder;
 pub use delayed::DelayedWork;
+pub use join::{JoinError, JoinHandle};
 pub use work::Work;
 
 /// A workqueue: a name, a scope, strictness, `max_active` and ordering, over per-pod pools.
@@ -260,11 +263,17 @@ impl Workqueue {
     /// by its parent (see the crate's "Fork" section): the closure is then dropped without
     /// running.
     pub fn queue(&self, f: impl FnOnce() + Send + 'static) -> bool {
+        self.queue_job(Job::Once(Box::new(f)))
+    }
+
+    /// [`Workqueue::queue`] of a task's job (a closure, or a spawned closure).
+    #[inline]
+    fn queue_job(&self, job: Job) -> bool {
         if self.refused() {
             return false;
         }
         let here = Here::now();
-        self.submit(Job::Once(Box::new(f)), self.pod_here(here), here.index());
+        self.submit(job, self.pod_here(here), here.index());
         true
     }
 

@@ -1,0 +1,251 @@
+//! What a service needs from the API: results (`spawn`, `JoinHandle`), awaiting a reusable
+//! item (`Work::flushed`), backpressure (`max_backlog`, `try_queue`), timeouts, and worker
+//! options. Counts and outcomes; durations only with huge bounds.
+
+mod support;
+
+use std::future::Future;
+use std::pin::pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use podq::{AffinityScope, JoinError, Workqueue};
+use support::{eventually, PATIENCE};
+
+/// A one-pod workqueue with one worker, so that a blocked item holds every worker.
+fn one_worker(name: &str) -> Workqueue {
+    Workqueue::builder(name)
+        .scope(AffinityScope::System)
+        .max_workers(1)
+        .build()
+        .expect("workqueue")
+}
+
+/// A gate that items wait on until the test opens it.
+#[derive(Clone, Default)]
+struct Gate(Arc<(Mutex<bool>, std::sync::Condvar)>);
+
+impl Gate {
+    fn wait(&self) {
+        let (open, cv) = &*self.0;
+        let mut g = open.lock().unwrap();
+        while !*g {
+            g = cv.wait(g).unwrap();
+        }
+    }
+
+    fn open(&self) {
+        let (open, cv) = &*self.0;
+        *open.lock().unwrap() = true;
+        cv.notify_all();
+    }
+}
+
+/// Queues an item that holds the workqueue's one worker until `gate` opens, and returns once
+/// it runs.
+fn block_worker(wq: &Workqueue, gate: &Gate) {
+    let started = Arc::new(Barrier::new(2));
+    let (s, g) = (Arc::clone(&started), gate.clone());
+    assert!(wq.queue(move || {
+        s.wait();
+        g.wait();
+    }));
+    started.wait();
+}
+
+// ---- 1. Results ----------------------------------------------------------------------------
+
+#[test]
+fn spawn_gives_the_value_back() {
+    let wq = Workqueue::builder("spawn-value").build().unwrap();
+    let handles: Vec<_> = (0..100u64).map(|i| wq.spawn(move || i * 2)).collect();
+    let sum: u64 = handles.into_iter().map(|h| h.join().unwrap()).sum();
+    assert_eq!(sum, 9900);
+    assert_eq!(wq.stats().completed, 100);
+}
+
+#[test]
+fn a_panic_is_carried_through_the_handle_and_counted() {
+    let wq = Workqueue::builder("spawn-panic").build().unwrap();
+    let n = Arc::new(7);
+    let h = wq.spawn(move || -> u32 { panic!("boom {n}") });
+    match h.join() {
+        Err(e @ JoinError::Panicked(_)) => {
+            assert_eq!(e.panic_message(), Some("boom 7"));
+            let JoinError::Panicked(payload) = e else {
+                unreachable!()
+            };
+            assert_eq!(payload.downcast_ref::<String>().unwrap(), "boom 7");
+        }
+        other => panic!("expected a panic, got {other:?}"),
+    }
+    // Counted before the handle was woken.
+    assert_eq!(wq.stats().panicked, 1);
+    // The worker goes on.
+    assert_eq!(wq.spawn(|| 5).join().unwrap(), 5);
+}
+
+#[test]
+fn an_item_refused_during_a_drain_is_cancelled() {
+    let wq = Arc::new(one_worker("spawn-cancel"));
+    let gate = Gate::default();
+    block_worker(&wq, &gate);
+    let drainer = {
+        let wq = Arc::clone(&wq);
+        thread::spawn(move || wq.drain())
+    };
+    // The drain refuses work from outside while it runs: the spawned closure is dropped.
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let deadline = Instant::now() + PATIENCE;
+    let outcome = loop {
+        let guard = DropCount(Arc::clone(&dropped));
+        let h = wq.spawn(move || {
+            let _guard = guard;
+            1
+        });
+        let result = if h.is_finished() {
+            Some(h.join())
+        } else {
+            // Not refused: the drain has not started yet; this one runs after the gate.
+            drop(h);
+            None
+        };
+        if let Some(r) = result {
+            break r;
+        }
+        assert!(Instant::now() < deadline, "the drain never refused");
+        thread::yield_now();
+    };
+    assert!(matches!(outcome, Err(JoinError::Cancelled)), "{outcome:?}");
+    assert!(outcome.unwrap_err().is_cancelled());
+    gate.open();
+    assert!(drainer.join().unwrap());
+    wq.flush();
+    // Every closure made was dropped once, run or not.
+    assert!(dropped.load(Ordering::SeqCst) >= 1);
+}
+
+/// Counts its drops.
+struct DropCount(Arc<AtomicUsize>);
+
+impl Drop for DropCount {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn is_finished_turns_true_when_the_item_ran() {
+    let wq = one_worker("spawn-finished");
+    let gate = Gate::default();
+    block_worker(&wq, &gate);
+    let h = wq.spawn(|| "done");
+    assert!(!h.is_finished());
+    gate.open();
+    assert!(eventually(|| h.is_finished()));
+    assert_eq!(h.join().unwrap(), "done");
+}
+
+#[test]
+fn a_dropped_handle_lets_the_item_run_and_drops_its_value() {
+    let wq = Workqueue::builder("spawn-detach").build().unwrap();
+    let dropped = Arc::new(AtomicUsize::new(0));
+    for _ in 0..50 {
+        let value = DropCount(Arc::clone(&dropped));
+        drop(wq.spawn(move || value));
+    }
+    wq.flush();
+    assert_eq!(wq.stats().completed, 50);
+    // A value is dropped by the worker after the item is uncounted, or by the handle.
+    assert!(eventually(|| dropped.load(Ordering::SeqCst) == 50));
+}
+
+/// Wakes by counting, and unparks a thread.
+struct CountingWaker {
+    wakes: AtomicUsize,
+    thread: thread::Thread,
+}
+
+impl Wake for CountingWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.wakes.fetch_add(1, Ordering::SeqCst);
+        self.thread.unpark();
+    }
+}
+
+#[test]
+fn a_handle_polled_with_a_new_waker_wakes_the_last_one() {
+    let wq = one_worker("spawn-wakers");
+    let gate = Gate::default();
+    block_worker(&wq, &gate);
+    let mut h = pin!(wq.spawn(|| 9));
+    let first = Arc::new(CountingWaker {
+        wakes: AtomicUsize::new(0),
+        thread: thread::current(),
+    });
+    let second = Arc::new(CountingWaker {
+        wakes: AtomicUsize::new(0),
+        thread: thread::current(),
+    });
+    let w1 = Waker::from(Arc::clone(&first));
+    let w2 = Waker::from(Arc::clone(&second));
+    assert!(h.as_mut().poll(&mut Context::from_waker(&w1)).is_pending());
+    assert!(h.as_mut().poll(&mut Context::from_waker(&w2)).is_pending());
+    gate.open();
+    let deadline = Instant::now() + PATIENCE;
+    while second.wakes.load(Ordering::SeqCst) == 0 {
+        assert!(Instant::now() < deadline, "the last waker was never woken");
+        thread::park_timeout(Duration::from_millis(10));
+    }
+    assert_eq!(
+        first.wakes.load(Ordering::SeqCst),
+        0,
+        "a replaced waker was woken"
+    );
+    match h.as_mut().poll(&mut Context::from_waker(&w2)) {
+        Poll::Ready(Ok(9)) => {}
+        other => panic!("expected Ready(Ok(9)), got {other:?}"),
+    }
+}
+
+#[test]
+fn spawn_awaited_from_a_tokio_runtime() {
+    let wq = Arc::new(Workqueue::builder("spawn-tokio").build().unwrap());
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .unwrap();
+    let total = rt.block_on({
+        let wq = Arc::clone(&wq);
+        async move {
+            let mut tasks = Vec::new();
+            for i in 0..20u64 {
+                let wq = Arc::clone(&wq);
+                // Each handle is awaited from a tokio task, on whichever tokio worker runs it.
+                tasks.push(tokio::spawn(async move { wq.spawn(move || i + 1).await }));
+            }
+            let mut total = 0;
+            for t in tasks {
+                total += t.await.unwrap().unwrap();
+            }
+            total
+        }
+    });
+    assert_eq!(total, 210);
+}
+
+#[test]
+fn spawn_awaited_from_futures_block_on() {
+    let wq = Workqueue::builder("spawn-futures").build().unwrap();
+    let v = futures_executor::block_on(wq.spawn(|| String::from("ok")));
+    assert_eq!(v.unwrap(), "ok");
+    let err = futures_executor::block_on(wq.spawn(|| -> u8 { panic!("async boom") }));
+    assert_eq!(err.unwrap_err().panic_message(), Some("async boom"));
+}
