@@ -12,14 +12,19 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use podq::{AffinityScope, JoinError, Workqueue};
+use podq::{AffinityScope, DelayedWork, JoinError, Work, Workqueue};
 use support::{eventually, PATIENCE};
 
-/// A one-pod workqueue with one worker, so that a blocked item holds every worker.
+/// A one-pod workqueue with one worker, so that a blocked item holds every worker. Its pool
+/// is its own: pools are shared by equal attributes, and each call gives another idle timeout,
+/// so that tests running at once never hold each other's worker.
 fn one_worker(name: &str) -> Workqueue {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let own = NEXT.fetch_add(1, Ordering::Relaxed) as u64;
     Workqueue::builder(name)
         .scope(AffinityScope::System)
         .max_workers(1)
+        .idle_timeout(Duration::from_secs(300 + own))
         .build()
         .expect("workqueue")
 }
@@ -248,4 +253,147 @@ fn spawn_awaited_from_futures_block_on() {
     assert_eq!(v.unwrap(), "ok");
     let err = futures_executor::block_on(wq.spawn(|| -> u8 { panic!("async boom") }));
     assert_eq!(err.unwrap_err().panic_message(), Some("async boom"));
+}
+
+// ---- 4. Timeouts ---------------------------------------------------------------------------
+
+/// A timeout that expires while an item is held by a closed gate.
+const SHORT: Duration = Duration::from_millis(20);
+
+#[test]
+fn workqueue_flush_timeout_expires_then_finishes() {
+    let wq = one_worker("flush-timeout");
+    let gate = Gate::default();
+    block_worker(&wq, &gate);
+    let ran = Arc::new(AtomicUsize::new(0));
+    let r = Arc::clone(&ran);
+    wq.queue(move || {
+        r.fetch_add(1, Ordering::SeqCst);
+    });
+    assert!(!wq.flush_timeout(SHORT));
+    assert_eq!(ran.load(Ordering::SeqCst), 0, "a timeout cancels nothing");
+    // A flush after one that gave up still waits for what was queued before it: here the
+    // gate opens only after a while, so a flush that missed the item would return first.
+    let opener = {
+        let gate = gate.clone();
+        thread::spawn(move || {
+            thread::sleep(Duration::from_millis(50));
+            gate.open();
+        })
+    };
+    assert!(wq.flush_timeout(PATIENCE));
+    assert_eq!(ran.load(Ordering::SeqCst), 1);
+    opener.join().unwrap();
+    // Nothing queued: at once.
+    assert!(wq.flush_timeout(Duration::ZERO));
+}
+
+#[test]
+fn a_plain_flush_after_a_timed_out_one_waits_for_the_old_items() {
+    let wq = one_worker("flush-after-timeout");
+    let gate = Gate::default();
+    block_worker(&wq, &gate);
+    let ran = Arc::new(AtomicUsize::new(0));
+    let r = Arc::clone(&ran);
+    wq.queue(move || {
+        r.fetch_add(1, Ordering::SeqCst);
+    });
+    assert!(!wq.flush_timeout(SHORT));
+    assert!(!wq.flush_timeout(SHORT), "a second flush that gives up");
+    let opener = {
+        let gate = gate.clone();
+        thread::spawn(move || {
+            thread::sleep(Duration::from_millis(50));
+            gate.open();
+        })
+    };
+    assert!(wq.flush());
+    assert_eq!(ran.load(Ordering::SeqCst), 1);
+    opener.join().unwrap();
+}
+
+#[test]
+fn drain_timeout_expires_and_stops_refusing_then_finishes() {
+    let wq = one_worker("drain-timeout");
+    let gate = Gate::default();
+    block_worker(&wq, &gate);
+    assert!(wq.queue(|| {}));
+    assert!(!wq.drain_timeout(SHORT));
+    // The drain has ended: work is accepted again.
+    let h = wq.spawn(|| 3);
+    gate.open();
+    assert!(wq.drain_timeout(PATIENCE));
+    assert_eq!(h.join().unwrap(), 3);
+    assert_eq!(wq.stats().in_flight, 0);
+}
+
+#[test]
+fn work_flush_timeout_expires_then_finishes() {
+    let wq = one_worker("work-flush-timeout");
+    let gate = Gate::default();
+    let g = gate.clone();
+    let w = Work::new(move || g.wait());
+    assert!(w.flush_timeout(Duration::ZERO), "nothing to wait for");
+    assert!(wq.queue_work(&w));
+    assert!(!w.flush_timeout(SHORT));
+    assert!(
+        w.is_pending() || w.is_running(),
+        "a timeout cancels nothing"
+    );
+    gate.open();
+    assert!(w.flush_timeout(PATIENCE));
+    assert!(!w.is_pending() && !w.is_running());
+}
+
+#[test]
+fn cancel_sync_timeout_expires_leaving_the_item_not_pending_then_finishes() {
+    let wq = one_worker("cancel-timeout");
+    let gate = Gate::default();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let started = Arc::new(Barrier::new(2));
+    let (g, r, s) = (gate.clone(), Arc::clone(&runs), Arc::clone(&started));
+    let w = Work::new(move || {
+        if r.fetch_add(1, Ordering::SeqCst) == 0 {
+            s.wait();
+            g.wait();
+        }
+    });
+    assert!(wq.queue_work(&w));
+    started.wait();
+    // Running, and queued again behind itself.
+    assert!(wq.queue_work(&w));
+    assert!(!w.cancel_sync_timeout(SHORT));
+    assert!(!w.is_pending(), "the pending execution is cancelled");
+    assert!(w.is_running(), "the running one goes on");
+    gate.open();
+    assert!(w.cancel_sync_timeout(PATIENCE));
+    assert!(!w.is_pending() && !w.is_running());
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        1,
+        "the cancelled execution never ran"
+    );
+    assert_eq!(wq.stats().cancelled, 1);
+}
+
+#[test]
+fn delayed_work_timeouts_expire_then_finish() {
+    let wq = one_worker("delayed-timeouts");
+    let gate = Gate::default();
+    let g = gate.clone();
+    let d = DelayedWork::new(move || g.wait());
+    // Waiting for an hour: cancelled in time, the timer disarmed.
+    assert!(wq.queue_delayed(&d, Duration::from_secs(3600)));
+    assert!(d.cancel_sync_timeout(PATIENCE));
+    assert!(!d.is_pending());
+    // Run now by the flush, and held by the gate: the flush and a cancel give up.
+    assert!(wq.queue_delayed(&d, Duration::from_secs(3600)));
+    assert!(!d.flush_timeout(SHORT));
+    assert!(eventually(|| d.is_running()));
+    assert!(!d.cancel_sync_timeout(SHORT));
+    assert!(d.is_running());
+    gate.open();
+    assert!(d.flush_timeout(PATIENCE));
+    assert!(d.cancel_sync_timeout(PATIENCE));
+    assert_eq!(wq.stats().completed, 1);
 }

@@ -22,6 +22,7 @@ mod oneshot;
 mod pod_ref;
 pub(crate) mod state;
 pub(crate) mod task;
+mod timeout;
 mod timer;
 mod work;
 
@@ -636,12 +637,7 @@ pub(crate) fn stats_of(shared: &WqShared, pods: &[Arc<CachePadded<PodShared>>]) 
 
 /// Flushes until every pod's counts are zero (step 18).
 fn until_empty(wq: &WqShared, pods: &[Arc<CachePadded<PodShared>>]) {
-    loop {
-        wq.flush.flush(|| pods.iter().map(|p| &p.counters));
-        if pods.iter().all(|p| p.counters.in_flight() == 0) {
-            break;
-        }
-    }
+    timeout::until_empty_by(wq, pods, None);
 }
 
 /// The drop of a workqueue from one of its own items: a `podq/reaper` thread waits until its

@@ -9,6 +9,8 @@
 //! execution, for the worker to push when it finishes); `X` is slow-path data kept under the
 //! same lock (where the item was last queued, its timer).
 
+use std::time::Instant;
+
 use crate::sync::atomic::{AtomicU64, Ordering};
 use crate::sync::{Condvar, Mutex};
 
@@ -25,7 +27,7 @@ pub(crate) const PENDING: u64 = 1;
 pub(crate) const RUNNING: u64 = 1 << 1;
 /// A `cancel_sync` is in progress: claims fail, a pending execution is discarded.
 pub(crate) const CANCELING: u64 = 1 << 2;
-/// Someone sleeps on [`ItemState::wait_until`]: whoever clears PENDING, RUNNING or CANCELING
+/// Someone sleeps on [`ItemState::wait_until_deadline`]: whoever clears PENDING, RUNNING or CANCELING
 /// must wake them.
 const WAITERS: u64 = 1 << 3;
 /// One claim, in the generation bits above the flags.
@@ -69,7 +71,7 @@ pub(crate) struct ItemState<D, X> {
     word: AtomicU64,
     /// The deferred execution and the caller's slow-path data; also the waiters' lock.
     slot: Mutex<Slot<D, X>>,
-    /// Waiters of [`ItemState::wait_until`]; notified under `slot`.
+    /// Waiters of [`ItemState::wait_until_deadline`]; notified under `slot`.
     changed: Condvar,
 }
 
@@ -231,15 +233,18 @@ impl<D, X> ItemState<D, X> {
         f(&mut self.slot.lock().extra)
     }
 
-    /// Step 12: starts a cancel: sets CANCELING (waiting for a concurrent cancel to end first)
-    /// and returns the state just before.
-    pub(crate) fn begin_cancel(&self) -> u64 {
+    /// Step 12: starts a cancel: sets CANCELING (waiting for a concurrent cancel to end first,
+    /// until `deadline`; `None`: no deadline) and returns the state just before. `None` when
+    /// the deadline passed while another cancel was in progress: then nothing changed.
+    pub(crate) fn begin_cancel_until(&self, deadline: Option<Instant>) -> Option<u64> {
         loop {
             let prev = self.word.fetch_or(CANCELING, Ordering::AcqRel);
             if prev & CANCELING == 0 {
-                return prev;
+                return Some(prev);
             }
-            self.wait_until(|s| s & CANCELING == 0);
+            if !self.wait_until_deadline(|s| s & CANCELING == 0, deadline) {
+                return None;
+            }
         }
     }
 
@@ -263,14 +268,19 @@ impl<D, X> ItemState<D, X> {
         self.wake(prev);
     }
 
-    /// Step 15: sleeps until `done(state)` holds. Every transition that clears PENDING, RUNNING or
-    /// CANCELING wakes the sleepers.
-    pub(crate) fn wait_until(&self, done: impl Fn(u64) -> bool) {
+    /// Step 15: sleeps until `done(state)` holds, or until `deadline` (`None`: no deadline).
+    /// Every transition that clears PENDING, RUNNING or CANCELING wakes the sleepers. Returns whether `done` held. Giving up leaves WAITERS set, which only costs
+    /// the next transition a needless notify.
+    pub(crate) fn wait_until_deadline(
+        &self,
+        done: impl Fn(u64) -> bool,
+        deadline: Option<Instant>,
+    ) -> bool {
         // Most waits (a flush of an item that is about to finish) end within microseconds:
         // look with backoff first (`WAIT_SPIN_ROUNDS`), and only then sleep on the condvar,
         // whose wake-up costs the finishing worker a lock and a futex call.
         if crate::sync::spin_until(WAIT_SPIN_ROUNDS, || done(self.load())) {
-            return;
+            return true;
         }
         let mut slot = self.slot.lock();
         loop {
@@ -279,13 +289,22 @@ impl<D, X> ItemState<D, X> {
             // `slot`, which it can only take once we sleep.
             let s = self.word.fetch_or(WAITERS, Ordering::AcqRel) | WAITERS;
             if done(s) {
-                return;
+                return true;
             }
-            slot = self.changed.wait(slot);
+            slot = match deadline {
+                None => self.changed.wait(slot),
+                Some(deadline) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return false;
+                    }
+                    self.changed.wait_timeout(slot, left).0
+                }
+            };
         }
     }
 
-    /// Wakes the sleepers of [`ItemState::wait_until`] if `prev` (the word before a transition
+    /// Wakes the sleepers of [`ItemState::wait_until_deadline`] if `prev` (the word before a transition
     /// that cleared WAITERS) had any.
     fn wake(&self, prev: u64) {
         if prev & WAITERS != 0 {
