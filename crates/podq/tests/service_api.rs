@@ -397,3 +397,66 @@ fn delayed_work_timeouts_expire_then_finish() {
     assert!(d.cancel_sync_timeout(PATIENCE));
     assert_eq!(wq.stats().completed, 1);
 }
+
+// ---- 2. Awaiting a reusable item -----------------------------------------------------------
+
+#[test]
+fn work_flushed_completes_when_the_queueing_has_run() {
+    let wq = one_worker("work-flushed");
+    let gate = Gate::default();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let (g, r) = (gate.clone(), Arc::clone(&runs));
+    let w = Work::new(move || {
+        g.wait();
+        r.fetch_add(1, Ordering::SeqCst);
+    });
+    // Nothing queued: ready at once.
+    futures_executor::block_on(w.flushed());
+    assert!(wq.queue_work(&w));
+    let waker = Arc::new(CountingWaker {
+        wakes: AtomicUsize::new(0),
+        thread: thread::current(),
+    });
+    let mut flushed = pin!(w.flushed());
+    let w1 = Waker::from(Arc::clone(&waker));
+    assert!(flushed
+        .as_mut()
+        .poll(&mut Context::from_waker(&w1))
+        .is_pending());
+    gate.open();
+    assert!(eventually(|| waker.wakes.load(Ordering::SeqCst) > 0));
+    assert!(flushed
+        .as_mut()
+        .poll(&mut Context::from_waker(&w1))
+        .is_ready());
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn work_flushed_awaited_from_tokio() {
+    let wq = Workqueue::builder("work-flushed-tokio").build().unwrap();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let r = Arc::clone(&runs);
+    let w = Work::new(move || {
+        r.fetch_add(1, Ordering::SeqCst);
+    });
+    let d = {
+        let r = Arc::clone(&runs);
+        DelayedWork::new(move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        })
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        for _ in 0..10 {
+            wq.queue_work(&w);
+            w.flushed().await;
+        }
+        // A delayed item runs now, and is awaited.
+        assert!(wq.queue_delayed(&d, Duration::from_secs(3600)));
+        d.flushed().await;
+    });
+    assert_eq!(runs.load(Ordering::SeqCst), 11);
+}

@@ -82,6 +82,16 @@ impl DelayedWork {
         self.work.flush_timeout(timeout)
     }
 
+    /// [`DelayedWork::flush`] without a thread blocked on it: runs it now if it waits for its
+    /// delay (at this call, not at the first poll), and returns a future that completes when
+    /// its last queueing has finished, as [`Work::flushed`].
+    pub fn flushed(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        if !work::stranded(&self.work.inner) {
+            self.fire_now();
+        }
+        self.work.flushed()
+    }
+
     /// Queues it now if it waits for its delay; returns whether it did.
     fn fire_now(&self) -> bool {
         let item = &self.work.inner;

@@ -9,6 +9,7 @@
 //! execution, for the worker to push when it finishes); `X` is slow-path data kept under the
 //! same lock (where the item was last queued, its timer).
 
+use std::task::Waker;
 use std::time::Instant;
 
 use crate::sync::atomic::{AtomicU64, Ordering};
@@ -62,6 +63,9 @@ pub(crate) struct Slot<D, X> {
     deferred: Option<D>,
     /// L: the caller's slow-path data.
     pub(crate) extra: X,
+    /// L: the wakers of futures waiting as [`ItemState::wait_until_deadline`] waits (step 15);
+    /// woken, and emptied, with the condvar's sleepers.
+    wakers: Vec<Waker>,
 }
 
 /// The pending/running/canceling state of one work item.
@@ -82,6 +86,7 @@ impl<D, X: Default> Default for ItemState<D, X> {
             slot: Mutex::new(Slot {
                 deferred: None,
                 extra: X::default(),
+                wakers: Vec::new(),
             }),
             changed: Condvar::new(),
         }
@@ -209,10 +214,16 @@ impl<D, X> ItemState<D, X> {
         // A claim was made while running: its owner defers (or has deferred) under `slot`.
         let mut slot = self.slot.lock();
         let prev = self.word.fetch_and(!(RUNNING | WAITERS), Ordering::AcqRel);
-        if prev & WAITERS != 0 {
+        let wakers = if prev & WAITERS != 0 {
             self.changed.notify_all();
-        }
-        slot.deferred.take()
+            std::mem::take(&mut slot.wakers)
+        } else {
+            Vec::new()
+        };
+        let deferred = slot.deferred.take();
+        drop(slot);
+        wakers.into_iter().for_each(Waker::wake);
+        deferred
     }
 
     /// Step 13: a grabber took the pending execution out of a queue, FIFO or timer, and
@@ -308,9 +319,31 @@ impl<D, X> ItemState<D, X> {
     /// that cleared WAITERS) had any.
     fn wake(&self, prev: u64) {
         if prev & WAITERS != 0 {
-            let _slot = self.slot.lock();
+            let mut slot = self.slot.lock();
             self.changed.notify_all();
+            let wakers = std::mem::take(&mut slot.wakers);
+            drop(slot);
+            wakers.into_iter().for_each(Waker::wake);
         }
+    }
+
+    /// Step 15 for a future: whether `done(state)` holds; if not, `waker` is kept (once) to be
+    /// woken by the next transition that clears PENDING, RUNNING or CANCELING, as a sleeper
+    /// of [`ItemState::wait_until_deadline`] is.
+    pub(crate) fn poll_until(&self, done: impl Fn(u64) -> bool, waker: &Waker) -> bool {
+        if done(self.load()) {
+            return true;
+        }
+        let mut slot = self.slot.lock();
+        // As a sleeper does: WAITERS set and the word tested in one step under `slot`.
+        let s = self.word.fetch_or(WAITERS, Ordering::AcqRel) | WAITERS;
+        if done(s) {
+            return true;
+        }
+        if !slot.wakers.iter().any(|w| w.will_wake(waker)) {
+            slot.wakers.push(waker.clone());
+        }
+        false
     }
 }
 

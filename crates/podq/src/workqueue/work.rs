@@ -2,8 +2,11 @@
 //! workers at once.
 
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use super::state::{self, ItemState, CANCELING, PENDING, RUNNING};
@@ -55,6 +58,32 @@ pub(crate) struct WorkInner {
     home_pod: AtomicUsize,
     /// The closure; locked only by the one worker running the item.
     pub(crate) func: Mutex<Box<dyn FnMut() + Send + 'static>>,
+}
+
+/// What [`Work::flushed`] returns.
+struct Flushed {
+    /// The item.
+    item: Arc<WorkInner>,
+    /// The generation to wait for; `None`: nothing to wait for.
+    target: Option<u64>,
+}
+
+impl Future for Flushed {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        match self.target {
+            Some(target)
+                if !self
+                    .item
+                    .state
+                    .poll_until(|s| state::flushed(s, target), cx.waker()) =>
+            {
+                Poll::Pending
+            }
+            _ => Poll::Ready(()),
+        }
+    }
 }
 
 /// Where a pending item can be found, kept under the item's lock.
@@ -153,6 +182,33 @@ impl Work {
     /// the running call, as [`Work::cancel_sync`].
     pub fn cancel_sync_timeout(&self, timeout: Duration) -> bool {
         cancel_item_until(&self.inner, Some(timer::deadline_after(timeout))).is_some()
+    }
+
+    /// A future that completes when the last queueing of this item, as of this call, has
+    /// finished running: what [`Work::flush`] waits for, without a thread blocked on it. It
+    /// completes at once where [`Work::flush`] returns `false` at once (nothing pending or
+    /// running, called from the item's own closure, or an item stranded by `fork()`).
+    ///
+    /// ```
+    /// use podq::{Work, Workqueue};
+    ///
+    /// let wq = Workqueue::builder("flushed").build()?;
+    /// let w = Work::new(|| {});
+    /// wq.queue_work(&w);
+    /// futures_executor::block_on(w.flushed());
+    /// assert!(!w.is_pending() && !w.is_running());
+    /// # Ok::<(), podq::Error>(())
+    /// ```
+    pub fn flushed(&self) -> impl Future<Output = ()> + Send + 'static {
+        let item = &self.inner;
+        let s = item.state.load();
+        let target =
+            (s & (PENDING | RUNNING) != 0 && !task::is_running_item(item) && !stranded(item))
+                .then(|| state::generation(s));
+        Flushed {
+            item: Arc::clone(item),
+            target,
+        }
     }
 
     /// Whether `self` and `other` are the same item.
