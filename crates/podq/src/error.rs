@@ -78,6 +78,9 @@ pub enum Error {
     /// A `max_active` of 0: a workqueue must be able to run at least one item at once.
     #[error("max_active must be at least 1 item, got 0")]
     ZeroMaxActive,
+    /// A `max_backlog` of 0: a workqueue must let at least one item wait.
+    #[error("max_backlog must be at least 1 item, got 0")]
+    ZeroMaxBacklog,
     /// The workqueue was built by the parent of this process, before a `fork()`: its workers
     /// are the parent's, so it runs nothing here. The child builds its own workqueues.
     #[error("workqueue '{workqueue}' belongs to the parent process: after fork() the child must build its own workqueues")]

@@ -112,4 +112,6 @@ pub use error::Error;
 pub use scope::{AffinityScope, Pod, Pods};
 pub use stats::{PoolStats, PullLevelStats, PullStats, WorkqueueStats};
 pub use topology::Topology;
-pub use workqueue::{DelayedWork, JoinError, JoinHandle, Work, Workqueue, WorkqueueBuilder};
+pub use workqueue::{
+    DelayedWork, JoinError, JoinHandle, QueueError, Work, Workqueue, WorkqueueBuilder,
+};

@@ -131,6 +131,9 @@ pub struct WorkqueueStats {
     pub drop_panics: u64,
     /// Executions waiting for a `max_active` slot now.
     pub waiting_for_slot: u64,
+    /// Executions counted against `max_backlog` now (queued and not started); 0 without a
+    /// `max_backlog`.
+    pub backlog: u64,
     /// The pools serving the workqueue (pods with at least one of its CPUs), by pod id.
     pub pools: Vec<PoolStats>,
 }

@@ -12,21 +12,26 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use podq::{AffinityScope, DelayedWork, JoinError, Work, Workqueue};
+use podq::{
+    AffinityScope, DelayedWork, Error, JoinError, QueueError, Work, Workqueue, WorkqueueBuilder,
+};
 use support::{eventually, PATIENCE};
 
 /// A one-pod workqueue with one worker, so that a blocked item holds every worker. Its pool
 /// is its own: pools are shared by equal attributes, and each call gives another idle timeout,
 /// so that tests running at once never hold each other's worker.
 fn one_worker(name: &str) -> Workqueue {
+    one_worker_builder(name).build().expect("workqueue")
+}
+
+/// The builder of [`one_worker`].
+fn one_worker_builder(name: &str) -> WorkqueueBuilder {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     let own = NEXT.fetch_add(1, Ordering::Relaxed) as u64;
     Workqueue::builder(name)
         .scope(AffinityScope::System)
         .max_workers(1)
         .idle_timeout(Duration::from_secs(300 + own))
-        .build()
-        .expect("workqueue")
 }
 
 /// A gate that items wait on until the test opens it.
@@ -459,4 +464,184 @@ fn work_flushed_awaited_from_tokio() {
         d.flushed().await;
     });
     assert_eq!(runs.load(Ordering::SeqCst), 11);
+}
+
+// ---- 3. Backpressure -----------------------------------------------------------------------
+
+/// Counts its runs.
+fn counter() -> (Arc<AtomicUsize>, impl Fn() -> Box<dyn FnOnce() + Send>) {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let r = Arc::clone(&runs);
+    let make = move || -> Box<dyn FnOnce() + Send> {
+        let r = Arc::clone(&r);
+        Box::new(move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        })
+    };
+    (runs, make)
+}
+
+#[test]
+fn try_queue_is_full_at_exactly_the_bound() {
+    const BOUND: usize = 5;
+    let wq = one_worker_builder("backlog-full")
+        .max_backlog(BOUND)
+        .build()
+        .unwrap();
+    let gate = Gate::default();
+    // Running, so not waiting: the bound counts only what waits.
+    block_worker(&wq, &gate);
+    let (runs, item) = counter();
+    for i in 0..BOUND {
+        assert_eq!(wq.try_queue(item()), Ok(()), "item {i} of {BOUND}");
+    }
+    assert_eq!(wq.stats().backlog, BOUND as u64);
+    assert_eq!(wq.try_queue(item()), Err(QueueError::Full));
+    let w = Work::new(|| {});
+    assert_eq!(wq.try_queue_work(&w), Err(QueueError::Full));
+    assert!(!w.is_pending());
+    gate.open();
+    assert!(wq.flush());
+    assert_eq!(runs.load(Ordering::SeqCst), BOUND);
+    assert_eq!(wq.stats().backlog, 0);
+    assert_eq!(wq.try_queue_work(&w), Ok(()));
+    assert!(w.flush());
+}
+
+#[test]
+fn try_queue_work_says_already_pending() {
+    let wq = one_worker_builder("backlog-pending")
+        .max_backlog(2)
+        .build()
+        .unwrap();
+    let gate = Gate::default();
+    block_worker(&wq, &gate);
+    let w = Work::new(|| {});
+    assert_eq!(wq.try_queue_work(&w), Ok(()));
+    assert_eq!(wq.try_queue_work(&w), Err(QueueError::AlreadyPending));
+    assert_eq!(wq.stats().backlog, 1, "a refused claim gives its room back");
+    // Full and pending: pending is said.
+    assert_eq!(wq.try_queue(|| {}), Ok(()));
+    assert_eq!(wq.try_queue_work(&w), Err(QueueError::AlreadyPending));
+    gate.open();
+    assert!(wq.flush());
+}
+
+#[test]
+fn plain_queue_on_a_full_workqueue_waits_for_room() {
+    let wq = Arc::new(
+        one_worker_builder("backlog-wait")
+            .max_backlog(2)
+            .build()
+            .unwrap(),
+    );
+    let gate = Gate::default();
+    block_worker(&wq, &gate);
+    let (runs, item) = counter();
+    assert!(wq.queue(item()));
+    assert!(wq.queue(item()));
+    let returned = Arc::new(AtomicUsize::new(0));
+    let producer = {
+        let (wq, returned) = (Arc::clone(&wq), Arc::clone(&returned));
+        let (a, b) = (item(), item());
+        thread::spawn(move || {
+            assert_eq!(wq.spawn(a).join().map_err(|e| e.to_string()), Ok(()));
+            returned.fetch_add(1, Ordering::SeqCst);
+            assert!(wq.queue(b));
+            returned.fetch_add(1, Ordering::SeqCst);
+        })
+    };
+    thread::sleep(Duration::from_millis(50));
+    assert_eq!(
+        returned.load(Ordering::SeqCst),
+        0,
+        "queued past a full backlog"
+    );
+    assert_eq!(wq.stats().backlog, 2);
+    gate.open();
+    producer.join().unwrap();
+    assert!(wq.flush());
+    assert_eq!(runs.load(Ordering::SeqCst), 4);
+}
+
+#[test]
+fn an_item_queueing_onto_its_own_full_workqueue_goes_over_the_bound() {
+    let wq = Arc::new(
+        one_worker_builder("backlog-own")
+            .max_backlog(1)
+            .build()
+            .unwrap(),
+    );
+    let (runs, item) = counter();
+    let item = Arc::new(Mutex::new(item));
+    let refused = Arc::new(AtomicUsize::new(0));
+    let (inner, item2, refused2) = (Arc::clone(&wq), Arc::clone(&item), Arc::clone(&refused));
+    // Its one worker runs this item, which fills the backlog and goes on queueing onto it:
+    // waiting there would wait for itself.
+    let h = wq.spawn(move || {
+        let make = item2.lock().unwrap();
+        for _ in 0..5 {
+            assert!(inner.queue(make()));
+        }
+        if inner.try_queue(make()) == Err(QueueError::Full) {
+            refused2.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+    h.join().unwrap();
+    assert!(wq.flush());
+    assert_eq!(runs.load(Ordering::SeqCst), 5);
+    assert_eq!(
+        refused.load(Ordering::SeqCst),
+        1,
+        "try_queue never goes over the bound"
+    );
+}
+
+#[test]
+fn try_queue_says_draining_and_cancelling() {
+    let wq = Arc::new(
+        one_worker_builder("backlog-draining")
+            .max_backlog(8)
+            .build()
+            .unwrap(),
+    );
+    // Cancelling: a cancel waits for the running item, and claims fail meanwhile.
+    let gate = Gate::default();
+    let started = Arc::new(Barrier::new(2));
+    let (g, st) = (gate.clone(), Arc::clone(&started));
+    let w = Work::new(move || {
+        st.wait();
+        g.wait();
+    });
+    assert!(wq.queue_work(&w));
+    started.wait();
+    let canceller = {
+        let w = w.clone();
+        thread::spawn(move || w.cancel_sync())
+    };
+    assert!(eventually(
+        || wq.try_queue_work(&w) == Err(QueueError::Cancelling)
+    ));
+    // Draining: the drain waits for the same running item.
+    let drainer = {
+        let wq = Arc::clone(&wq);
+        thread::spawn(move || wq.drain())
+    };
+    assert!(eventually(
+        || wq.try_queue(|| {}) == Err(QueueError::Draining)
+    ));
+    gate.open();
+    // Whether it cancelled a pending execution depends on which came first: the cancel, or
+    // a try_queue_work above made before it began.
+    canceller.join().unwrap();
+    assert!(!w.is_pending());
+    assert!(drainer.join().unwrap());
+    assert_eq!(wq.try_queue(|| {}), Ok(()));
+    assert!(wq.flush());
+}
+
+#[test]
+fn a_max_backlog_of_zero_is_an_error() {
+    let err = Workqueue::builder("backlog-zero").max_backlog(0).build();
+    assert!(matches!(err, Err(Error::ZeroMaxBacklog)), "{err:?}");
 }

@@ -50,6 +50,8 @@ pub struct WorkqueueBuilder {
     max_workers: usize,
     /// Whether idle workers pull waiting items from sibling pools (never for strict ones).
     pull: bool,
+    /// Executions waiting at most before queue calls wait; `None`: no bound.
+    max_backlog: Option<usize>,
 }
 
 impl WorkqueueBuilder {
@@ -68,6 +70,7 @@ impl WorkqueueBuilder {
             idle_timeout: pool::DEFAULT_IDLE_TIMEOUT,
             max_workers: pool::DEFAULT_MAX_WORKERS,
             pull: true,
+            max_backlog: None,
         }
     }
 
@@ -137,6 +140,36 @@ impl WorkqueueBuilder {
         self
     }
 
+    /// At most `items` of this workqueue's executions wait (queued and not started: in a
+    /// pool's queue, in the `max_active` FIFO, or queued again behind their own running
+    /// item); must be at least 1. Default: no bound.
+    ///
+    /// When `items` wait already:
+    ///
+    /// * [`Workqueue::try_queue`] and [`Workqueue::try_queue_work`] return
+    ///   [`QueueError::Full`](super::QueueError::Full) at once;
+    /// * every other queue call ([`Workqueue::queue`], [`Workqueue::spawn`],
+    ///   [`Workqueue::queue_work`], `queue_on`, `queue_node`, `queue_work_on`) waits until an
+    ///   execution starts and makes room. `queue_work` waits for room before it looks at the
+    ///   item, so a call for a pending item also waits, then returns `false`;
+    /// * a queue call made from one of this workqueue's own running items never waits: it is
+    ///   taken over the bound. Waiting there could wait forever (every worker may be such an
+    ///   item, and only a worker makes room), so an item may always queue onto its own
+    ///   workqueue;
+    /// * delayed items whose delay ends (and `queue_delayed` with a zero delay) are queued
+    ///   over the bound too: the timer never waits. They count, so queue calls wait longer.
+    ///
+    /// A blocking queue call from an item of another workqueue can still wait on a cycle
+    /// (workqueue A's items queue onto a full B whose items queue onto a full A), as any
+    /// bounded queue can: use the `try_` calls there.
+    ///
+    /// The bound costs each execution one workqueue-wide counter written when it is queued
+    /// and when it starts; without it, a queue call writes no such counter.
+    pub fn max_backlog(mut self, items: usize) -> Self {
+        self.max_backlog = Some(items);
+        self
+    }
+
     /// Checks the attributes, takes the pools of every pod (shared with every workqueue of
     /// equal attributes) and returns the workqueue.
     ///
@@ -145,6 +178,7 @@ impl WorkqueueBuilder {
     /// * [`Error::ZeroShardSize`]: a shard size of 0;
     /// * [`Error::ZeroMaxActive`]: a `max_active` of 0;
     /// * [`Error::ZeroMaxWorkers`]: a `max_workers` of 0;
+    /// * [`Error::ZeroMaxBacklog`]: a `max_backlog` of 0;
     /// * [`Error::EmptyCpuSet`]: an empty CPU set;
     /// * [`Error::UnknownCpu`]: a CPU that is not usable on the topology;
     /// * the topology's error when this machine's topology cannot be read.
@@ -171,6 +205,7 @@ impl WorkqueueBuilder {
             placement,
             self.max_active,
             self.max_workers,
+            self.max_backlog,
         ))
     }
 }
@@ -201,6 +236,9 @@ impl WorkqueueBuilder {
         }
         if self.max_workers == 0 {
             return Err(Error::ZeroMaxWorkers);
+        }
+        if self.max_backlog == Some(0) {
+            return Err(Error::ZeroMaxBacklog);
         }
         let topology = match self.topology.take() {
             Some(t) => t,

@@ -11,6 +11,7 @@
 //! hold on its pod), `timer.rs` (the delayed-work timer thread).
 
 mod active;
+mod backlog;
 mod builder;
 mod delayed;
 mod dispatch;
@@ -43,6 +44,7 @@ use crate::scope::AffinityScope;
 use crate::stats::WorkqueueStats;
 
 use active::ActiveLimit;
+use backlog::Backlog;
 use flush::{Flush, FlushWait, PodCounters, Stripe};
 use state::Claim;
 use task::{Job, Task};
@@ -50,6 +52,7 @@ use work::WorkInner;
 
 use dispatch::{enqueue_claimed, submit};
 
+pub use backlog::QueueError;
 pub use builder::WorkqueueBuilder;
 pub use delayed::DelayedWork;
 pub use join::{JoinError, JoinHandle};
@@ -128,6 +131,8 @@ pub(crate) struct WqShared {
     pub(crate) drop_panics: AtomicU64,
     /// The slot counter and FIFO, when `max_active` can be reached.
     pub(crate) active: Option<ActiveLimit<Task>>,
+    /// The count of waiting executions, when a `max_backlog` was set (`backlog.rs`).
+    pub(crate) backlog: Option<Box<CachePadded<Backlog>>>,
 }
 
 /// A workqueue's part for one pod: the counters its items of that pod write.
@@ -190,6 +195,8 @@ impl Workqueue {
     }
 
     /// Builds the workqueue from checked attributes (see `builder.rs`).
+    // The builder's checked attributes, one argument each.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn from_parts(
         name: String,
         scope: AffinityScope,
@@ -198,6 +205,7 @@ impl Workqueue {
         placement: Placement,
         max_active: Option<usize>,
         max_workers: usize,
+        max_backlog: Option<usize>,
     ) -> Workqueue {
         let used = pools.serving();
         // A limit of at least every worker the pools may ever have cannot be reached by
@@ -215,6 +223,7 @@ impl Workqueue {
             max_active,
             drop_panics: AtomicU64::new(0),
             active: reachable.map(ActiveLimit::new),
+            backlog: max_backlog.map(|n| Box::new(CachePadded::new(Backlog::new(n)))),
             pools: Arc::clone(&pools),
         });
         let pods = (0..pools.len())
@@ -270,7 +279,7 @@ impl Workqueue {
     /// [`Workqueue::queue`] of a task's job (a closure, or a spawned closure).
     #[inline]
     fn queue_job(&self, job: Job) -> bool {
-        if self.refused() {
+        if self.refused() || !self.wait_for_room() {
             return false;
         }
         let here = Here::now();
@@ -289,7 +298,7 @@ impl Workqueue {
     ///   by its parent.
     pub fn queue_on(&self, cpu: usize, f: impl FnOnce() + Send + 'static) -> Result<bool> {
         let pod = self.pod_of_cpu(cpu)?;
-        if self.refused() {
+        if self.refused() || !self.wait_for_room() {
             return self.refusal();
         }
         self.submit(Job::Once(Box::new(f)), pod, here::cpu_or_thread());
@@ -315,7 +324,7 @@ impl Workqueue {
                 node,
                 nodes: list(self.shared.placement.nodes()),
             })?;
-        if self.refused() {
+        if self.refused() || !self.wait_for_room() {
             return self.refusal();
         }
         self.submit(Job::Once(Box::new(f)), pod, here::cpu_or_thread());
@@ -468,13 +477,20 @@ impl Workqueue {
 
     /// Queues `work` to `pod` from `at` (see [`Workqueue::submit`]), claiming it first.
     fn queue_work_to(&self, work: &Work, pod: usize, at: usize) -> bool {
-        if self.refused() {
+        // With a `max_backlog`, room first (step 28): a claim is never held while waiting.
+        if self.refused() || !self.wait_for_room() {
             return false;
         }
         let item = &work.inner;
         match item.state.try_claim() {
-            Claim::Refused => false,
-            Claim::Claimed { running } if work::stranded_claim(item, running) => false,
+            Claim::Refused => {
+                self.give_back_room();
+                false
+            }
+            Claim::Claimed { running } if work::stranded_claim(item, running) => {
+                self.give_back_room();
+                false
+            }
             Claim::Claimed { .. } => {
                 item.record_home(&self.shared, pod);
                 self.submit(Job::Work(Arc::clone(item)), pod, at);
@@ -615,6 +631,7 @@ pub(crate) fn stats_of(shared: &WqShared, pods: &[Arc<CachePadded<PodShared>>]) 
         cancelled: 0,
         drop_panics: shared.drop_panics.load(Ordering::Relaxed),
         waiting_for_slot: shared.active.as_ref().map_or(0, |a| a.waiting() as u64),
+        backlog: shared.backlog.as_ref().map_or(0, |b| b.waiting()),
         pools: Vec::new(),
     };
     // Panicked, then completed, then started (see `PodCounters::total`): a snapshot taken

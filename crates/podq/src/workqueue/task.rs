@@ -99,6 +99,10 @@ impl Task {
         let Task { job, acct, .. } = self;
         let counters = acct.counted.pod().counters.mine();
         let wq_id = acct.counted.pod().wq.id;
+        // Step 29: it waits no more.
+        if let Some(backlog) = &acct.counted.pod().wq.backlog {
+            backlog.leave();
+        }
         // The item's handle is dropped only after the accounting (see `release`).
         let item = match job {
             Job::Once(f) => {
@@ -167,6 +171,10 @@ impl Task {
     /// caller's (`None` for a one-shot closure, which is dropped).
     pub(crate) fn unqueue(self) -> Option<Arc<WorkInner>> {
         let Task { job, acct, .. } = self;
+        // Step 29: it waits no more.
+        if let Some(backlog) = &acct.counted.pod().wq.backlog {
+            backlog.leave();
+        }
         acct.retire();
         match job {
             Job::Once(_) | Job::Spawned(_) => None,
