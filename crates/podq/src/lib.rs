@@ -109,6 +109,7 @@ mod workqueue;
 
 pub use cpuset::CpuSet;
 pub use error::Error;
+pub use pool::WorkerInfo;
 pub use scope::{AffinityScope, Pod, Pods};
 pub use stats::{PoolStats, PullLevelStats, PullStats, WorkqueueStats};
 pub use topology::Topology;

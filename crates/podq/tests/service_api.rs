@@ -13,7 +13,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use podq::{
-    AffinityScope, DelayedWork, Error, JoinError, QueueError, Work, Workqueue, WorkqueueBuilder,
+    AffinityScope, DelayedWork, Error, JoinError, QueueError, Work, WorkerInfo, Workqueue,
+    WorkqueueBuilder,
 };
 use support::{eventually, PATIENCE};
 
@@ -644,4 +645,109 @@ fn try_queue_says_draining_and_cancelling() {
 fn a_max_backlog_of_zero_is_an_error() {
     let err = Workqueue::builder("backlog-zero").max_backlog(0).build();
     assert!(matches!(err, Err(Error::ZeroMaxBacklog)), "{err:?}");
+}
+
+// ---- 5. Worker options ---------------------------------------------------------------------
+
+#[test]
+fn hooks_see_every_worker_start_and_stop() {
+    let started: Arc<Mutex<Vec<WorkerInfo>>> = Arc::default();
+    let stopped: Arc<Mutex<Vec<WorkerInfo>>> = Arc::default();
+    let (s1, s2) = (Arc::clone(&started), Arc::clone(&stopped));
+    let wq = Workqueue::builder("hooks")
+        .scope(AffinityScope::Cpu)
+        .on_worker_start(move |w| s1.lock().unwrap().push(w.clone()))
+        .on_worker_stop(move |w| s2.lock().unwrap().push(w.clone()))
+        .build()
+        .unwrap();
+    let handles: Vec<_> = (0..200u32)
+        .map(|i| wq.spawn(move || thread::current().name().map(str::to_owned).map(|n| (n, i))))
+        .collect();
+    for h in handles {
+        let (thread_name, _) = h.join().unwrap().expect("a named worker");
+        assert!(thread_name.starts_with("podq/cpu-p"), "{thread_name}");
+    }
+    let stats = wq.stats();
+    let created: u64 = stats.pools.iter().map(|p| p.workers_created).sum();
+    assert!(created >= 1);
+    assert!(eventually(
+        || started.lock().unwrap().len() as u64 == created
+    ));
+    for info in started.lock().unwrap().iter() {
+        let pool = stats
+            .pools
+            .iter()
+            .find(|p| p.name == info.pool)
+            .unwrap_or_else(|| panic!("{info:?} names no pool of {stats:?}"));
+        assert_eq!((info.pod, &info.cpus), (pool.pod, &pool.cpus));
+    }
+    drop(wq);
+    // The pools shut down with the workqueue (theirs alone: a hook is equal only to itself),
+    // and every worker that started stops.
+    assert!(eventually(
+        || stopped.lock().unwrap().len() as u64 == created
+    ));
+    let mut a = started.lock().unwrap().clone();
+    let mut b = stopped.lock().unwrap().clone();
+    a.sort_by_key(|w| w.pod);
+    b.sort_by_key(|w| w.pod);
+    assert_eq!(a, b);
+}
+
+#[test]
+fn workqueues_whose_worker_options_differ_do_not_share_pools() {
+    let base = one_worker_builder("options-base");
+    let plain = base.clone().build().unwrap();
+    let shared = base.clone().build().unwrap();
+    let big_stack = base.clone().worker_stack_size(4 << 20).build().unwrap();
+    let nicer = base.clone().worker_nice(10).build().unwrap();
+    let hooked = base.clone().on_worker_start(|_| {}).build().unwrap();
+    for _ in 0..20 {
+        plain.queue(|| {});
+    }
+    assert!(plain.flush());
+    assert!(eventually(|| shared.stats().pools[0].executed == 20));
+    for other in [&big_stack, &nicer, &hooked] {
+        assert_eq!(other.stats().pools[0].executed, 0, "{other:?}");
+    }
+}
+
+#[test]
+fn a_worker_stack_size_is_given_to_the_workers() {
+    // About 8 MiB of frames: past the standard library's 2 MiB stack, within 32 MiB.
+    fn deep(frames: usize) -> u64 {
+        let pad = std::hint::black_box([frames as u8; 64 << 10]);
+        if frames == 0 {
+            return u64::from(pad[0]);
+        }
+        deep(frames - 1) + u64::from(pad[1])
+    }
+    let wq = one_worker_builder("stack")
+        .worker_stack_size(32 << 20)
+        .build()
+        .unwrap();
+    assert_eq!(wq.spawn(|| deep(128)).join().unwrap(), (1..=128).sum());
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_worker_nice_value_is_set_on_the_workers() {
+    /// The calling thread's nice value, from the 19th field of its stat line.
+    fn own_nice() -> i64 {
+        let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+        let after_name = &stat[stat.rfind(')').unwrap() + 1..];
+        after_name
+            .split_whitespace()
+            .nth(16)
+            .unwrap()
+            .parse()
+            .unwrap()
+    }
+    let wq = one_worker_builder("nice").worker_nice(15).build().unwrap();
+    assert_eq!(wq.spawn(own_nice).join().unwrap(), 15);
+    let err = Workqueue::builder("too-nice").worker_nice(25).build();
+    assert!(
+        matches!(err, Err(Error::WorkerNice { nice: 25, .. })),
+        "{err:?}"
+    );
 }
