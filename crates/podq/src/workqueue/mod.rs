@@ -8,7 +8,9 @@
 //! item), `delayed.rs` ([`DelayedWork`]), `task.rs` (one queued execution and its accounting),
 //! `state.rs` (an item's state word), `dispatch.rs` (from a queue call to a pool), `active.rs`
 //! (`max_active`), `flush.rs` (flush colours, drain), `pod_ref.rs` (an execution's uncounted
-//! hold on its pod), `timer.rs` (the delayed-work timer thread).
+//! hold on its pod), `timer.rs` (the delayed-work timer thread), `join.rs` ([`Workqueue::spawn`], [`JoinHandle`]), `oneshot.rs` (the slot
+//! between a spawned closure and its handle), `backlog.rs` (`max_backlog`, the `try_` calls,
+//! [`QueueError`]), `timeout.rs` (workqueue flush and drain with a deadline).
 
 mod active;
 mod backlog;
@@ -272,6 +274,10 @@ impl Workqueue {
     /// workqueue's own items, or in a child process of `fork()` when the workqueue was built
     /// by its parent (see the crate's "Fork" section): the closure is then dropped without
     /// running.
+    ///
+    /// On a workqueue with a [`max_backlog`](WorkqueueBuilder::max_backlog) that is full, it
+    /// first waits for room (never from one of this workqueue's own items); the calls that
+    /// never wait are [`Workqueue::try_queue`] and [`Workqueue::try_queue_work`].
     pub fn queue(&self, f: impl FnOnce() + Send + 'static) -> bool {
         self.queue_job(Job::Once(Box::new(f)))
     }
