@@ -92,7 +92,7 @@ fn a_sleeping_join_is_woken() {
             let slot = Arc::clone(&slot);
             thread::spawn(move || run_worker(&slot))
         };
-        assert_eq!(slot.wait(), 7);
+        assert_eq!(slot.wait(1), 7);
         worker.join().unwrap();
     });
 }
@@ -110,7 +110,7 @@ fn a_cancel_and_a_worker_never_both_decide() {
         let cancelled = slot.cancel(0).is_some();
         let ran = worker.join().unwrap();
         assert!(ran != cancelled, "ran {ran}, cancelled {cancelled}");
-        assert_eq!(slot.wait(), u32::from(ran));
+        assert_eq!(slot.wait(1), u32::from(ran));
     });
 }
 

@@ -1,5 +1,6 @@
 //! The cost of the service API per item: `spawn` and its join against `queue` and a flush,
-//! and `try_queue` on a workqueue with a `max_backlog` against `queue` on one without.
+//! and `try_queue` on a workqueue with a `max_backlog` (of 2^20 items, never reached) against
+//! `queue` on one without.
 //! Reports numbers; asserts nothing.
 //!
 //! `cargo bench -p podq --bench service`; the results are recorded in docs/benchmarks.md
@@ -50,6 +51,8 @@ fn spawn_vs_queue(c: &mut Criterion) {
     let mut group = c.benchmark_group("service");
     group.throughput(Throughput::Elements(1));
     let wq = build(Workqueue::builder("bench-service"));
+    // The same attributes, so the same pool; a bound no batch reaches.
+    let bounded = build(Workqueue::builder("bench-service-bounded").max_backlog(1 << 20));
     for (name, timed) in [("+wait", true), ("_call", false)] {
         group.bench_function(format!("queue{name}"), |b| {
             b.iter_custom(|iters| {
@@ -78,6 +81,21 @@ fn spawn_vs_queue(c: &mut Criterion) {
                     }
                 };
                 batches(iters, timed, calls, wait)
+            });
+        });
+        group.bench_function(format!("try_queue_bounded{name}"), |b| {
+            b.iter_custom(|iters| {
+                let calls = |n| {
+                    for i in 0..n {
+                        black_box(bounded.try_queue(move || {
+                            black_box(i);
+                        }))
+                        .expect("room");
+                    }
+                };
+                batches(iters, timed, calls, || {
+                    bounded.flush();
+                })
             });
         });
     }

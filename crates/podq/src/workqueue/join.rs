@@ -17,6 +17,7 @@ use std::task::{Context, Poll};
 
 use super::flush::Stripe;
 use super::oneshot::OneShot;
+use super::state;
 use super::task::{self, Job};
 use super::Workqueue;
 use crate::pool::drop_payload;
@@ -186,7 +187,8 @@ where
     T: Send + 'static,
 {
     fn wait(&self) -> Outcome<T> {
-        self.slot.wait()
+        // The same budget as an item's flush: both wait for one short closure to end.
+        self.slot.wait(state::WAIT_SPIN_ROUNDS)
     }
 
     fn poll_outcome(&self, cx: &mut Context<'_>) -> Poll<Outcome<T>> {

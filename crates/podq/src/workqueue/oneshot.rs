@@ -144,12 +144,16 @@ impl<F, O> OneShot<F, O> {
         Poll::Pending
     }
 
-    /// Step 27: the handle's blocking join: sleeps until the outcome is in and takes it.
+    /// Step 27: the handle's blocking join: looks at [`OneShot::is_finished`] with backoff for
+    /// `spin_rounds` rounds (most joins of a short closure end within microseconds, and a
+    /// sleep costs the worker a futex wake-up), then sleeps until the outcome is in, and takes
+    /// it.
     ///
     /// # Panics
     ///
     /// When the outcome was taken by a poll.
-    pub(crate) fn wait(&self) -> O {
+    pub(crate) fn wait(&self, spin_rounds: u32) -> O {
+        crate::sync::spin_until(spin_rounds, || self.is_finished());
         let mut state = self.state.lock();
         loop {
             if let Some(out) = take_outcome(&mut state.stage) {

@@ -20,7 +20,8 @@ use crate::sync::{Condvar, Mutex};
 /// budget was measured, is at `sync::SPIN_ONLY_ROUNDS`). Measured with criterion on the 2-CPU
 /// test machine: `queue_work` + `Work::flush` on one thread takes 15.4-16.1 us when the waiter
 /// sleeps at once, 1.57-1.68 us with this budget (`docs/benchmarks-history.md`, first pass).
-const WAIT_SPIN_ROUNDS: u32 = 13;
+/// A `JoinHandle::join` looks at its slot with the same budget (`join.rs`).
+pub(crate) const WAIT_SPIN_ROUNDS: u32 = 13;
 
 /// Claimed by a queuer: queued, waiting in a FIFO or timer, or handed to its runner.
 pub(crate) const PENDING: u64 = 1;
