@@ -106,6 +106,8 @@ type Outcome<T> = Result<T, JoinError>;
 pub struct JoinHandle<T> {
     /// The slot shared with the queued task.
     cell: Arc<dyn Joinable<T>>,
+    /// The outcome was taken: the drop has nothing to tell the slot.
+    taken: bool,
 }
 
 impl<T> JoinHandle<T> {
@@ -118,8 +120,10 @@ impl<T> JoinHandle<T> {
     ///
     /// A closure spawned on a workqueue of the parent process of a `fork()` before the fork,
     /// and still queued then, never runs in the child: joining it there waits forever.
-    pub fn join(self) -> Result<T, JoinError> {
-        self.cell.wait()
+    pub fn join(mut self) -> Result<T, JoinError> {
+        let outcome = self.cell.wait();
+        self.taken = true;
+        outcome
     }
 
     /// Whether the value is in: [`JoinHandle::join`] would return at once.
@@ -135,13 +139,18 @@ impl<T> Future for JoinHandle<T> {
     ///
     /// When polled again after it returned `Ready`.
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.cell.poll_outcome(cx)
+        let this = self.get_mut();
+        let poll = this.cell.poll_outcome(cx);
+        this.taken = poll.is_ready();
+        poll
     }
 }
 
 impl<T> Drop for JoinHandle<T> {
     fn drop(&mut self) {
-        drop(self.cell.detach());
+        if !self.taken {
+            drop(self.cell.detach());
+        }
     }
 }
 
@@ -313,5 +322,5 @@ where
     let job = Job::Spawned(SpawnJob {
         cell: Some(Arc::clone(&cell) as Arc<dyn Spawned>),
     });
-    (JoinHandle { cell }, job)
+    (JoinHandle { cell, taken: false }, job)
 }
