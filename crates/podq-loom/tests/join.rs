@@ -33,11 +33,21 @@ fn counting_waker() -> (std::sync::Arc<Count>, Waker) {
     (count, waker)
 }
 
-/// The worker's side: takes the closure and puts what it returns in.
-fn run_worker(slot: &OneShot<fn() -> u32, u32>) {
-    if let Some(f) = slot.take_func() {
-        assert!(slot.complete(f()).is_none(), "the handle is still there");
-    }
+/// A slot of a closure returning a number.
+type Slot = OneShot<fn() -> u32, u32>;
+
+/// A slot holding `f`, and a worker thread that takes it and puts what it returns in.
+fn slot_and_worker(f: fn() -> u32) -> (Arc<Slot>, loom::thread::JoinHandle<()>) {
+    let slot = Arc::new(OneShot::new(f));
+    let worker = {
+        let slot: Arc<Slot> = Arc::clone(&slot);
+        thread::spawn(move || {
+            if let Some(f) = slot.take_func() {
+                assert!(slot.complete(f()).is_none(), "the handle is still there");
+            }
+        })
+    };
+    (slot, worker)
 }
 
 /// Two polls with two wakers race the worker: if the last poll found nothing, its waker (and
@@ -45,11 +55,7 @@ fn run_worker(slot: &OneShot<fn() -> u32, u32>) {
 #[test]
 fn a_poll_racing_the_completion_wakes_the_last_waker() {
     podq_loom::check(3, || {
-        let slot: Arc<OneShot<fn() -> u32, u32>> = Arc::new(OneShot::new(|| 42));
-        let worker = {
-            let slot = Arc::clone(&slot);
-            thread::spawn(move || run_worker(&slot))
-        };
+        let (slot, worker) = slot_and_worker(|| 42);
         let (first, w1) = counting_waker();
         let (second, w2) = counting_waker();
         let mut ready = None;
@@ -87,11 +93,7 @@ fn a_poll_racing_the_completion_wakes_the_last_waker() {
 #[test]
 fn a_sleeping_join_is_woken() {
     podq_loom::check(3, || {
-        let slot: Arc<OneShot<fn() -> u32, u32>> = Arc::new(OneShot::new(|| 7));
-        let worker = {
-            let slot = Arc::clone(&slot);
-            thread::spawn(move || run_worker(&slot))
-        };
+        let (slot, worker) = slot_and_worker(|| 7);
         assert_eq!(slot.wait(1), 7);
         worker.join().unwrap();
     });
@@ -102,7 +104,7 @@ fn a_sleeping_join_is_woken() {
 #[test]
 fn a_cancel_and_a_worker_never_both_decide() {
     podq_loom::check(3, || {
-        let slot: Arc<OneShot<fn() -> u32, u32>> = Arc::new(OneShot::new(|| 1));
+        let slot: Arc<Slot> = Arc::new(OneShot::new(|| 1));
         let worker = {
             let slot = Arc::clone(&slot);
             thread::spawn(move || slot.take_func().map(|f| slot.complete(f())).is_some())

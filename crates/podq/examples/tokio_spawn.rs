@@ -22,6 +22,8 @@ fn primes_below(n: u64) -> u64 {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // One line per panic rather than a backtrace: the request that panics does so on purpose.
+    std::panic::set_hook(Box::new(|info| eprintln!("a work item panicked: {info}")));
     let wq = Arc::new(
         Workqueue::builder("cpu-work")
             .max_backlog(64)

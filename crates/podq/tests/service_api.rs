@@ -53,6 +53,15 @@ impl Gate {
         *open.lock().unwrap() = true;
         cv.notify_all();
     }
+
+    /// Opens the gate from another thread, after a while.
+    fn open_later(&self) -> thread::JoinHandle<()> {
+        let gate = self.clone();
+        thread::spawn(move || {
+            thread::sleep(Duration::from_millis(50));
+            gate.open();
+        })
+    }
 }
 
 /// Queues an item that holds the workqueue's one worker until `gate` opens, and returns once
@@ -271,22 +280,13 @@ fn workqueue_flush_timeout_expires_then_finishes() {
     let wq = one_worker("flush-timeout");
     let gate = Gate::default();
     block_worker(&wq, &gate);
-    let ran = Arc::new(AtomicUsize::new(0));
-    let r = Arc::clone(&ran);
-    wq.queue(move || {
-        r.fetch_add(1, Ordering::SeqCst);
-    });
+    let (ran, item) = counter();
+    wq.queue(item());
     assert!(!wq.flush_timeout(SHORT));
     assert_eq!(ran.load(Ordering::SeqCst), 0, "a timeout cancels nothing");
     // A flush after one that gave up still waits for what was queued before it: here the
     // gate opens only after a while, so a flush that missed the item would return first.
-    let opener = {
-        let gate = gate.clone();
-        thread::spawn(move || {
-            thread::sleep(Duration::from_millis(50));
-            gate.open();
-        })
-    };
+    let opener = gate.open_later();
     assert!(wq.flush_timeout(PATIENCE));
     assert_eq!(ran.load(Ordering::SeqCst), 1);
     opener.join().unwrap();
@@ -299,20 +299,11 @@ fn a_plain_flush_after_a_timed_out_one_waits_for_the_old_items() {
     let wq = one_worker("flush-after-timeout");
     let gate = Gate::default();
     block_worker(&wq, &gate);
-    let ran = Arc::new(AtomicUsize::new(0));
-    let r = Arc::clone(&ran);
-    wq.queue(move || {
-        r.fetch_add(1, Ordering::SeqCst);
-    });
+    let (ran, item) = counter();
+    wq.queue(item());
     assert!(!wq.flush_timeout(SHORT));
     assert!(!wq.flush_timeout(SHORT), "a second flush that gives up");
-    let opener = {
-        let gate = gate.clone();
-        thread::spawn(move || {
-            thread::sleep(Duration::from_millis(50));
-            gate.open();
-        })
-    };
+    let opener = gate.open_later();
     assert!(wq.flush());
     assert_eq!(ran.load(Ordering::SeqCst), 1);
     opener.join().unwrap();
