@@ -15,8 +15,9 @@ use podq::{Workqueue, WorkqueueBuilder};
 /// Items per batch: each batch is queued and then waited for (a flush; for `spawn`, a flush
 /// and then a join of every handle, each finished by then). `*+wait` times both, the whole
 /// cost of an item from the queue call to holding its result; `*_call` times the queue calls
-/// alone, and waits untimed.
-const BATCH: u64 = 64;
+/// alone, and waits untimed. 1024: long enough that the one wake-up of a parked worker at the
+/// start of a batch (microseconds, more after a longer untimed wait) weighs on no figure.
+const BATCH: u64 = 1024;
 
 /// Times `calls(n)` (and `wait()` too when `wait_timed`) over `iters` items in batches of at
 /// most [`BATCH`].
