@@ -8,9 +8,10 @@
 //! item), `delayed.rs` ([`DelayedWork`]), `task.rs` (one queued execution and its accounting),
 //! `state.rs` (an item's state word), `dispatch.rs` (from a queue call to a pool), `active.rs`
 //! (`max_active`), `flush.rs` (flush colours, drain), `pod_ref.rs` (an execution's uncounted
-//! hold on its pod), `timer.rs` (the delayed-work timer thread), `join.rs` ([`Workqueue::spawn`], [`JoinHandle`]), `oneshot.rs` (the slot
-//! between a spawned closure and its handle), `backlog.rs` (`max_backlog`, the `try_` calls,
-//! [`QueueError`]), `timeout.rs` (workqueue flush and drain with a deadline).
+//! hold on its pod), `timer.rs` (the delayed-work timer thread), `join.rs`
+//! ([`Workqueue::spawn`], [`JoinHandle`]), `oneshot.rs` (the slot between a spawned closure and
+//! its handle), `backlog.rs` (`max_backlog`, the `try_` calls, [`QueueError`]), `timeout.rs`
+//! (workqueue flush and drain with a deadline).
 
 mod active;
 mod backlog;

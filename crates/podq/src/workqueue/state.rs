@@ -29,8 +29,8 @@ pub(crate) const PENDING: u64 = 1;
 pub(crate) const RUNNING: u64 = 1 << 1;
 /// A `cancel_sync` is in progress: claims fail, a pending execution is discarded.
 pub(crate) const CANCELING: u64 = 1 << 2;
-/// Someone sleeps on [`ItemState::wait_until_deadline`]: whoever clears PENDING, RUNNING or CANCELING
-/// must wake them.
+/// Someone sleeps on [`ItemState::wait_until_deadline`] (or a future waits as it does):
+/// whoever clears PENDING, RUNNING or CANCELING must wake them.
 const WAITERS: u64 = 1 << 3;
 /// One claim, in the generation bits above the flags.
 const GEN_ONE: u64 = 1 << 4;
@@ -281,8 +281,9 @@ impl<D, X> ItemState<D, X> {
     }
 
     /// Step 15: sleeps until `done(state)` holds, or until `deadline` (`None`: no deadline).
-    /// Every transition that clears PENDING, RUNNING or CANCELING wakes the sleepers. Returns whether `done` held. Giving up leaves WAITERS set, which only costs
-    /// the next transition a needless notify.
+    /// Every transition that clears PENDING, RUNNING or CANCELING wakes the sleepers. Returns
+    /// whether `done` held. Giving up leaves WAITERS set, which only costs the next transition
+    /// a needless notify.
     pub(crate) fn wait_until_deadline(
         &self,
         done: impl Fn(u64) -> bool,
@@ -316,8 +317,9 @@ impl<D, X> ItemState<D, X> {
         }
     }
 
-    /// Wakes the sleepers of [`ItemState::wait_until_deadline`] if `prev` (the word before a transition
-    /// that cleared WAITERS) had any.
+    /// Wakes the sleepers of [`ItemState::wait_until_deadline`] and the wakers of
+    /// [`ItemState::poll_until`] if `prev` (the word before a transition that cleared WAITERS)
+    /// had any.
     fn wake(&self, prev: u64) {
         if prev & WAITERS != 0 {
             let mut slot = self.slot.lock();
