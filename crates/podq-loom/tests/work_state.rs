@@ -99,7 +99,7 @@ impl Model {
     /// `cancel_sync`, as `work.rs` does it: steps 12, 13, 15 and 16. Returns whether it was
     /// pending.
     fn cancel(&self) -> bool {
-        let before = self.item.begin_cancel();
+        let before = self.item.begin_cancel_until(None).expect("no deadline");
         while self.item.load() & PENDING != 0 {
             let grabbed = self
                 .item
@@ -113,7 +113,8 @@ impl Model {
                 None => thread::yield_now(),
             }
         }
-        self.item.wait_until(|s| s & (PENDING | RUNNING) == 0);
+        self.item
+            .wait_until_deadline(|s| s & (PENDING | RUNNING) == 0, None);
         let s = self.item.load();
         assert_eq!(
             s & (PENDING | RUNNING),
@@ -221,7 +222,7 @@ fn cancel_vs_self_requeue() {
     });
 }
 
-/// Item flush: once `wait_until(flushed)` returns, the execution pending at the call has run.
+/// Item flush: once `wait_until_deadline(flushed)` returns, the execution pending at the call has run.
 #[test]
 fn flush_waits_for_the_pending_execution() {
     check(|| {
@@ -236,7 +237,8 @@ fn flush_waits_for_the_pending_execution() {
             })
         };
         let target = state::generation(m.item.load());
-        m.item.wait_until(|s| state::flushed(s, target));
+        m.item
+            .wait_until_deadline(|s| state::flushed(s, target), None);
         assert_eq!(
             m.runs.load(Ordering::SeqCst),
             1,

@@ -78,6 +78,17 @@ pub enum Error {
     /// A `max_active` of 0: a workqueue must be able to run at least one item at once.
     #[error("max_active must be at least 1 item, got 0")]
     ZeroMaxActive,
+    /// A `max_backlog` of 0: a workqueue must let at least one item wait.
+    #[error("max_backlog must be at least 1 item, got 0")]
+    ZeroMaxBacklog,
+    /// A `worker_nice` that worker threads may not set here.
+    #[error("worker_nice {nice} cannot be set on worker threads: {reason} (nice values run from -20 to 19; below the process's own needs CAP_SYS_NICE or RLIMIT_NICE, and only Linux has per-thread nice values)")]
+    WorkerNice {
+        /// The nice value asked for.
+        nice: i32,
+        /// What the OS said.
+        reason: String,
+    },
     /// The workqueue was built by the parent of this process, before a `fork()`: its workers
     /// are the parent's, so it runs nothing here. The child builds its own workqueues.
     #[error("workqueue '{workqueue}' belongs to the parent process: after fork() the child must build its own workqueues")]

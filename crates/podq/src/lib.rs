@@ -56,6 +56,18 @@
 //! # Ok::<(), podq::Error>(())
 //! ```
 //!
+//! # In a service
+//!
+//! * Results: [`Workqueue::spawn`] returns a [`JoinHandle`], joined or awaited from any
+//!   executor; a panic comes back as [`JoinError::Panicked`], an item dropped unrun as
+//!   [`JoinError::Cancelled`]. [`Work::flushed`] awaits a reusable item.
+//! * Backpressure: [`WorkqueueBuilder::max_backlog`] bounds the items that wait;
+//!   [`Workqueue::try_queue`] says why it took nothing ([`QueueError`]).
+//! * Deadlines: `flush_timeout`, `drain_timeout` and `cancel_sync_timeout` give up in time
+//!   and leave everything consistent.
+//! * Workers: [`WorkqueueBuilder::worker_stack_size`], [`WorkqueueBuilder::worker_nice`] and
+//!   hooks at each worker's start and stop ([`WorkerInfo`]).
+//!
 //! # Features
 //!
 //! * `serde` (off by default): `Serialize` for [`CpuSet`] (an array of CPU ids), [`AffinityScope`]
@@ -111,7 +123,10 @@ mod workqueue;
 
 pub use cpuset::CpuSet;
 pub use error::Error;
+pub use pool::WorkerInfo;
 pub use scope::{AffinityScope, Pod, Pods};
 pub use stats::{PoolStats, PullLevelStats, PullStats, WorkqueueStats};
 pub use topology::Topology;
-pub use workqueue::{DelayedWork, Group, Work, Workqueue, WorkqueueBuilder};
+pub use workqueue::{
+    DelayedWork, Group, JoinError, JoinHandle, QueueError, Work, Workqueue, WorkqueueBuilder,
+};

@@ -142,6 +142,9 @@ pub struct WorkqueueStats {
     /// Moves of a group's home from one pod to another (`policy::steer::HOME_HOLD` apart at
     /// least, per group).
     pub home_changes: u64,
+    /// Executions counted against `max_backlog` now (queued and not started); 0 without a
+    /// `max_backlog`.
+    pub backlog: u64,
     /// The pools serving the workqueue (pods with at least one of its CPUs), by pod id.
     pub pools: Vec<PoolStats>,
 }

@@ -18,7 +18,7 @@ use std::sync::{mpsc, Arc};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use podq::{DelayedWork, Error, Work, Workqueue};
+use podq::{DelayedWork, Error, JoinError, QueueError, Work, Workqueue};
 
 /// Long enough never to pass on a busy machine when nothing is wrong; a hung child costs this.
 const DEADLINE: Duration = Duration::from_secs(20);
@@ -162,6 +162,16 @@ fn child_uses_the_parents_workqueue(
     if wq.flush() || wq.drain() {
         return 6;
     }
+    // Results, backpressure and deadlines answer at once too: a spawned closure is dropped
+    // unrun, and a wait with a deadline has nothing to wait for.
+    if !matches!(wq.spawn(|| 1).join(), Err(JoinError::Cancelled))
+        || wq.try_queue(|| {}) != Err(QueueError::ParentProcess)
+        || wq.flush_timeout(DEADLINE)
+        || wq.drain_timeout(DEADLINE)
+        || pending.flush_timeout(DEADLINE)
+    {
+        return 11;
+    }
     // Pending in the parent at the fork: never runs here, so there is nothing to wait for.
     if pending.flush() || !pending.cancel_sync() {
         return 7;
@@ -177,6 +187,9 @@ fn child_uses_the_parents_workqueue(
     let own = shared_attrs();
     if own.queue_work(running) || running.flush() || running.cancel_sync() {
         return 10;
+    }
+    if own.try_queue_work(running) != Err(QueueError::ParentProcess) {
+        return 12;
     }
     drop(own);
     drop(wq);

@@ -543,3 +543,34 @@ fn a_group_is_a_cheap_handle_for_any_thread() {
         assert_eq!(*ran_on.lock().unwrap(), format!("podq/{}", pool.name));
     }
 }
+
+#[test]
+fn grouped_items_take_and_give_back_room_in_a_bounded_backlog() {
+    let wq = Workqueue::builder("steer-backlog")
+        .idle_timeout(own_pools(9))
+        .max_backlog(4)
+        .build()
+        .expect("workqueue");
+    let group = wq.group();
+    let work = Work::new(|| {});
+    let done = Arc::new(AtomicUsize::new(0));
+    for i in 0..200 {
+        let done = Arc::clone(&done);
+        // Waits for room whenever 4 wait already, as a plain queue call does.
+        assert!(group.queue(move || {
+            done.fetch_add(1, Ordering::Relaxed);
+        }));
+        if i % 10 == 0 {
+            group.queue_work(&work);
+        }
+    }
+    assert!(wq.flush());
+    assert_eq!(done.load(Ordering::Relaxed), 200);
+    let stats = wq.stats();
+    // Every execution that took room gave it back when it started.
+    assert_eq!(stats.backlog, 0, "{stats:?}");
+    assert_eq!(
+        stats.grouped_at_home + stats.grouped_elsewhere,
+        stats.completed
+    );
+}

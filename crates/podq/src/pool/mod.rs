@@ -25,6 +25,7 @@
 mod core;
 mod lanes;
 mod load;
+mod options;
 mod probe;
 mod pull;
 mod registry;
@@ -51,6 +52,8 @@ use probe::Probes;
 use pull::PullGroup;
 
 pub(crate) use load::Load;
+pub use options::WorkerInfo;
+pub(crate) use options::{check_nice, Hook, WorkerOptions};
 pub(crate) use registry::Registry;
 pub(crate) use set::PoolSet;
 pub(crate) use worker::{drop_payload, worker_pod};
@@ -96,6 +99,8 @@ pub(crate) struct PoolAttrs {
     /// Whether the pools' idle workers pull from sibling pools, and siblings from them
     /// (never for strict pools).
     pub(crate) pull: bool,
+    /// How the workers are made, and their hooks.
+    pub(crate) worker: WorkerOptions,
 }
 
 /// What a pool's workers share with its handle.
@@ -139,6 +144,8 @@ pub(crate) struct Shared<T> {
     /// I (set once, right after the pools are made): the pull group of the pool set this pool
     /// was made for; unset when it does not pull. Weak: the group holds the pools' state.
     group: OnceLock<Weak<PullGroup<T>>>,
+    /// I: how the workers are made, and their hooks.
+    worker: WorkerOptions,
 }
 
 impl<T> Shared<T> {
@@ -190,6 +197,7 @@ impl<T: Runnable> Pool<T> {
                 workers_started_for_blocked: AtomicU64::new(0),
                 load,
                 group: OnceLock::new(),
+                worker: attrs.worker.clone(),
             }),
             entry: None,
         }

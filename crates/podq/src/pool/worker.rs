@@ -13,7 +13,7 @@ use std::thread;
 use super::core::{Grow, Next, NoSiblings, Siblings, WorkerSlot};
 use super::probe::WorkerProbe;
 use super::pull::PullGroup;
-use super::{Runnable, Shared};
+use super::{Hook, Runnable, Shared, WorkerInfo};
 use crate::cpuset::CpuSet;
 use crate::sync::atomic::Ordering;
 use crate::sync::Arc;
@@ -45,9 +45,11 @@ pub(super) fn is_worker_of<T>(shared: &Arc<Shared<T>>) -> bool {
 /// thread runs them, so that nothing queued is lost.
 pub(super) fn start<T: Runnable>(shared: &Arc<Shared<T>>) {
     let for_worker = Arc::clone(shared);
-    let spawned = thread::Builder::new()
-        .name(format!("podq/{}", shared.name))
-        .spawn(move || run(&for_worker));
+    let mut builder = thread::Builder::new().name(format!("podq/{}", shared.name));
+    if let Some(bytes) = shared.worker.stack_size {
+        builder = builder.stack_size(bytes);
+    }
+    let spawned = builder.spawn(move || run(&for_worker));
     if let Err(_error) = &spawned {
         #[cfg(feature = "tracing")]
         crate::trace::spawn_failed(&shared.name, _error);
@@ -82,6 +84,12 @@ fn run<T: Runnable>(shared: &Arc<Shared<T>>) {
     WORKER_OF.with(|w| w.set(Arc::as_ptr(shared) as usize));
     WORKER_POD.with(|w| w.set(shared.pod.id));
     place(shared);
+    if let Some(nice) = shared.worker.nice {
+        // Checked when the workqueue was built (`check_nice`); should the OS refuse it now
+        // (its limits changed), the worker runs at the nice value it inherited.
+        let _ = crate::sys::set_current_thread_nice(nice);
+    }
+    run_hook(shared, shared.worker.on_start.as_ref());
     #[cfg(feature = "tracing")]
     crate::trace::worker_started(&shared.name);
     let probe = shared.probes.register();
@@ -102,8 +110,26 @@ fn run<T: Runnable>(shared: &Arc<Shared<T>>) {
     }
     #[cfg(feature = "tracing")]
     crate::trace::worker_exits(&shared.name);
+    run_hook(shared, shared.worker.on_stop.as_ref());
     WORKER_OF.with(|w| w.set(0));
     WORKER_POD.with(|w| w.set(usize::MAX));
+}
+
+/// Runs a worker hook, if there is one, with this worker's pool, pod and CPUs. A panic in it
+/// is contained and counted in `worker_panics`; the worker goes on.
+fn run_hook<T>(shared: &Shared<T>, hook: Option<&Hook>) {
+    let Some(hook) = hook else {
+        return;
+    };
+    let info = WorkerInfo {
+        pool: shared.name.clone(),
+        pod: shared.pod.id,
+        cpus: shared.pod.cpus.clone(),
+    };
+    if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| (hook.0)(&info))) {
+        shared.worker_panics.fetch_add(1, Ordering::Relaxed);
+        drop_payload(payload);
+    }
 }
 
 /// The run loop. Leaves on `Next::Exit` (retired when idle, or shut down with nothing

@@ -32,6 +32,14 @@ pub(crate) fn pin_current_thread(_cpus: &[usize]) -> io::Result<()> {
     ))
 }
 
+/// A thread's nice value cannot be set here.
+pub(crate) fn set_current_thread_nice(_nice: i32) -> io::Result<()> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "a worker's nice value is only supported on Linux",
+    ))
+}
+
 /// A thread's scheduler state cannot be read here: no probe, so blocked workers are found only
 /// by the stall watchdog's progress check.
 #[derive(Debug)]

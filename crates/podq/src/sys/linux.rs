@@ -1,5 +1,5 @@
-//! Linux: `pthread_atfork`, `sched_getcpu`, `sched_getaffinity`, `sched_setaffinity`, and a thread's scheduler
-//! state from `/proc/thread-self/stat`.
+//! Linux: `pthread_atfork`, `sched_getcpu`, `sched_getaffinity`, `sched_setaffinity`,
+//! `setpriority` of one thread, and a thread's scheduler state from `/proc/thread-self/stat`.
 #![allow(unsafe_code)]
 
 use std::fs::File;
@@ -134,6 +134,35 @@ pub(crate) fn pin_current_thread(cpus: &[usize]) -> io::Result<()> {
     Ok(())
 }
 
+/// Sets the calling thread's nice value (`setpriority` on its thread id: on Linux a nice
+/// value belongs to a thread, not to the whole process).
+///
+/// # Errors
+///
+/// `InvalidInput` for a value outside -20 to 19 (the kernel would clamp it silently);
+/// otherwise the kernel's error: `EACCES` (`PermissionDenied`) for a value below the thread's
+/// own without `CAP_SYS_NICE` or room in `RLIMIT_NICE`.
+pub(crate) fn set_current_thread_nice(nice: i32) -> io::Result<()> {
+    if !(-20..=19).contains(&nice) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("nice {nice} is outside -20 to 19"),
+        ));
+    }
+    // SAFETY: the gettid system call takes no arguments, touches no memory and cannot fail.
+    let tid = unsafe { libc::syscall(libc::SYS_gettid) };
+    let Ok(tid) = libc::id_t::try_from(tid) else {
+        return Err(io::Error::other(format!("thread id {tid} out of range")));
+    };
+    // SAFETY: setpriority only reads its three integer arguments; `tid` is the calling
+    // thread's id, so PRIO_PROCESS with it names this thread alone.
+    let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid, nice) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -185,6 +214,22 @@ mod tests {
         assert!(!ThreadProbe::of_current_thread().unwrap().is_sleeping());
         go.send(()).unwrap();
         sleeper.join().unwrap();
+    }
+
+    #[test]
+    fn a_thread_raises_its_own_nice_value_and_out_of_range_is_refused() {
+        std::thread::spawn(|| {
+            set_current_thread_nice(19).expect("raising one's nice value is always allowed");
+            // SAFETY: getpriority reads its integer arguments only; 0 is the calling thread.
+            let now = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
+            assert_eq!(now, 19);
+        })
+        .join()
+        .unwrap();
+        assert_eq!(
+            set_current_thread_nice(20).unwrap_err().kind(),
+            io::ErrorKind::InvalidInput
+        );
     }
 
     #[test]

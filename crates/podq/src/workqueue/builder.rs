@@ -7,7 +7,7 @@ use crate::cpuset::CpuSet;
 use crate::error::{Error, Result};
 use crate::fork::PerFork;
 use crate::policy::Placement;
-use crate::pool::{self, PoolAttrs};
+use crate::pool::{self, Hook, PoolAttrs, WorkerInfo, WorkerOptions};
 use crate::scope::{AffinityScope, DEFAULT_SHARD_SIZE};
 use crate::topology::Topology;
 
@@ -52,6 +52,10 @@ pub struct WorkqueueBuilder {
     pull: bool,
     /// Whether groups steer their items to their home pods.
     steer: bool,
+    /// Executions waiting at most before queue calls wait; `None`: no bound.
+    max_backlog: Option<usize>,
+    /// How the pools' workers are made, and their hooks.
+    worker: WorkerOptions,
 }
 
 impl WorkqueueBuilder {
@@ -72,6 +76,8 @@ impl WorkqueueBuilder {
             max_workers: pool::DEFAULT_MAX_WORKERS,
             pull: true,
             steer: true,
+            max_backlog: None,
+            worker: WorkerOptions::default(),
         }
     }
 
@@ -149,6 +155,99 @@ impl WorkqueueBuilder {
         self
     }
 
+    /// At most `items` of this workqueue's executions wait (queued and not started: in a
+    /// pool's queue, in the `max_active` FIFO, or queued again behind their own running
+    /// item); must be at least 1. Default: no bound.
+    ///
+    /// When `items` wait already:
+    ///
+    /// * [`Workqueue::try_queue`] and [`Workqueue::try_queue_work`] return
+    ///   [`QueueError::Full`](super::QueueError::Full) at once;
+    /// * every other queue call ([`Workqueue::queue`], [`Workqueue::spawn`],
+    ///   [`Workqueue::queue_work`], `queue_on`, `queue_node`, `queue_work_on`) waits until an
+    ///   execution starts and makes room. `queue_work` waits for room before it looks at the
+    ///   item, so a call for a pending item also waits, then returns `false`;
+    /// * a queue call made from one of this workqueue's own running items never waits: it is
+    ///   taken over the bound. Waiting there could wait forever (every worker may be such an
+    ///   item, and only a worker makes room), so an item may always queue onto its own
+    ///   workqueue;
+    /// * delayed items whose delay ends (and `queue_delayed` with a zero delay) are queued
+    ///   over the bound too: the timer never waits. They count, so queue calls wait longer.
+    ///
+    /// A blocking queue call from an item of another workqueue can still wait on a cycle
+    /// (workqueue A's items queue onto a full B whose items queue onto a full A), as any
+    /// bounded queue can: use the `try_` calls there.
+    ///
+    /// The bound costs each execution one workqueue-wide counter written when it is queued
+    /// and when it starts; without it, a queue call writes no such counter.
+    pub fn max_backlog(mut self, items: usize) -> Self {
+        self.max_backlog = Some(items);
+        self
+    }
+
+    /// Each worker thread's stack size, in bytes (default: the standard library's, 2 MiB
+    /// unless `RUST_MIN_STACK` says otherwise; the OS rounds it up to its minimum and page
+    /// size). Workqueues whose worker options differ do not share pools.
+    pub fn worker_stack_size(mut self, bytes: usize) -> Self {
+        self.worker.stack_size = Some(bytes);
+        self
+    }
+
+    /// The nice value (-20 to 19) each worker thread sets on itself when it starts (default:
+    /// the nice value of the thread that starts it). On Linux a nice value belongs to a thread
+    /// (`setpriority` on its thread id), so this changes the workers alone. Raising it (a
+    /// lower priority) is always allowed; going below the process's own needs
+    /// `CAP_SYS_NICE` or room in `RLIMIT_NICE`.
+    ///
+    /// [`build`](WorkqueueBuilder::build) tries it on a thread made for the purpose and
+    /// returns [`Error::WorkerNice`] when the OS refuses it, or on systems other than Linux.
+    /// Workqueues whose worker options differ do not share pools.
+    pub fn worker_nice(mut self, nice: i32) -> Self {
+        self.worker.nice = Some(nice);
+        self
+    }
+
+    /// Runs `hook` on each worker thread of this workqueue's pools as it starts, before it
+    /// runs any item, with the worker's pool name, pod and CPUs (a worker of a pool created
+    /// later, or started to replace a retired one, runs it too).
+    ///
+    /// Pools are shared by equal attributes, and a hook is equal only to itself: a workqueue
+    /// with a hook gets pools of its own (clones of this builder share them). A panic in the
+    /// hook is contained and counted in the pool's `worker_panics`; the worker goes on.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use std::sync::Arc;
+    /// use podq::Workqueue;
+    ///
+    /// let started = Arc::new(AtomicUsize::new(0));
+    /// let seen = Arc::clone(&started);
+    /// let wq = Workqueue::builder("hooked")
+    ///     .on_worker_start(move |w| {
+    ///         seen.fetch_add(1, Ordering::Relaxed);
+    ///         println!("worker of {} on pod {} (CPUs {})", w.pool, w.pod, w.cpus);
+    ///     })
+    ///     .build()?;
+    /// wq.queue(|| {});
+    /// wq.flush();
+    /// assert!(started.load(Ordering::Relaxed) >= 1);
+    /// # Ok::<(), podq::Error>(())
+    /// ```
+    pub fn on_worker_start(mut self, hook: impl Fn(&WorkerInfo) + Send + Sync + 'static) -> Self {
+        self.worker.on_start = Some(Hook(std::sync::Arc::new(hook)));
+        self
+    }
+
+    /// Runs `hook` on each worker thread of this workqueue's pools as it ends (retired when
+    /// idle, or when its pool shuts down), after its last item. It runs after the pool has
+    /// counted the worker out, so it may run a moment after the workqueue's drop returns.
+    /// As for [`on_worker_start`](WorkqueueBuilder::on_worker_start): pools of its own, and a
+    /// panic in it is contained and counted.
+    pub fn on_worker_stop(mut self, hook: impl Fn(&WorkerInfo) + Send + Sync + 'static) -> Self {
+        self.worker.on_stop = Some(Hook(std::sync::Arc::new(hook)));
+        self
+    }
+
     /// Checks the attributes, takes the pools of every pod (shared with every workqueue of
     /// equal attributes) and returns the workqueue.
     ///
@@ -157,6 +256,8 @@ impl WorkqueueBuilder {
     /// * [`Error::ZeroShardSize`]: a shard size of 0;
     /// * [`Error::ZeroMaxActive`]: a `max_active` of 0;
     /// * [`Error::ZeroMaxWorkers`]: a `max_workers` of 0;
+    /// * [`Error::ZeroMaxBacklog`]: a `max_backlog` of 0;
+    /// * [`Error::WorkerNice`]: a `worker_nice` this process may not set on its threads;
     /// * [`Error::EmptyCpuSet`]: an empty CPU set;
     /// * [`Error::UnknownCpu`]: a CPU that is not usable on the topology;
     /// * the topology's error when this machine's topology cannot be read.
@@ -170,6 +271,7 @@ impl WorkqueueBuilder {
             max_workers: self.max_workers,
             idle_timeout: self.idle_timeout,
             pull: self.pull && !self.strict,
+            worker: self.worker.clone(),
         };
         let pools = super::pool_registry().pools_for(&topology, &attrs)?;
         let placement = Placement::new(pools.pods(), &cpus, |cpu| {
@@ -183,6 +285,7 @@ impl WorkqueueBuilder {
             placement,
             self.max_active,
             self.max_workers,
+            self.max_backlog,
         );
         wq.steer = self.steer;
         Ok(wq)
@@ -215,6 +318,15 @@ impl WorkqueueBuilder {
         }
         if self.max_workers == 0 {
             return Err(Error::ZeroMaxWorkers);
+        }
+        if self.max_backlog == Some(0) {
+            return Err(Error::ZeroMaxBacklog);
+        }
+        if let Some(nice) = self.worker.nice {
+            pool::check_nice(nice).map_err(|e| Error::WorkerNice {
+                nice,
+                reason: e.to_string(),
+            })?;
         }
         let topology = match self.topology.take() {
             Some(t) => t,

@@ -1,6 +1,7 @@
 //! [`DelayedWork`]: a [`Work`] item that is queued after a delay.
 
 use std::fmt;
+use std::time::Duration;
 
 use super::state::PENDING;
 use super::work::{self, Work};
@@ -61,23 +62,61 @@ impl DelayedWork {
         if work::stranded(item) {
             return false;
         }
-        let mut fired = false;
+        let fired = self.fire_now();
+        // A fired item may have run already: there was something to wait for all the same.
+        work::flush_item(item) || fired
+    }
+
+    /// [`DelayedWork::flush`], waiting at most `timeout`: runs it now if it waits for its
+    /// delay, then waits for its last queueing. Returns whether that finished in time: `true`
+    /// also when there was nothing to wait for; `false` when `timeout` passed first (the
+    /// execution, queued now if it waited for its delay, goes on and finishes normally), when
+    /// called from the item's own closure, and in a child process for an item stranded by
+    /// `fork()`.
+    pub fn flush_timeout(&self, timeout: Duration) -> bool {
+        let item = &self.work.inner;
+        if work::stranded(item) {
+            return false;
+        }
+        self.fire_now();
+        self.work.flush_timeout(timeout)
+    }
+
+    /// [`DelayedWork::flush`] without a thread blocked on it: runs it now if it waits for its
+    /// delay (at this call, not at the first poll), and returns a future that completes when
+    /// its last queueing has finished, as [`Work::flushed`].
+    pub fn flushed(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        if !work::stranded(&self.work.inner) {
+            self.fire_now();
+        }
+        self.work.flushed()
+    }
+
+    /// Queues it now if it waits for its delay; returns whether it did.
+    fn fire_now(&self) -> bool {
+        let item = &self.work.inner;
         if item.state.load() & PENDING != 0 {
             if let Some(key) = item.state.with_extra(|home| home.timer.take()) {
                 if let Some(fire) = super::timer::disarm(key) {
                     fire.fire();
-                    fired = true;
+                    return true;
                 }
             }
         }
-        // A fired item may have run already: there was something to wait for all the same.
-        work::flush_item(item) || fired
+        false
     }
 
     /// Cancels it, disarming its timer: on return it is neither pending nor running, even if
     /// it re-queues itself. Returns whether it was pending.
     pub fn cancel_sync(&self) -> bool {
         self.work.cancel_sync()
+    }
+
+    /// [`DelayedWork::cancel_sync`], waiting at most `timeout`: returns whether it finished in
+    /// time, and leaves the item as [`Work::cancel_sync_timeout`] says when it did not (a
+    /// timer that was armed is disarmed either way, unless another cancel was in progress).
+    pub fn cancel_sync_timeout(&self, timeout: Duration) -> bool {
+        self.work.cancel_sync_timeout(timeout)
     }
 
     /// The item itself, to queue it without delay or to compare it.

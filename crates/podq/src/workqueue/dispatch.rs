@@ -46,6 +46,7 @@ fn submit_counted(wq: &WqShared, counted: Counted, job: Job, at: usize) {
 /// Queues an item whose claim the caller owns (a zero delay) to `pod`, from `at`.
 pub(crate) fn enqueue_claimed(item: Arc<WorkInner>, pod: &Arc<CachePadded<PodShared>>, at: usize) {
     item.record_home(&pod.wq, pod.index);
+    force_room(&pod.wq);
     submit(&pod.wq, pod, Job::Work(item), at);
 }
 
@@ -56,6 +57,7 @@ pub(crate) fn enqueue_counted(item: Arc<WorkInner>, counted: Counted, at: usize)
     // push returns.
     let wq = Arc::clone(&counted.pod().wq);
     item.record_home(&wq, counted.pod().index);
+    force_room(&wq);
     submit_counted(&wq, counted, Job::Work(item), at);
 }
 
@@ -85,4 +87,12 @@ fn dispatch(wq: &WqShared, task: Task, at: usize) {
         _ => task,
     };
     wq.pools.push(task.acct.counted.pod().index, task, at);
+}
+
+/// Step 28 for an execution that never waits for room (a delayed item whose delay ended, or
+/// armed with none): counted in the backlog, over the limit if need be.
+fn force_room(wq: &WqShared) {
+    if let Some(backlog) = &wq.backlog {
+        backlog.force();
+    }
 }

@@ -1,8 +1,8 @@
 //! Workqueue flush and drain without a workqueue-wide lock on the hot path: kernel-style flush
 //! colours (steps 2, 10, 11, 17 and 18 of `README.md` in this folder).
 //!
-//! The workqueue has a current colour, written only by flushers (one at a time, under
-//! `flush_lock`). Each execution is counted, at queue time, in its pod's in-flight count for
+//! The workqueue has a current colour, written only by flushers (one at a time, in their
+//! turn). Each execution is counted, at queue time, in its pod's in-flight count for
 //! the colour it was queued under, and uncounted when it finishes. A flusher moves the colour
 //! on and waits until the old colour's counts are zero in every pod: that is everything queued
 //! before it, and nothing queued after it (later work, self-requeueing items included, lands in
@@ -17,8 +17,10 @@
 //! This file uses only `crate::sync`, `crate::here` and `std`, so that `podq-loom` compiles it
 //! against loom (`crates/podq-loom/tests/flush.rs`).
 
+use std::time::Instant;
+
 use crate::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
-use crate::sync::{thread, CachePadded, Condvar, Mutex};
+use crate::sync::{thread, CachePadded, Condvar, Mutex, MutexGuard};
 
 /// Two colours suffice: flushers are serialised, so at most one colour is being waited on
 /// while the other collects new work.
@@ -130,13 +132,25 @@ pub(crate) struct FlushWait {
     wake: Condvar,
 }
 
+/// Whose turn it is to flush: flushers take turns, each waiting with its own deadline.
+#[derive(Debug, Default)]
+struct Turn {
+    /// L: a flusher has its turn.
+    taken: bool,
+    /// L: flushers waiting for a turn.
+    waiting: usize,
+}
+
 /// The flush colours and drain state of one workqueue.
 #[derive(Debug)]
 pub(crate) struct Flush {
-    /// A: the colour new executions are counted under; written under `flush_lock` only.
+    /// A: the colour new executions are counted under; written only by the flusher whose turn
+    /// it is.
     colour: AtomicUsize,
-    /// Serialises flushers.
-    flush_lock: Mutex<()>,
+    /// L: whether a flusher has its turn, and how many wait for one (step 17).
+    turn: Mutex<Turn>,
+    /// Where flushers wait for their turn; notified under `turn`.
+    next_turn: Condvar,
     /// I: where this workqueue's flushers sleep.
     wait: &'static FlushWait,
     /// A: drains in progress; while non-zero, only the workqueue's own running items may queue.
@@ -148,7 +162,8 @@ impl Flush {
     pub(crate) fn new(wait: &'static FlushWait) -> Flush {
         Flush {
             colour: AtomicUsize::new(0),
-            flush_lock: Mutex::new(()),
+            turn: Mutex::new(Turn::default()),
+            next_turn: Condvar::new(),
             wait,
             draining: AtomicUsize::new(0),
         }
@@ -228,25 +243,104 @@ impl Flush {
     where
         I: Iterator<Item = &'a PodCounters>,
     {
-        let _flusher = self.flush_lock.lock();
+        self.flush_until(pods, None);
+    }
+
+    /// Step 17: waits for every execution counted before the call, giving up at `deadline`
+    /// (`None`: never). Returns whether it waited for all of them.
+    ///
+    /// A flush that gave up leaves the colour it moved from with executions in it; they may
+    /// still be counted there when the next flusher moves the colour back to it. So every
+    /// flusher first waits until the colour it moves to is empty (at once, unless a flush
+    /// gave up before it): executions counted there are all from before its call.
+    pub(crate) fn flush_until<'a, I>(&self, pods: impl Fn() -> I, deadline: Option<Instant>) -> bool
+    where
+        I: Iterator<Item = &'a PodCounters>,
+    {
+        if !self.take_turn(deadline) {
+            return false;
+        }
         let old = self.colour.load(Ordering::SeqCst);
-        self.colour.store((old + 1) % COLOURS, Ordering::SeqCst);
+        let new = (old + 1) % COLOURS;
+        let done = self.wait_for_zero(&pods, new, deadline) && {
+            self.colour.store(new, Ordering::SeqCst);
+            self.wait_for_zero(&pods, old, deadline)
+        };
+        self.end_turn();
+        done
+    }
+
+    /// Waits until the colour `colour` has no execution in any pod, or until `deadline`.
+    /// Returns whether it saw none.
+    fn wait_for_zero<'a, I>(
+        &self,
+        pods: &impl Fn() -> I,
+        colour: usize,
+        deadline: Option<Instant>,
+    ) -> bool
+    where
+        I: Iterator<Item = &'a PodCounters>,
+    {
         let wait = self.wait;
         wait.flushers.fetch_add(1, Ordering::SeqCst);
-        // The flusher's half of both Dekker pairs: with `enter` (the colour written above)
-        // and with `leave_from` (`flushers`).
+        // The flusher's half of both Dekker pairs: with `enter` (the colour written before
+        // the call) and with `leave_from` (`flushers`).
         fence(Ordering::SeqCst);
         let mut guard = wait.lock.lock();
-        // The stripes are read one after the other while runs finish. After the colour moved,
-        // a stripe's count of `old` only goes down (an increment that enter() undoes is undone
-        // on the same stripe), so a sum of zero means none was left at the last read. The
-        // lock is held from before the reads until the wait releases it, so a finisher's
-        // notify (under the lock) cannot fall between them.
-        while pods().any(|p| p.in_flight_of(old) != 0) {
-            guard = wait.wake.wait(guard);
+        // The stripes are read one after the other while runs finish. Once the colour moved
+        // away from `colour`, a stripe's count of it only goes down (an increment that
+        // enter() undoes is undone on the same stripe), so a sum of zero means none was left
+        // at the last read. The lock is held from before the reads until the wait releases
+        // it, so a finisher's notify (under the lock) cannot fall between them.
+        let mut empty = true;
+        while pods().any(|p| p.in_flight_of(colour) != 0) {
+            match wait_until(&wait.wake, guard, deadline) {
+                Some(g) => guard = g,
+                None => {
+                    empty = false;
+                    break;
+                }
+            }
         }
-        drop(guard);
         wait.flushers.fetch_sub(1, Ordering::SeqCst);
+        empty
+    }
+
+    /// Waits for this flusher's turn, or until `deadline`. Returns whether it has its turn.
+    fn take_turn(&self, deadline: Option<Instant>) -> bool {
+        let mut turn = self.turn.lock();
+        while turn.taken {
+            turn.waiting += 1;
+            let next = wait_until(&self.next_turn, turn, deadline);
+            match next {
+                Some(mut t) => {
+                    t.waiting -= 1;
+                    turn = t;
+                }
+                None => {
+                    let mut t = self.turn.lock();
+                    t.waiting -= 1;
+                    if !t.taken {
+                        // Freed as the wait timed out: the turn is this flusher's after all.
+                        t.taken = true;
+                        return true;
+                    }
+                    return false;
+                }
+            }
+        }
+        turn.taken = true;
+        true
+    }
+
+    /// Ends this flusher's turn and wakes the flushers waiting for one.
+    fn end_turn(&self) {
+        let mut turn = self.turn.lock();
+        turn.taken = false;
+        if turn.waiting != 0 {
+            // All of them: one may have given up meanwhile and would not take the turn.
+            self.next_turn.notify_all();
+        }
     }
 
     /// Step 11: waits until no finisher of `pods` is still announced, that is, between its
@@ -283,4 +377,24 @@ impl Flush {
         // drain's flushes wait for it if it got in.
         self.draining.load(Ordering::Relaxed) != 0
     }
+}
+
+/// Sleeps on `cv` with `guard` until notified, or until `deadline` (`None`: no deadline).
+/// Returns the guard, or `None` (the lock released) when the deadline has passed.
+fn wait_until<'a, T>(
+    cv: &Condvar,
+    guard: MutexGuard<'a, T>,
+    deadline: Option<Instant>,
+) -> Option<MutexGuard<'a, T>> {
+    let Some(deadline) = deadline else {
+        return Some(cv.wait(guard));
+    };
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return None;
+    }
+    let (guard, _timed_out) = cv.wait_timeout(guard, left);
+    // A timed-out wait still returns the lock: the caller re-checks its state, and the next
+    // call sees the deadline passed.
+    Some(guard)
 }

@@ -84,10 +84,12 @@ impl Group<'_> {
     ///
     /// Returns `false` in the cases where [`Workqueue::queue`] does (a drain from outside the
     /// workqueue's items; a workqueue of a parent process): the closure is then dropped
-    /// without running.
+    /// without running. On a full workqueue (`max_backlog`) it waits for room as
+    /// [`Workqueue::queue`] does.
     pub fn queue(&self, f: impl FnOnce() + Send + 'static) -> bool {
         let wq = self.wq;
-        if wq.refused() {
+        // With a `max_backlog`, room first (step 28), as the workqueue's own calls take it.
+        if wq.refused() || !wq.wait_for_room() {
             return false;
         }
         let here = Here::now();

@@ -9,10 +9,14 @@
 //! `state.rs` (an item's state word), `dispatch.rs` (from a queue call to a pool), `active.rs`
 //! (`max_active`), `flush.rs` (flush colours, drain), `pod_ref.rs` (an execution's uncounted
 //! hold on its pod), `timer.rs` (the delayed-work timer thread), `group.rs` ([`Group`]: related
-//! items steered to their home pod), `steering.rs` (a group's state and counters) and
-//! `group_slot.rs` (a work item's group ticket).
+//! items steered to their home pod), `steering.rs` (a group's state and counters),
+//! `group_slot.rs` (a work item's group ticket), `join.rs` ([`Workqueue::spawn`],
+//! [`JoinHandle`]), `oneshot.rs` (the slot between a spawned closure and its handle),
+//! `backlog.rs` (`max_backlog`, the `try_` calls, [`QueueError`]) and `timeout.rs` (workqueue
+//! flush and drain with a deadline).
 
 mod active;
+mod backlog;
 mod builder;
 mod delayed;
 mod dispatch;
@@ -21,10 +25,13 @@ mod flush;
 mod flush_tests;
 mod group;
 mod group_slot;
+mod join;
+mod oneshot;
 mod pod_ref;
 pub(crate) mod state;
 mod steering;
 pub(crate) mod task;
+mod timeout;
 mod timer;
 mod work;
 
@@ -45,6 +52,7 @@ use crate::scope::AffinityScope;
 use crate::stats::WorkqueueStats;
 
 use active::ActiveLimit;
+use backlog::Backlog;
 use flush::{Flush, FlushWait, PodCounters, Stripe};
 use state::Claim;
 use steering::SteerShared;
@@ -53,9 +61,11 @@ use work::WorkInner;
 
 use dispatch::{enqueue_claimed, submit};
 
+pub use backlog::QueueError;
 pub use builder::WorkqueueBuilder;
 pub use delayed::DelayedWork;
 pub use group::Group;
+pub use join::{JoinError, JoinHandle};
 pub use work::Work;
 
 /// A workqueue: a name, a scope, strictness, `max_active` and ordering, over per-pod pools.
@@ -135,6 +145,8 @@ pub(crate) struct WqShared {
     pub(crate) active: Option<ActiveLimit<Task>>,
     /// I: whether its groups steer, and the counters of their items (`steering.rs`).
     steer: Arc<SteerShared>,
+    /// The count of waiting executions, when a `max_backlog` was set (`backlog.rs`).
+    pub(crate) backlog: Option<Box<CachePadded<Backlog>>>,
 }
 
 /// A workqueue's part for one pod: the counters its items of that pod write.
@@ -197,6 +209,8 @@ impl Workqueue {
     }
 
     /// Builds the workqueue from checked attributes (see `builder.rs`).
+    // The builder's checked attributes, one argument each.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn from_parts(
         name: String,
         scope: AffinityScope,
@@ -205,6 +219,7 @@ impl Workqueue {
         placement: Placement,
         max_active: Option<usize>,
         max_workers: usize,
+        max_backlog: Option<usize>,
     ) -> Workqueue {
         let used = pools.serving();
         // A limit of at least every worker the pools may ever have cannot be reached by
@@ -224,6 +239,7 @@ impl Workqueue {
             drop_panics: AtomicU64::new(0),
             active: reachable.map(ActiveLimit::new),
             steer,
+            backlog: max_backlog.map(|n| Box::new(CachePadded::new(Backlog::new(n)))),
             pools: Arc::clone(&pools),
         });
         let pods = (0..pools.len())
@@ -276,12 +292,22 @@ impl Workqueue {
     /// workqueue's own items, or in a child process of `fork()` when the workqueue was built
     /// by its parent (see the crate's "Fork" section): the closure is then dropped without
     /// running.
+    ///
+    /// On a workqueue with a [`max_backlog`](WorkqueueBuilder::max_backlog) that is full, it
+    /// first waits for room (never from one of this workqueue's own items); the calls that
+    /// never wait are [`Workqueue::try_queue`] and [`Workqueue::try_queue_work`].
     pub fn queue(&self, f: impl FnOnce() + Send + 'static) -> bool {
-        if self.refused() {
+        self.queue_job(Job::Once(Box::new(f)))
+    }
+
+    /// [`Workqueue::queue`] of a task's job (a closure, or a spawned closure).
+    #[inline]
+    fn queue_job(&self, job: Job) -> bool {
+        if self.refused() || !self.wait_for_room() {
             return false;
         }
         let here = Here::now();
-        self.submit(Job::Once(Box::new(f)), self.pod_here(here), here.index());
+        self.submit(job, self.pod_here(here), here.index());
         true
     }
 
@@ -296,7 +322,7 @@ impl Workqueue {
     ///   by its parent.
     pub fn queue_on(&self, cpu: usize, f: impl FnOnce() + Send + 'static) -> Result<bool> {
         let pod = self.pod_of_cpu(cpu)?;
-        if self.refused() {
+        if self.refused() || !self.wait_for_room() {
             return self.refusal();
         }
         self.submit(Job::Once(Box::new(f)), pod, here::cpu_or_thread());
@@ -322,7 +348,7 @@ impl Workqueue {
                 node,
                 nodes: list(self.shared.placement.nodes()),
             })?;
-        if self.refused() {
+        if self.refused() || !self.wait_for_room() {
             return self.refusal();
         }
         self.submit(Job::Once(Box::new(f)), pod, here::cpu_or_thread());
@@ -487,13 +513,20 @@ impl Workqueue {
         at: usize,
         claimed: impl FnOnce(&WorkInner),
     ) -> bool {
-        if self.refused() {
+        // With a `max_backlog`, room first (step 28): a claim is never held while waiting.
+        if self.refused() || !self.wait_for_room() {
             return false;
         }
         let item = &work.inner;
         match item.state.try_claim() {
-            Claim::Refused => false,
-            Claim::Claimed { running } if work::stranded_claim(item, running) => false,
+            Claim::Refused => {
+                self.give_back_room();
+                false
+            }
+            Claim::Claimed { running } if work::stranded_claim(item, running) => {
+                self.give_back_room();
+                false
+            }
             Claim::Claimed { .. } => {
                 claimed(item);
                 item.record_home(&self.shared, pod);
@@ -638,6 +671,7 @@ pub(crate) fn stats_of(shared: &WqShared, pods: &[Arc<CachePadded<PodShared>>]) 
         grouped_at_home: 0,
         grouped_elsewhere: 0,
         home_changes: 0,
+        backlog: shared.backlog.as_ref().map_or(0, |b| b.waiting()),
         pools: Vec::new(),
     };
     let steer = shared.steer.totals();
@@ -664,12 +698,7 @@ pub(crate) fn stats_of(shared: &WqShared, pods: &[Arc<CachePadded<PodShared>>]) 
 
 /// Flushes until every pod's counts are zero (step 18).
 fn until_empty(wq: &WqShared, pods: &[Arc<CachePadded<PodShared>>]) {
-    loop {
-        wq.flush.flush(|| pods.iter().map(|p| &p.counters));
-        if pods.iter().all(|p| p.counters.in_flight() == 0) {
-            break;
-        }
-    }
+    timeout::until_empty_by(wq, pods, None);
 }
 
 /// The drop of a workqueue from one of its own items: a `podq/reaper` thread waits until its

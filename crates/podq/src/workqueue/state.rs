@@ -9,6 +9,9 @@
 //! execution, for the worker to push when it finishes); `X` is slow-path data kept under the
 //! same lock (where the item was last queued, its timer).
 
+use std::task::Waker;
+use std::time::Instant;
+
 use crate::sync::atomic::{AtomicU64, Ordering};
 use crate::sync::{Condvar, Mutex};
 
@@ -17,7 +20,8 @@ use crate::sync::{Condvar, Mutex};
 /// budget was measured, is at `sync::SPIN_ONLY_ROUNDS`). Measured with criterion on the 2-CPU
 /// test machine: `queue_work` + `Work::flush` on one thread takes 15.4-16.1 us when the waiter
 /// sleeps at once, 1.57-1.68 us with this budget (`docs/benchmarks-history.md`, first pass).
-const WAIT_SPIN_ROUNDS: u32 = 13;
+/// A `JoinHandle::join` looks at its slot with the same budget (`join.rs`).
+pub(crate) const WAIT_SPIN_ROUNDS: u32 = 13;
 
 /// Claimed by a queuer: queued, waiting in a FIFO or timer, or handed to its runner.
 pub(crate) const PENDING: u64 = 1;
@@ -25,8 +29,8 @@ pub(crate) const PENDING: u64 = 1;
 pub(crate) const RUNNING: u64 = 1 << 1;
 /// A `cancel_sync` is in progress: claims fail, a pending execution is discarded.
 pub(crate) const CANCELING: u64 = 1 << 2;
-/// Someone sleeps on [`ItemState::wait_until`]: whoever clears PENDING, RUNNING or CANCELING
-/// must wake them.
+/// Someone sleeps on [`ItemState::wait_until_deadline`] (or a future waits as it does):
+/// whoever clears PENDING, RUNNING or CANCELING must wake them.
 const WAITERS: u64 = 1 << 3;
 /// One claim, in the generation bits above the flags.
 const GEN_ONE: u64 = 1 << 4;
@@ -60,6 +64,9 @@ pub(crate) struct Slot<D, X> {
     deferred: Option<D>,
     /// L: the caller's slow-path data.
     pub(crate) extra: X,
+    /// L: the wakers of futures waiting as [`ItemState::wait_until_deadline`] waits (step 15);
+    /// woken, and emptied, with the condvar's sleepers.
+    wakers: Vec<Waker>,
 }
 
 /// The pending/running/canceling state of one work item.
@@ -69,7 +76,7 @@ pub(crate) struct ItemState<D, X> {
     word: AtomicU64,
     /// The deferred execution and the caller's slow-path data; also the waiters' lock.
     slot: Mutex<Slot<D, X>>,
-    /// Waiters of [`ItemState::wait_until`]; notified under `slot`.
+    /// Waiters of [`ItemState::wait_until_deadline`]; notified under `slot`.
     changed: Condvar,
 }
 
@@ -80,6 +87,7 @@ impl<D, X: Default> Default for ItemState<D, X> {
             slot: Mutex::new(Slot {
                 deferred: None,
                 extra: X::default(),
+                wakers: Vec::new(),
             }),
             changed: Condvar::new(),
         }
@@ -207,10 +215,16 @@ impl<D, X> ItemState<D, X> {
         // A claim was made while running: its owner defers (or has deferred) under `slot`.
         let mut slot = self.slot.lock();
         let prev = self.word.fetch_and(!(RUNNING | WAITERS), Ordering::AcqRel);
-        if prev & WAITERS != 0 {
+        let wakers = if prev & WAITERS != 0 {
             self.changed.notify_all();
-        }
-        slot.deferred.take()
+            std::mem::take(&mut slot.wakers)
+        } else {
+            Vec::new()
+        };
+        let deferred = slot.deferred.take();
+        drop(slot);
+        wakers.into_iter().for_each(Waker::wake);
+        deferred
     }
 
     /// Step 13: a grabber took the pending execution out of a queue, FIFO or timer, and
@@ -231,15 +245,18 @@ impl<D, X> ItemState<D, X> {
         f(&mut self.slot.lock().extra)
     }
 
-    /// Step 12: starts a cancel: sets CANCELING (waiting for a concurrent cancel to end first)
-    /// and returns the state just before.
-    pub(crate) fn begin_cancel(&self) -> u64 {
+    /// Step 12: starts a cancel: sets CANCELING (waiting for a concurrent cancel to end first,
+    /// until `deadline`; `None`: no deadline) and returns the state just before. `None` when
+    /// the deadline passed while another cancel was in progress: then nothing changed.
+    pub(crate) fn begin_cancel_until(&self, deadline: Option<Instant>) -> Option<u64> {
         loop {
             let prev = self.word.fetch_or(CANCELING, Ordering::AcqRel);
             if prev & CANCELING == 0 {
-                return prev;
+                return Some(prev);
             }
-            self.wait_until(|s| s & CANCELING == 0);
+            if !self.wait_until_deadline(|s| s & CANCELING == 0, deadline) {
+                return None;
+            }
         }
     }
 
@@ -263,14 +280,20 @@ impl<D, X> ItemState<D, X> {
         self.wake(prev);
     }
 
-    /// Step 15: sleeps until `done(state)` holds. Every transition that clears PENDING, RUNNING or
-    /// CANCELING wakes the sleepers.
-    pub(crate) fn wait_until(&self, done: impl Fn(u64) -> bool) {
+    /// Step 15: sleeps until `done(state)` holds, or until `deadline` (`None`: no deadline).
+    /// Every transition that clears PENDING, RUNNING or CANCELING wakes the sleepers. Returns
+    /// whether `done` held. Giving up leaves WAITERS set, which only costs the next transition
+    /// a needless notify.
+    pub(crate) fn wait_until_deadline(
+        &self,
+        done: impl Fn(u64) -> bool,
+        deadline: Option<Instant>,
+    ) -> bool {
         // Most waits (a flush of an item that is about to finish) end within microseconds:
         // look with backoff first (`WAIT_SPIN_ROUNDS`), and only then sleep on the condvar,
         // whose wake-up costs the finishing worker a lock and a futex call.
         if crate::sync::spin_until(WAIT_SPIN_ROUNDS, || done(self.load())) {
-            return;
+            return true;
         }
         let mut slot = self.slot.lock();
         loop {
@@ -279,19 +302,51 @@ impl<D, X> ItemState<D, X> {
             // `slot`, which it can only take once we sleep.
             let s = self.word.fetch_or(WAITERS, Ordering::AcqRel) | WAITERS;
             if done(s) {
-                return;
+                return true;
             }
-            slot = self.changed.wait(slot);
+            slot = match deadline {
+                None => self.changed.wait(slot),
+                Some(deadline) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return false;
+                    }
+                    self.changed.wait_timeout(slot, left).0
+                }
+            };
         }
     }
 
-    /// Wakes the sleepers of [`ItemState::wait_until`] if `prev` (the word before a transition
-    /// that cleared WAITERS) had any.
+    /// Wakes the sleepers of [`ItemState::wait_until_deadline`] and the wakers of
+    /// [`ItemState::poll_until`] if `prev` (the word before a transition that cleared WAITERS)
+    /// had any.
     fn wake(&self, prev: u64) {
         if prev & WAITERS != 0 {
-            let _slot = self.slot.lock();
+            let mut slot = self.slot.lock();
             self.changed.notify_all();
+            let wakers = std::mem::take(&mut slot.wakers);
+            drop(slot);
+            wakers.into_iter().for_each(Waker::wake);
         }
+    }
+
+    /// Step 15 for a future: whether `done(state)` holds; if not, `waker` is kept (once) to be
+    /// woken by the next transition that clears PENDING, RUNNING or CANCELING, as a sleeper
+    /// of [`ItemState::wait_until_deadline`] is.
+    pub(crate) fn poll_until(&self, done: impl Fn(u64) -> bool, waker: &Waker) -> bool {
+        if done(self.load()) {
+            return true;
+        }
+        let mut slot = self.slot.lock();
+        // As a sleeper does: WAITERS set and the word tested in one step under `slot`.
+        let s = self.word.fetch_or(WAITERS, Ordering::AcqRel) | WAITERS;
+        if done(s) {
+            return true;
+        }
+        if !slot.wakers.iter().any(|w| w.will_wake(waker)) {
+            slot.wakers.push(waker.clone());
+        }
+        false
     }
 }
 

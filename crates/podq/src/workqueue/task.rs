@@ -9,6 +9,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::flush::Stripe;
+use super::join::SpawnJob;
 use super::pod_ref::Counted;
 use super::state::Start;
 use super::work::WorkInner;
@@ -20,6 +21,8 @@ pub(crate) enum Job {
     Once(Box<dyn FnOnce() + Send + 'static>),
     /// One pending execution of a reusable item; the task owns the item's claim.
     Work(Arc<WorkInner>),
+    /// A closure queued with `Workqueue::spawn`, whose outcome goes to its `JoinHandle`.
+    Spawned(SpawnJob),
 }
 
 /// One queued execution.
@@ -96,6 +99,10 @@ impl Task {
         let Task { job, acct, .. } = self;
         let counters = acct.counted.pod().counters.mine();
         let wq_id = acct.counted.pod().wq.id;
+        // Step 29: it waits no more.
+        if let Some(backlog) = &acct.counted.pod().wq.backlog {
+            backlog.leave();
+        }
         // The item's handle is dropped only after the accounting (see `release`).
         let item = match job {
             Job::Once(f) => {
@@ -105,6 +112,20 @@ impl Task {
                     ended_in_panic(catch_unwind(AssertUnwindSafe(f)))
                 };
                 count_completion(counters, panicked);
+                None
+            }
+            Job::Spawned(job) => {
+                counters.started.fetch_add(1, Ordering::Relaxed);
+                // The closure, its outcome and the slot are dropped inside the marker, as a
+                // one-shot closure is: a drop that lets the workqueue go does not wait for it.
+                let _marker = Marker::enter(wq_id, 0);
+                if job.run(counters) {
+                    acct.counted
+                        .pod()
+                        .wq
+                        .drop_panics
+                        .fetch_add(1, Ordering::Relaxed);
+                }
                 None
             }
             Job::Work(item) => {
@@ -158,9 +179,13 @@ impl Task {
     /// caller's (`None` for a one-shot closure, which is dropped).
     pub(crate) fn unqueue(self) -> Option<Arc<WorkInner>> {
         let Task { job, acct, .. } = self;
+        // Step 29: it waits no more.
+        if let Some(backlog) = &acct.counted.pod().wq.backlog {
+            backlog.leave();
+        }
         acct.retire();
         match job {
-            Job::Once(_) => None,
+            Job::Once(_) | Job::Spawned(_) => None,
             Job::Work(item) => Some(item),
         }
     }
@@ -209,7 +234,7 @@ fn item_addr(item: &WorkInner) -> usize {
 /// `completed` before `panicked`, each `Release` (a statistic, so nothing else orders them):
 /// a reader that sees a panic counted sees its completion, and one that sees a completion sees
 /// its start (see `PodCounters::total`).
-fn count_completion(counters: &Stripe, panicked: bool) {
+pub(super) fn count_completion(counters: &Stripe, panicked: bool) {
     counters.completed.fetch_add(1, Ordering::Release);
     if panicked {
         counters.panicked.fetch_add(1, Ordering::Release);
@@ -246,6 +271,7 @@ impl fmt::Debug for Task {
         let kind = match &self.job {
             Job::Once(_) => "once",
             Job::Work(_) => "work",
+            Job::Spawned(_) => "spawned",
         };
         f.debug_struct("Task")
             .field("job", &kind)

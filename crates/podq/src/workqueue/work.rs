@@ -2,8 +2,12 @@
 //! workers at once.
 
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use super::state::{self, ItemState, CANCELING, PENDING, RUNNING};
 use super::task::{self, Task};
@@ -58,6 +62,32 @@ pub(crate) struct WorkInner {
     pub(crate) func: Mutex<Box<dyn FnMut() + Send + 'static>>,
     /// The group ticket of the pending execution, when a group queued it (`steering.rs`, S4).
     pub(crate) group: GroupSlot<Ticket>,
+}
+
+/// What [`Work::flushed`] returns.
+struct Flushed {
+    /// The item.
+    item: Arc<WorkInner>,
+    /// The generation to wait for; `None`: nothing to wait for.
+    target: Option<u64>,
+}
+
+impl Future for Flushed {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        match self.target {
+            Some(target)
+                if !self
+                    .item
+                    .state
+                    .poll_until(|s| state::flushed(s, target), cx.waker()) =>
+            {
+                Poll::Pending
+            }
+            _ => Poll::Ready(()),
+        }
+    }
 }
 
 /// Where a pending item can be found, kept under the item's lock.
@@ -128,6 +158,62 @@ impl Work {
     /// item as the fork found it, so it cannot be queued again in the child.
     pub fn cancel_sync(&self) -> bool {
         cancel_item(&self.inner)
+    }
+
+    /// [`Work::flush`], waiting at most `timeout`. Returns whether the last queueing of the
+    /// item has finished: `true` also when there was nothing to wait for; `false` when
+    /// `timeout` passed first (the execution goes on and finishes normally), when called from
+    /// the item's own closure, and in a child process for an item stranded by `fork()` (as
+    /// [`Work::flush`], at once).
+    pub fn flush_timeout(&self, timeout: Duration) -> bool {
+        let item = &self.inner;
+        if task::is_running_item(item) || stranded(item) {
+            return false;
+        }
+        flush_item_until(item, Some(timer::deadline_after(timeout))) != Waited::TimedOut
+    }
+
+    /// [`Work::cancel_sync`], waiting at most `timeout`. Returns whether the cancel finished in
+    /// time: then the item is neither pending nor running, as after [`Work::cancel_sync`].
+    ///
+    /// When `timeout` passes first it returns `false` and changes this much:
+    ///
+    /// * if another cancel of the item was still in progress, nothing: this one never began;
+    /// * otherwise the item is not pending (the execution that was pending is discarded and
+    ///   never runs), and the cancel has ended: the execution running at the call goes on and
+    ///   finishes normally, and, as any running item, it may queue the item again.
+    ///
+    /// Called from the item's own closure it cancels a pending re-queue and does not wait for
+    /// the running call, as [`Work::cancel_sync`].
+    pub fn cancel_sync_timeout(&self, timeout: Duration) -> bool {
+        cancel_item_until(&self.inner, Some(timer::deadline_after(timeout))).is_some()
+    }
+
+    /// A future that completes when the last queueing of this item, as of this call, has
+    /// finished running: what [`Work::flush`] waits for, without a thread blocked on it. It
+    /// completes at once where [`Work::flush`] returns `false` at once (nothing pending or
+    /// running, called from the item's own closure, or an item stranded by `fork()`).
+    ///
+    /// ```
+    /// use podq::{Work, Workqueue};
+    ///
+    /// let wq = Workqueue::builder("flushed").build()?;
+    /// let w = Work::new(|| {});
+    /// wq.queue_work(&w);
+    /// futures_executor::block_on(w.flushed());
+    /// assert!(!w.is_pending() && !w.is_running());
+    /// # Ok::<(), podq::Error>(())
+    /// ```
+    pub fn flushed(&self) -> impl Future<Output = ()> + Send + 'static {
+        let item = &self.inner;
+        let s = item.state.load();
+        let target =
+            (s & (PENDING | RUNNING) != 0 && !task::is_running_item(item) && !stranded(item))
+                .then(|| state::generation(s));
+        Flushed {
+            item: Arc::clone(item),
+            target,
+        }
     }
 
     /// Whether `self` and `other` are the same item.
@@ -234,19 +320,53 @@ pub(crate) fn stranded_claim(item: &WorkInner, running: bool) -> bool {
 
 /// Waits until the last queueing of `item` has finished (see [`Work::flush`]; step 15).
 pub(crate) fn flush_item(item: &Arc<WorkInner>) -> bool {
+    flush_item_until(item, None) == Waited::Done
+}
+
+/// What a wait with a deadline came to.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub(crate) enum Waited {
+    /// There was nothing to wait for (see [`Work::flush`]'s `false`).
+    Nothing,
+    /// It waited, and what it waited for happened.
+    Done,
+    /// The deadline passed first.
+    TimedOut,
+}
+
+/// [`flush_item`] giving up at `deadline` (`None`: never).
+pub(crate) fn flush_item_until(item: &Arc<WorkInner>, deadline: Option<Instant>) -> Waited {
     let s = item.state.load();
     if s & (PENDING | RUNNING) == 0 || task::is_running_item(item) || stranded(item) {
-        return false;
+        return Waited::Nothing;
     }
     let target = state::generation(s);
-    item.state.wait_until(|now| state::flushed(now, target));
-    true
+    if item
+        .state
+        .wait_until_deadline(|now| state::flushed(now, target), deadline)
+    {
+        Waited::Done
+    } else {
+        Waited::TimedOut
+    }
 }
 
 /// Cancels `item` (see [`Work::cancel_sync`]): steps 12-16.
 pub(crate) fn cancel_item(item: &Arc<WorkInner>) -> bool {
+    loop {
+        if let Some(was_pending) = cancel_item_until(item, None) {
+            return was_pending;
+        }
+    }
+}
+
+/// [`cancel_item`] giving up at `deadline` (`None`: never): `None` when it gave up. It gives
+/// up only while it waits: for another cancel of the item to end (then nothing changed), or
+/// for the running execution to end (then the pending one is cancelled already, and the cancel
+/// ends: the running execution finishes normally).
+pub(crate) fn cancel_item_until(item: &Arc<WorkInner>, deadline: Option<Instant>) -> Option<bool> {
     if stranded(item) {
-        return item.state.load() & PENDING != 0;
+        return Some(item.state.load() & PENDING != 0);
     }
     let own = task::is_running_item(item);
     let before = if own {
@@ -256,12 +376,17 @@ pub(crate) fn cancel_item(item: &Arc<WorkInner>) -> bool {
                 // Another cancel is in progress and waits for this very run: it discards the
                 // pending execution (claims fail meanwhile); waiting for it would deadlock.
                 // Wait only until nothing is pending, as a cancel from here does.
-                item.state.wait_until(|s| s & PENDING == 0);
-                return now & PENDING != 0;
+                if !item
+                    .state
+                    .wait_until_deadline(|s| s & PENDING == 0, deadline)
+                {
+                    return None;
+                }
+                return Some(now & PENDING != 0);
             }
         }
     } else {
-        item.state.begin_cancel()
+        item.state.begin_cancel_until(deadline)?
     };
     // With CANCELING set no claim succeeds, and a worker that pops the pending execution
     // discards it: the execution pending at `before` never runs.
@@ -277,11 +402,12 @@ pub(crate) fn cancel_item(item: &Arc<WorkInner>) -> bool {
             None => std::thread::yield_now(),
         }
     }
-    if !own {
-        item.state.wait_until(|s| s & (PENDING | RUNNING) == 0);
-    }
+    let idle = own
+        || item
+            .state
+            .wait_until_deadline(|s| s & (PENDING | RUNNING) == 0, deadline);
     item.state.end_cancel();
-    before & PENDING != 0
+    idle.then_some(before & PENDING != 0)
 }
 
 /// Whether a cancel of `item` is in progress.

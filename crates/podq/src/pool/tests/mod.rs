@@ -57,6 +57,7 @@ fn attrs_of(scope: AffinityScope, strict: bool, cpus: CpuSet) -> PoolAttrs {
         max_workers: DEFAULT_MAX_WORKERS,
         idle_timeout: DEFAULT_IDLE_TIMEOUT,
         pull: !strict,
+        worker: super::WorkerOptions::default(),
     }
 }
 

@@ -1,0 +1,67 @@
+//! Waits with a deadline on a whole workqueue: [`Workqueue::flush_timeout`] and
+//! [`Workqueue::drain_timeout`] (steps 17 and 18 of `README.md` in this folder, giving up at a
+//! deadline; the item's own waits with a deadline are in `work.rs`).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_utils::CachePadded;
+
+use super::{timer, PodShared, Workqueue, WqShared};
+
+impl Workqueue {
+    /// [`Workqueue::flush`], waiting at most `timeout`. Returns whether everything queued
+    /// before the call finished in time.
+    ///
+    /// When `timeout` passes first it returns `false`, and nothing is cancelled: the items go
+    /// on and finish normally, and a later flush waits for those that are still queued (they
+    /// were queued before it). It also returns `false` at once where [`Workqueue::flush`]
+    /// does: called from one of this workqueue's own items, or in a child process of
+    /// `fork()` for a workqueue its parent built.
+    pub fn flush_timeout(&self, timeout: Duration) -> bool {
+        if self.called_from_own_item() || self.foreign() {
+            return false;
+        }
+        let deadline = timer::deadline_after(timeout);
+        self.shared
+            .flush
+            .flush_until(|| self.pods.iter().map(|p| &p.counters), Some(deadline))
+    }
+
+    /// [`Workqueue::drain`], waiting at most `timeout`. Returns whether the workqueue was
+    /// empty in time.
+    ///
+    /// When `timeout` passes first it returns `false` and the drain ends: queue calls are
+    /// accepted again from every thread, and the items still queued run normally. It also
+    /// returns `false` at once where [`Workqueue::drain`] does.
+    pub fn drain_timeout(&self, timeout: Duration) -> bool {
+        if self.called_from_own_item() || self.foreign() {
+            return false;
+        }
+        let deadline = timer::deadline_after(timeout);
+        self.shared.flush.start_drain();
+        let empty = until_empty_by(&self.shared, &self.pods, Some(deadline));
+        self.shared.flush.end_drain();
+        empty
+    }
+}
+
+/// Flushes until every pod's counts are zero (step 18), giving up at `deadline` (`None`:
+/// never). Returns whether they were all zero.
+pub(super) fn until_empty_by(
+    wq: &WqShared,
+    pods: &[Arc<CachePadded<PodShared>>],
+    deadline: Option<Instant>,
+) -> bool {
+    loop {
+        if !wq
+            .flush
+            .flush_until(|| pods.iter().map(|p| &p.counters), deadline)
+        {
+            return false;
+        }
+        if pods.iter().all(|p| p.counters.in_flight() == 0) {
+            return true;
+        }
+    }
+}
