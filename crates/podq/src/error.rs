@@ -58,6 +58,15 @@ pub enum Error {
         /// The usable CPUs, as a CPU list.
         usable: String,
     },
+    /// A CPU of the workqueue that the process may not use now (its affinity, its cgroup's
+    /// cpuset or the online CPUs changed; see [`crate::limits`]).
+    #[error("CPU {cpu} is not allowed to this process now: the workqueue's CPUs it may use are {allowed}")]
+    CpuNotAllowed {
+        /// The CPU as given.
+        cpu: usize,
+        /// The workqueue's CPUs that the process may use now, as a CPU list.
+        allowed: String,
+    },
     /// A NUMA node that has no usable CPU.
     #[error("node {node} has no usable CPU: the nodes with usable CPUs are {nodes}")]
     UnknownNode {

@@ -91,6 +91,7 @@ pub mod cpuset;
 pub mod error;
 mod fork;
 mod here;
+pub mod limits;
 #[cfg(feature = "metrics")]
 pub mod metrics;
 pub mod scope;

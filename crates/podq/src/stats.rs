@@ -131,6 +131,9 @@ pub struct WorkqueueStats {
     pub drop_panics: u64,
     /// Executions waiting for a `max_active` slot now.
     pub waiting_for_slot: u64,
+    /// Times its pods were re-formed: the CPUs the process may use changed (see
+    /// [`crate::limits`]), or its scope or shard size was set.
+    pub reformations: u64,
     /// The pools serving the workqueue (pods with at least one of its CPUs), by pod id.
     pub pools: Vec<PoolStats>,
 }

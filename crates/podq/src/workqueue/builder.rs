@@ -1,16 +1,18 @@
 //! [`WorkqueueBuilder`]: a workqueue's attributes, all checked in one place (`check`) when
 //! [`WorkqueueBuilder::build`] is called.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::cpuset::CpuSet;
 use crate::error::{Error, Result};
 use crate::fork::PerFork;
-use crate::policy::Placement;
+use crate::limits::CpuLimits;
 use crate::pool::{self, PoolAttrs};
 use crate::scope::{AffinityScope, DEFAULT_SHARD_SIZE};
 use crate::topology::Topology;
 
+use super::layout::{Reform, Shape};
 use super::Workqueue;
 
 /// The attributes of a workqueue; [`Workqueue::builder`] makes one.
@@ -50,6 +52,9 @@ pub struct WorkqueueBuilder {
     max_workers: usize,
     /// Whether idle workers pull waiting items from sibling pools (never for strict ones).
     pull: bool,
+    /// Where the CPUs the process may use come from; `None`: this machine's, for a workqueue
+    /// on this machine, and none followed on a topology given to the builder.
+    limits: Option<Arc<dyn CpuLimits>>,
 }
 
 impl WorkqueueBuilder {
@@ -68,6 +73,7 @@ impl WorkqueueBuilder {
             idle_timeout: pool::DEFAULT_IDLE_TIMEOUT,
             max_workers: pool::DEFAULT_MAX_WORKERS,
             pull: true,
+            limits: None,
         }
     }
 
@@ -137,6 +143,15 @@ impl WorkqueueBuilder {
         self
     }
 
+    /// Where the workqueue learns which CPUs the process may use now (default: the OS's
+    /// answer, [`SystemLimits`](crate::limits::SystemLimits), for a workqueue on this machine;
+    /// none on a topology given with [`WorkqueueBuilder::topology`]). Its pods are re-formed
+    /// when the answer changes (see [`crate::limits`]).
+    pub fn cpu_limits(mut self, limits: Arc<dyn CpuLimits>) -> Self {
+        self.limits = Some(limits);
+        self
+    }
+
     /// Checks the attributes, takes the pools of every pod (shared with every workqueue of
     /// equal attributes) and returns the workqueue.
     ///
@@ -149,47 +164,68 @@ impl WorkqueueBuilder {
     /// * [`Error::UnknownCpu`]: a CPU that is not usable on the topology;
     /// * the topology's error when this machine's topology cannot be read.
     pub fn build(mut self) -> Result<Workqueue> {
-        let (topology, cpus) = self.check()?;
+        let requested = self.cpus.clone();
+        let this_machine = self.topology.is_none();
+        let (machine, cpus) = self.check()?;
         let attrs = PoolAttrs {
             scope: self.scope,
             shard_size: self.shard_size,
             strict: self.strict,
-            cpus: cpus.clone(),
+            cpus,
             max_workers: self.max_workers,
             idle_timeout: self.idle_timeout,
             pull: self.pull && !self.strict,
         };
-        let pools = super::pool_registry().pools_for(&topology, &attrs)?;
-        let placement = Placement::new(pools.pods(), &cpus, |cpu| {
-            topology.cpu(cpu).map_or(0, |c| c.node)
-        })?;
-        Ok(Workqueue::from_parts(
-            self.name,
-            self.scope,
-            cpus,
-            pools,
-            placement,
-            self.max_active,
-            self.max_workers,
-        ))
+        let limits = if this_machine {
+            Some(self.limits.unwrap_or_else(super::follow::system_limits))
+        } else {
+            self.limits
+        };
+        // The first layout is formed on the CPUs allowed now (every CPU of the machine when
+        // nothing limits them, or the limits cannot be read).
+        let allowed = limits
+            .as_ref()
+            .and_then(|l| l.allowed().ok())
+            .map(|a| a.intersection(&machine.cpu_set()))
+            .filter(|a| !a.is_empty())
+            .unwrap_or_else(|| machine.cpu_set());
+        let topology = machine
+            .within(&allowed)
+            .ok_or_else(Error::empty_workqueue_cpus)?;
+        let shape = Shape {
+            scope: self.scope,
+            shard_size: self.shard_size,
+            allowed,
+        };
+        let reform = Reform {
+            wq: std::sync::Weak::new(),
+            machine,
+            attrs,
+            requested,
+            limits,
+            closed: false,
+        };
+        Workqueue::from_parts(self.name, &topology, shape, reform, self.max_active)
     }
 }
 
-/// This machine's topology, read once per process (sysfs does not change under a running
-/// process in ways podq follows). Once per fork generation (step 21 of `README.md`), so that a
-/// child never waits on a first read that a thread of its parent was making at the fork.
+/// This machine's topology with every online CPU, whatever the process may use now (a
+/// workqueue forms its pods on the CPUs it may use, and re-forms them when those change: see
+/// `crate::limits`), read once per process. Once per fork generation (step 21 of
+/// `README.md`), so that a child never waits on a first read that a thread of its parent was
+/// making at the fork.
 fn this_machine() -> Result<Topology> {
     static THIS: PerFork<Topology> = PerFork::new();
     if let Some(t) = THIS.built() {
         return Ok(t.clone());
     }
-    let t = Topology::discover()?;
+    let t = Topology::discover_online()?;
     Ok(THIS.get(|| t.clone()).clone())
 }
 
 impl WorkqueueBuilder {
-    /// Checks every attribute and takes the topology (this machine's when none was given) and
-    /// the workqueue's CPUs (every usable CPU when none were given). The one place where a
+    /// Checks every attribute and takes the topology (this machine's, with every online CPU,
+    /// when none was given) and the workqueue's CPUs (every CPU of it when none were given). The one place where a
     /// workqueue's attributes are checked, each error with one message: the pods, pools and
     /// placement built from them take them as checked.
     fn check(&mut self) -> Result<(Topology, CpuSet)> {

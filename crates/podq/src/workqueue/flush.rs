@@ -104,7 +104,7 @@ impl PodCounters {
 
     /// Executions of colour `colour` queued and not finished, over the stripes. SeqCst: the
     /// flusher's and the last finisher's reads (steps 17 and 10).
-    fn in_flight_of(&self, colour: usize) -> usize {
+    pub(crate) fn in_flight_of(&self, colour: usize) -> usize {
         self.stripes.iter().fold(0usize, |sum, s| {
             sum.wrapping_add(s.in_flight[colour].load(Ordering::SeqCst))
         })
@@ -133,8 +133,11 @@ pub(crate) struct FlushWait {
 /// The flush colours and drain state of one workqueue.
 #[derive(Debug)]
 pub(crate) struct Flush {
-    /// A: the colour new executions are counted under; written under `flush_lock` only.
-    colour: AtomicUsize,
+    /// A: the epoch: bit 0 is the colour new executions are counted under, flipped by
+    /// flushers under `flush_lock` (step 17); the bits above count layout changes (step 26).
+    /// A queue call that reads one epoch before it counts and another after has to count
+    /// again.
+    epoch: AtomicUsize,
     /// Serialises flushers.
     flush_lock: Mutex<()>,
     /// I: where this workqueue's flushers sleep.
@@ -147,7 +150,7 @@ impl Flush {
     /// Flush state at colour 0, whose flushers sleep on `wait`.
     pub(crate) fn new(wait: &'static FlushWait) -> Flush {
         Flush {
-            colour: AtomicUsize::new(0),
+            epoch: AtomicUsize::new(0),
             flush_lock: Mutex::new(()),
             wait,
             draining: AtomicUsize::new(0),
@@ -158,8 +161,32 @@ impl Flush {
     /// thread's CPU or thread index, read once per queue call), and returns its colour.
     #[inline]
     pub(crate) fn enter(&self, pod: &PodCounters, at: usize) -> usize {
-        let stripe = pod.stripe(at);
+        match self.enter_with(at, || Some((pod, pod))) {
+            Some((_, colour)) => colour,
+            None => unreachable!("the pod is given"),
+        }
+    }
+
+    /// Steps 2 and 26: counts a new execution in the pod that `pick` chooses (its part and its
+    /// counters), in the stripe of `at`, and returns that pod and the colour. `pick` reads
+    /// the current layout: it is asked again whenever the epoch moved while the execution was
+    /// counted (a flush moved the colour, or the layout changed), so the pod returned is in a
+    /// layout that was current when the count was made, or the re-formation that replaced it
+    /// sees the count. `None` when `pick` finds no pod.
+    #[inline]
+    pub(crate) fn enter_with<'p, P: ?Sized>(
+        &self,
+        at: usize,
+        mut pick: impl FnMut() -> Option<(&'p P, &'p PodCounters)>,
+    ) -> Option<(&'p P, usize)> {
         loop {
+            // SeqCst, before `pick` reads the layout: a re-formation publishes its layout
+            // (Release) before it moves the epoch, so an epoch read after the move leads to
+            // the new layout.
+            let epoch = self.epoch.load(Ordering::SeqCst);
+            let c = epoch & 1;
+            let (part, pod) = pick()?;
+            let stripe = pod.stripe(at);
             // A Dekker pair of SeqCst fences with the flusher's (step 17): it stores the
             // colour, fences, reads the counts; this raises a count, fences, reads the colour.
             // One fence comes first in the single order of SeqCst operations: either the
@@ -168,11 +195,10 @@ impl Flush {
             //
             // The increment and the undo below are on the same stripe, so a flusher that read
             // the stripe in between sees it no lower than before.
-            let c = self.colour.load(Ordering::SeqCst);
             stripe.in_flight[c].fetch_add(1, Ordering::SeqCst);
             fence(Ordering::SeqCst);
-            if self.colour.load(Ordering::SeqCst) == c {
-                return c;
+            if self.epoch.load(Ordering::SeqCst) == epoch {
+                return Some((part, c));
             }
             self.leave_from(pod, stripe, c);
         }
@@ -223,14 +249,31 @@ impl Flush {
         }
     }
 
-    /// Step 17: waits for every execution counted before the call.
+    /// Step 26: moves the epoch on after a layout change, so that a queue call that read the
+    /// layout before the change and counts after it counts again, in the new layout. The
+    /// colour stays. SeqCst: the other half of `enter_with`'s Dekker pair, as a flusher's move
+    /// of the colour is.
+    pub(crate) fn advance_epoch(&self) {
+        self.epoch.fetch_add(COLOURS, Ordering::SeqCst);
+    }
+
+    /// Step 17: waits for every execution counted before the call, in `pods` (the entry of
+    /// the loom model, `crates/podq-loom/tests/flush.rs`; the workqueue has several layouts
+    /// and calls [`Flush::flush_until`]).
+    #[allow(dead_code)]
     pub(crate) fn flush<'a, I>(&self, pods: impl Fn() -> I)
     where
         I: Iterator<Item = &'a PodCounters>,
     {
+        self.flush_until(|old| pods().any(|p| p.in_flight_of(old) != 0));
+    }
+
+    /// Step 17: waits for every execution counted before the call, `busy(colour)` telling
+    /// whether some pod still counts executions of that colour (read after the colour moved,
+    /// so it sees every layout an execution of the old colour can be counted in).
+    pub(crate) fn flush_until(&self, busy: impl Fn(usize) -> bool) {
         let _flusher = self.flush_lock.lock();
-        let old = self.colour.load(Ordering::SeqCst);
-        self.colour.store((old + 1) % COLOURS, Ordering::SeqCst);
+        let old = self.epoch.fetch_xor(1, Ordering::SeqCst) & 1;
         let wait = self.wait;
         wait.flushers.fetch_add(1, Ordering::SeqCst);
         // The flusher's half of both Dekker pairs: with `enter` (the colour written above)
@@ -242,7 +285,7 @@ impl Flush {
         // on the same stripe), so a sum of zero means none was left at the last read. The
         // lock is held from before the reads until the wait releases it, so a finisher's
         // notify (under the lock) cannot fall between them.
-        while pods().any(|p| p.in_flight_of(old) != 0) {
+        while busy(old) {
             guard = wait.wake.wait(guard);
         }
         drop(guard);

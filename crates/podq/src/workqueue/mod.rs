@@ -8,7 +8,9 @@
 //! item), `delayed.rs` ([`DelayedWork`]), `task.rs` (one queued execution and its accounting),
 //! `state.rs` (an item's state word), `dispatch.rs` (from a queue call to a pool), `active.rs`
 //! (`max_active`), `flush.rs` (flush colours, drain), `pod_ref.rs` (an execution's uncounted
-//! hold on its pod), `timer.rs` (the delayed-work timer thread).
+//! hold on its pod), `timer.rs` (the delayed-work timer thread), `layout.rs` (the pods,
+//! placement and pools now, re-formed at run time), `follow.rs` (the `podq/limits` thread that
+//! re-forms layouts when the CPUs the process may use change).
 
 mod active;
 mod builder;
@@ -17,6 +19,8 @@ mod dispatch;
 mod flush;
 #[cfg(test)]
 mod flush_tests;
+mod follow;
+mod layout;
 mod pod_ref;
 pub(crate) mod state;
 pub(crate) mod task;
@@ -34,13 +38,16 @@ use crate::cpuset::CpuSet;
 use crate::error::{Error, Result};
 use crate::fork::{self, PerFork};
 use crate::here::{self, Here};
-use crate::policy::Placement;
-use crate::pool::{PoolSet, Registry};
+use crate::pool::Registry;
 use crate::scope::AffinityScope;
 use crate::stats::WorkqueueStats;
+use crate::topology::Topology;
 
 use active::ActiveLimit;
 use flush::{Flush, FlushWait, PodCounters, Stripe};
+use layout::{Layout, PoolSets, Reform, Shape};
+
+pub(crate) use layout::Layouts;
 use state::Claim;
 use task::{Job, Task};
 use work::WorkInner;
@@ -93,8 +100,8 @@ pub use work::Work;
 pub struct Workqueue {
     /// What tasks, timers and items share.
     shared: Arc<WqShared>,
-    /// The workqueue's part of each pod (index = pod id).
-    pods: Box<[Arc<CachePadded<PodShared>>]>,
+    /// Its layouts: the pods, placement and pools now, and every earlier one.
+    layouts: Arc<Layouts>,
 }
 
 /// The part of a workqueue that its tasks, timers and items reach.
@@ -104,14 +111,9 @@ pub(crate) struct WqShared {
     pub(crate) id: u64,
     /// I: the name given to the builder.
     pub(crate) name: String,
-    /// I: the scope of its pods.
-    scope: AffinityScope,
-    /// I: the workqueue's CPUs.
-    cpus: CpuSet,
-    /// I: the pools of every pod (a pod outside the workqueue's CPUs has a pool never used).
-    pub(crate) pools: Arc<PoolSet<Task>>,
-    /// I: CPU and node to pod.
-    placement: Placement,
+    /// The pool sets of its layouts, by `PodShared::set` (a pod outside the workqueue's CPUs
+    /// has a pool never used); only added to.
+    pub(crate) pools: PoolSets,
     /// A: rotation for CPUs outside the workqueue's CPUs and for nodes. Relaxed: any value
     /// spreads the work; only written when a replacement is needed.
     rotation: AtomicUsize,
@@ -130,8 +132,10 @@ pub(crate) struct WqShared {
 pub(crate) struct PodShared {
     /// The workqueue.
     pub(crate) wq: Arc<WqShared>,
-    /// I: the pod id (index into the pools).
+    /// I: the pod id (index into the pools of its set).
     pub(crate) index: usize,
+    /// I: its layout's pool set: index into `WqShared::pools`.
+    pub(crate) set: usize,
     /// In-flight counts per colour and statistics.
     pub(crate) counters: PodCounters,
 }
@@ -185,47 +189,49 @@ impl Workqueue {
             .build()
     }
 
-    /// Builds the workqueue from checked attributes (see `builder.rs`).
+    /// Builds the workqueue from checked attributes (see `builder.rs`): its first layout is
+    /// formed for `shape` on `topology` (the machine within the CPUs allowed now); `reform`
+    /// says what later layouts are formed from, and whether the workqueue follows the CPUs
+    /// the process may use.
+    ///
+    /// # Errors
+    ///
+    /// As `layout::form`.
     pub(crate) fn from_parts(
         name: String,
-        scope: AffinityScope,
-        cpus: CpuSet,
-        pools: Arc<PoolSet<Task>>,
-        placement: Placement,
+        topology: &Topology,
+        shape: Shape,
+        reform: Reform,
         max_active: Option<usize>,
-        max_workers: usize,
-    ) -> Workqueue {
-        let used = pools.serving();
+    ) -> Result<Workqueue> {
         // A limit of at least every worker the pools may ever have cannot be reached by
         // running items, so it needs no counter: items then never touch a workqueue-wide word.
-        let reachable = max_active.filter(|&m| m < used.saturating_mul(max_workers));
+        // Every layout has at most one pool per CPU of the machine.
+        let most_pools = reform.machine.cpus().len();
+        let reachable =
+            max_active.filter(|&m| m < most_pools.saturating_mul(reform.attrs.max_workers));
+        let follows = reform.limits.is_some();
         let id = fork::tag_id(NEXT_ID.fetch_add(1, Ordering::Relaxed));
+        let layouts = Arc::new(Layouts::new(reform));
         let shared = Arc::new(WqShared {
             id,
             name,
-            scope,
-            cpus,
-            placement,
+            pools: PoolSets::new(),
             rotation: AtomicUsize::new(0),
             flush: Flush::new(flush_wait(id)),
             max_active,
             drop_panics: AtomicU64::new(0),
             active: reachable.map(ActiveLimit::new),
-            pools: Arc::clone(&pools),
         });
-        let pods = (0..pools.len())
-            .map(|index| {
-                Arc::new(CachePadded::new(PodShared {
-                    wq: Arc::clone(&shared),
-                    index,
-                    counters: PodCounters::new(pools.pod(index).cpus.len()),
-                }))
-            })
-            .collect();
-        let wq = Workqueue { shared, pods };
+        layouts.reform_state().wq = Arc::downgrade(&shared);
+        layouts.install(&shared, topology, shape)?;
+        if follows {
+            follow::follow(&layouts);
+        }
+        let wq = Workqueue { shared, layouts };
         #[cfg(feature = "metrics")]
-        crate::metrics::register(&wq.shared, &wq.pods);
-        wq
+        crate::metrics::register(&wq.shared, &wq.layouts);
+        Ok(wq)
     }
 
     /// The name given to the builder.
@@ -235,12 +241,13 @@ impl Workqueue {
 
     /// The scope of its pods.
     pub fn scope(&self) -> AffinityScope {
-        self.shared.scope
+        self.layouts.current().shape.scope
     }
 
-    /// The workqueue's CPUs.
+    /// The workqueue's CPUs that the process may use now: those its pods are formed on
+    /// (see [`crate::limits`]).
     pub fn cpus(&self) -> &CpuSet {
-        &self.shared.cpus
+        &self.layouts.current().cpus
     }
 
     /// The `max_active` limit, or `None` when none was set.
@@ -248,9 +255,17 @@ impl Workqueue {
         self.shared.max_active
     }
 
-    /// How many pools serve this workqueue (pods with at least one of its CPUs).
+    /// How many pools serve this workqueue now (pods with at least one of its CPUs).
     pub fn pools(&self) -> usize {
-        self.shared.pools.serving()
+        self.pool_set(self.layouts.current()).serving()
+    }
+
+    /// The pool set of `layout`.
+    fn pool_set(&self, layout: &Layout) -> &crate::pool::PoolSet<Task> {
+        self.shared
+            .pools
+            .get(layout.set)
+            .expect("a layout's pool set is pushed before the layout")
     }
 
     /// Queues a one-shot closure to the pool of the calling thread's pod.
@@ -264,7 +279,11 @@ impl Workqueue {
             return false;
         }
         let here = Here::now();
-        self.submit(Job::Once(Box::new(f)), self.pod_here(here), here.index());
+        self.submit(
+            Job::Once(Box::new(f)),
+            |layout| self.pod_here(layout, here),
+            here.index(),
+        );
         true
     }
 
@@ -275,14 +294,20 @@ impl Workqueue {
     /// # Errors
     ///
     /// * [`Error::UnknownCpu`] when `cpu` is not one of the workqueue's CPUs;
+    /// * [`Error::CpuNotAllowed`] when it is, but the process may not use it now (see
+    ///   [`crate::limits`]);
     /// * [`Error::ParentProcess`] in a child process of `fork()` when the workqueue was built
     ///   by its parent.
     pub fn queue_on(&self, cpu: usize, f: impl FnOnce() + Send + 'static) -> Result<bool> {
-        let pod = self.pod_of_cpu(cpu)?;
+        self.check_cpu(cpu)?;
         if self.refused() {
             return self.refusal();
         }
-        self.submit(Job::Once(Box::new(f)), pod, here::cpu_or_thread());
+        self.submit(
+            Job::Once(Box::new(f)),
+            |layout| self.pod_on(layout, cpu),
+            here::cpu_or_thread(),
+        );
         Ok(true)
     }
 
@@ -297,18 +322,28 @@ impl Workqueue {
     ///   by its parent.
     pub fn queue_node(&self, node: usize, f: impl FnOnce() + Send + 'static) -> Result<bool> {
         let rotation = self.shared.rotation.fetch_add(1, Ordering::Relaxed);
-        let pod = self
-            .shared
-            .placement
-            .pod_for_node(node, rotation)
-            .ok_or_else(|| Error::UnknownNode {
+        let placement = &self.layouts.current().placement;
+        if placement.pod_for_node(node, rotation).is_none() {
+            return Err(Error::UnknownNode {
                 node,
-                nodes: list(self.shared.placement.nodes()),
-            })?;
+                nodes: list(placement.nodes()),
+            });
+        }
         if self.refused() {
             return self.refusal();
         }
-        self.submit(Job::Once(Box::new(f)), pod, here::cpu_or_thread());
+        // The node's pod in the layout current when the execution is counted; should a
+        // re-formation have taken the node's CPUs meanwhile, a pod of the workqueue's CPUs.
+        self.submit(
+            Job::Once(Box::new(f)),
+            |layout| {
+                layout
+                    .placement
+                    .pod_for_node(node, rotation)
+                    .unwrap_or_else(|| self.pod_replacing(layout))
+            },
+            here::cpu_or_thread(),
+        );
         Ok(true)
     }
 
@@ -327,7 +362,7 @@ impl Workqueue {
     ///   "Fork" section).
     pub fn queue_work(&self, work: &Work) -> bool {
         let here = Here::now();
-        self.queue_work_to(work, self.pod_here(here), here.index())
+        self.queue_work_to(work, |layout| self.pod_here(layout, here), here.index())
     }
 
     /// Queues `work` to the pool of `cpu`'s pod.
@@ -339,14 +374,20 @@ impl Workqueue {
     /// # Errors
     ///
     /// * [`Error::UnknownCpu`] when `cpu` is not one of the workqueue's CPUs;
+    /// * [`Error::CpuNotAllowed`] when it is, but the process may not use it now (see
+    ///   [`crate::limits`]);
     /// * [`Error::ParentProcess`] in a child process of `fork()` when the workqueue was built
     ///   by its parent.
     pub fn queue_work_on(&self, cpu: usize, work: &Work) -> Result<bool> {
-        let pod = self.pod_of_cpu(cpu)?;
+        self.check_cpu(cpu)?;
         if self.foreign() {
             return self.refusal();
         }
-        Ok(self.queue_work_to(work, pod, here::cpu_or_thread()))
+        Ok(self.queue_work_to(
+            work,
+            |layout| self.pod_on(layout, cpu),
+            here::cpu_or_thread(),
+        ))
     }
 
     /// Queues `work` after `delay` (at once for a zero delay), to the pod of the calling
@@ -422,9 +463,7 @@ impl Workqueue {
         if self.called_from_own_item() || self.foreign() {
             return false;
         }
-        self.shared
-            .flush
-            .flush(|| self.pods.iter().map(|p| &p.counters));
+        flush_all(&self.shared, &self.layouts);
         true
     }
 
@@ -439,7 +478,7 @@ impl Workqueue {
             return false;
         }
         self.shared.flush.start_drain();
-        until_empty(&self.shared, &self.pods);
+        until_empty(&self.shared, &self.layouts);
         self.shared.flush.end_drain();
         true
     }
@@ -453,11 +492,13 @@ impl Workqueue {
     /// `fork()`, a workqueue its parent built shows its counters as they were at the fork and no
     /// pools.
     pub fn stats(&self) -> WorkqueueStats {
-        stats_of(&self.shared, &self.pods)
+        stats_of(&self.shared, &self.layouts)
     }
 
-    /// Queues `work` to `pod` from `at` (see [`Workqueue::submit`]), claiming it first.
-    fn queue_work_to(&self, work: &Work, pod: usize, at: usize) -> bool {
+    /// Queues `work` to the pod `pick` chooses from `at` (see [`Workqueue::submit`]),
+    /// claiming it first.
+    #[inline]
+    fn queue_work_to(&self, work: &Work, pick: impl Fn(&Layout) -> usize, at: usize) -> bool {
         if self.refused() {
             return false;
         }
@@ -466,8 +507,14 @@ impl Workqueue {
             Claim::Refused => false,
             Claim::Claimed { running } if work::stranded_claim(item, running) => false,
             Claim::Claimed { .. } => {
-                item.record_home(&self.shared, pod);
-                self.submit(Job::Work(Arc::clone(item)), pod, at);
+                // Where it goes is recorded before it is pushed, for cancel to find it: the
+                // pick that counts it is the last one made.
+                let pick = |layout: &Layout| {
+                    let pod = pick(layout);
+                    item.record_home(&self.shared, pod);
+                    pod
+                };
+                self.submit(Job::Work(Arc::clone(item)), pick, at);
                 true
             }
         }
@@ -476,7 +523,8 @@ impl Workqueue {
     /// Arms the timer for a claimed delayed item (or queues it now for a zero delay).
     fn arm(&self, item: &Arc<WorkInner>, delay: Duration) {
         let here = Here::now();
-        let pod = &self.pods[self.pod_here(here)];
+        let layout = self.layouts.current();
+        let pod = &layout.pods[self.pod_here(layout, here)];
         if delay.is_zero() {
             enqueue_claimed(Arc::clone(item), pod, here.index());
             return;
@@ -492,31 +540,66 @@ impl Workqueue {
             .with_extra(|home| home.timer = Some(timer::arm(deadline, fire)));
     }
 
-    /// Counts a new execution in `pod` and sends it on (step 2). `at` is the calling
-    /// thread's CPU (or thread index), read once per queue call ([`Here::index`]): the stripe
-    /// it is counted in and the lane it is pushed to.
+    /// Counts a new execution in the pod that `pick` chooses in the current layout, and sends
+    /// it on (steps 2 and 26). `at` is the calling thread's CPU (or thread index), read once
+    /// per queue call ([`Here::index`]): the stripe it is counted in and the lane it is
+    /// pushed to.
     #[inline]
-    fn submit(&self, job: Job, pod: usize, at: usize) {
-        submit(&self.shared, &self.pods[pod], job, at);
+    fn submit(&self, job: Job, pick: impl FnMut(&Layout) -> usize, at: usize) {
+        submit(&self.shared, &self.layouts, pick, job, at);
     }
 
-    /// The pod of the CPU `here` (or its round-robin replacement).
+    /// The pod in `layout` of the CPU `here` (or its round-robin replacement).
     #[inline]
-    fn pod_here(&self, here: Here) -> usize {
-        self.shared.placement.pod_for(here.cpu(), || {
+    fn pod_here(&self, layout: &Layout, here: Here) -> usize {
+        layout.placement.pod_for(here.cpu(), || {
             self.shared.rotation.fetch_add(1, Ordering::Relaxed)
         })
     }
 
-    /// The pod of `cpu`, which must be one of the workqueue's CPUs.
-    fn pod_of_cpu(&self, cpu: usize) -> Result<usize> {
-        self.shared
-            .placement
-            .pod_of(cpu)
-            .ok_or_else(|| Error::UnknownCpu {
+    /// The pod in `layout` of `cpu`, or, when the layout lacks it, its round-robin
+    /// replacement (a re-formation took `cpu` after the caller checked it).
+    #[inline]
+    fn pod_on(&self, layout: &Layout, cpu: usize) -> usize {
+        layout.placement.pod_for(Some(cpu), || {
+            self.shared.rotation.fetch_add(1, Ordering::Relaxed)
+        })
+    }
+
+    /// A pod of the workqueue's CPUs in `layout`, round-robin.
+    fn pod_replacing(&self, layout: &Layout) -> usize {
+        layout.placement.pod_for(None, || {
+            self.shared.rotation.fetch_add(1, Ordering::Relaxed)
+        })
+    }
+
+    /// Whether `cpu` is one of the workqueue's CPUs that the process may use now.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::CpuNotAllowed`] for a CPU of the machine the workqueue may not use now,
+    /// [`Error::UnknownCpu`] for any other.
+    fn check_cpu(&self, cpu: usize) -> Result<()> {
+        let layout = self.layouts.current();
+        if layout.placement.pod_of(cpu).is_some() {
+            return Ok(());
+        }
+        let reform = self.layouts.reform_state();
+        let known = reform.machine.cpu(cpu).is_some()
+            && reform
+                .requested
+                .as_ref()
+                .is_none_or(|asked| asked.contains(cpu));
+        if known && reform.limits.is_some() {
+            return Err(Error::CpuNotAllowed {
                 cpu,
-                usable: self.shared.cpus.to_string(),
-            })
+                allowed: layout.cpus.to_string(),
+            });
+        }
+        Err(Error::UnknownCpu {
+            cpu,
+            usable: layout.cpus.to_string(),
+        })
     }
 
     /// Whether a queue call must be refused: a drain runs and the caller is not one of this
@@ -559,23 +642,24 @@ impl Drop for Workqueue {
     /// parent's, and their locks may be held by the parent's threads.
     fn drop(&mut self) {
         if self.foreign() {
-            std::mem::forget(std::mem::take(&mut self.pods));
+            std::mem::forget(Arc::clone(&self.layouts));
             std::mem::forget(Arc::clone(&self.shared));
             return;
         }
+        // No re-formation after this: the drain below sees every layout there will be.
+        self.layouts.reform_state().closed = true;
         for fire in timer::take_for(self.shared.id) {
             fire.fire();
         }
-        let pods = std::mem::take(&mut self.pods);
         if self.called_from_own_item() {
-            reap(Arc::clone(&self.shared), pods);
+            reap(Arc::clone(&self.shared), Arc::clone(&self.layouts));
             return;
         }
         self.shared.flush.start_drain();
-        until_empty(&self.shared, &pods);
+        until_empty(&self.shared, &self.layouts);
         // Step 11: the executions hold the pods without a count; their `Arc`s go only when
         // no finisher reads them any more.
-        Flush::wait_for_leavers(pods.iter().map(|p| &p.counters));
+        Flush::wait_for_leavers(self.layouts.counters());
         self.shared.flush.end_drain();
     }
 }
@@ -584,20 +668,22 @@ impl fmt::Debug for Workqueue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Workqueue")
             .field("name", &self.shared.name)
-            .field("scope", &self.shared.scope)
-            .field("cpus", &self.shared.cpus)
+            .field("scope", &self.scope())
+            .field("cpus", self.cpus())
             .field("max_active", &self.shared.max_active)
             .field("pools", &self.pools())
             .finish()
     }
 }
 
-/// Counters of the workqueue of `shared` and `pods` and the state of its pools, now (what
-/// [`Workqueue::stats`] returns, and what the `metrics` feature publishes).
-pub(crate) fn stats_of(shared: &WqShared, pods: &[Arc<CachePadded<PodShared>>]) -> WorkqueueStats {
+/// Counters of the workqueue of `shared` and `layouts` and the state of its pools now (what
+/// [`Workqueue::stats`] returns, and what the `metrics` feature publishes). The counts add up
+/// the pods of every layout it has had; the pools are those of its current layout.
+pub(crate) fn stats_of(shared: &WqShared, layouts: &Layouts) -> WorkqueueStats {
+    let current = layouts.current();
     let mut stats = WorkqueueStats {
         name: shared.name.clone(),
-        scope: shared.scope,
+        scope: current.shape.scope,
         started: 0,
         completed: 0,
         in_flight: 0,
@@ -605,52 +691,61 @@ pub(crate) fn stats_of(shared: &WqShared, pods: &[Arc<CachePadded<PodShared>>]) 
         cancelled: 0,
         drop_panics: shared.drop_panics.load(Ordering::Relaxed),
         waiting_for_slot: shared.active.as_ref().map_or(0, |a| a.waiting() as u64),
+        reformations: layouts.reformations(),
         pools: Vec::new(),
     };
     // Panicked, then completed, then started (see `PodCounters::total`): a snapshot taken
     // while items run keeps `panicked <= completed <= started`.
     let total = |count: fn(&Stripe) -> &AtomicU64| -> u64 {
-        pods.iter().map(|pod| pod.counters.total(count)).sum()
+        layouts.counters().map(|pod| pod.total(count)).sum()
     };
     stats.panicked = total(|s| &s.panicked);
     stats.completed = total(|s| &s.completed);
     stats.started = total(|s| &s.started);
     stats.cancelled = total(|s| &s.cancelled);
-    stats.in_flight = pods.iter().map(|pod| pod.counters.in_flight() as u64).sum();
+    stats.in_flight = layouts.counters().map(|pod| pod.in_flight() as u64).sum();
     // A parent's pools, in a child of `fork()`, have no workers here and their locks may be
     // held by the parent's threads: none is shown.
     if !fork::is_foreign(shared.id) {
-        stats.pools = shared.pools.stats();
+        if let Some(pools) = shared.pools.get(current.set) {
+            stats.pools = pools.stats();
+        }
     }
     stats
 }
 
-/// Flushes until every pod's counts are zero (step 18).
-fn until_empty(wq: &WqShared, pods: &[Arc<CachePadded<PodShared>>]) {
+/// Step 17 over every layout: waits for every execution of the workqueue counted before the
+/// call, in whichever layout it was counted.
+fn flush_all(wq: &WqShared, layouts: &Layouts) {
+    wq.flush
+        .flush_until(|old| layouts.counters().any(|p| p.in_flight_of(old) != 0));
+}
+
+/// Flushes until every pod's counts are zero, in every layout (step 18).
+fn until_empty(wq: &WqShared, layouts: &Layouts) {
     loop {
-        wq.flush.flush(|| pods.iter().map(|p| &p.counters));
-        if pods.iter().all(|p| p.counters.in_flight() == 0) {
+        flush_all(wq, layouts);
+        if layouts.counters().all(|p| p.in_flight() == 0) {
             break;
         }
     }
 }
 
 /// The drop of a workqueue from one of its own items: a `podq/reaper` thread waits until its
-/// executions are done (as the drop would) and then lets the pods go. Where the OS refuses the
-/// thread, the pods are leaked: their memory stays, so the executions still run safely.
-fn reap(wq: Arc<WqShared>, pods: Box<[Arc<CachePadded<PodShared>>]>) {
-    // Two handles: a refused spawn drops the closure, and with it `kept`; `pods` is then
+/// executions are done (as the drop would) and then lets the layouts go. Where the OS refuses
+/// the thread, the layouts are leaked: their memory stays, so the executions still run safely.
+fn reap(wq: Arc<WqShared>, layouts: Arc<Layouts>) {
+    // Two handles: a refused spawn drops the closure, and with it `kept`; `layouts` is then
     // leaked rather than dropped.
-    let pods = Arc::new(pods);
-    let kept = Arc::clone(&pods);
+    let kept = Arc::clone(&layouts);
     let spawned = std::thread::Builder::new()
         .name("podq/reaper".into())
         .spawn(move || {
             until_empty(&wq, &kept);
-            Flush::wait_for_leavers(kept.iter().map(|p| &p.counters));
+            Flush::wait_for_leavers(kept.counters());
         });
     if spawned.is_err() {
-        std::mem::forget(pods);
+        std::mem::forget(layouts);
     }
 }
 
