@@ -26,6 +26,7 @@ use crate::sync::Mutex;
 use crate::topology::Topology;
 
 use super::flush::PodCounters;
+use super::pod_ref::Counted;
 use super::task::Task;
 use super::{PodShared, WqShared};
 
@@ -251,6 +252,31 @@ impl Layouts {
         tracing::debug!(target: "podq::worker", workqueue = %wq.name, layout = index, "pods re-formed");
         Ok(true)
     }
+}
+
+/// Counts an execution armed for `pod` (a delayed item firing) in the workqueue's current
+/// layout: in `pod` when it is current, else in the pod of the current layout that serves
+/// `pod`'s first CPU (or a pod of the workqueue's CPUs, round-robin, when none does), so that
+/// a delayed item armed before a re-formation runs on the pods formed after it.
+pub(crate) fn enter_current(pod: &Arc<CachePadded<PodShared>>, at: usize) -> Counted {
+    let wq = &pod.wq;
+    let Some(layouts) = wq.layouts.get().and_then(Weak::upgrade) else {
+        return Counted::enter(pod, at);
+    };
+    let cpu = wq
+        .pools
+        .get(pod.set)
+        .and_then(|set| set.pod(pod.index).cpus.first());
+    Counted::enter_with(&wq.flush, at, || {
+        let layout = layouts.current();
+        if layout.set == pod.set {
+            return pod;
+        }
+        let index = layout
+            .placement
+            .pod_for(cpu, || wq.rotation.fetch_add(1, Ordering::Relaxed));
+        &layout.pods[index]
+    })
 }
 
 /// Forms a layout of `wq` for `shape` on `topology` (the machine within `shape.allowed`):

@@ -116,7 +116,10 @@ pub(crate) struct WqShared {
     pub(crate) pools: PoolSets,
     /// A: rotation for CPUs outside the workqueue's CPUs and for nodes. Relaxed: any value
     /// spreads the work; only written when a replacement is needed.
-    rotation: AtomicUsize,
+    pub(crate) rotation: AtomicUsize,
+    /// I (set once, as it is built): its layouts, for the timer, which queues a delayed item
+    /// to the current one. Weak: the layouts hold this part.
+    pub(crate) layouts: std::sync::OnceLock<std::sync::Weak<Layouts>>,
     /// Flush colours and drain.
     pub(crate) flush: Flush,
     /// I: the `max_active` asked for (`None`: no limit).
@@ -218,12 +221,14 @@ impl Workqueue {
             name,
             pools: PoolSets::new(),
             rotation: AtomicUsize::new(0),
+            layouts: std::sync::OnceLock::new(),
             flush: Flush::new(flush_wait(id)),
             max_active,
             drop_panics: AtomicU64::new(0),
             active: reachable.map(ActiveLimit::new),
         });
         layouts.reform_state().wq = Arc::downgrade(&shared);
+        let _ = shared.layouts.set(Arc::downgrade(&layouts));
         layouts.install(&shared, topology, shape)?;
         if follows {
             follow::follow(&layouts);

@@ -1,0 +1,127 @@
+//! The process's affinity narrowed while producers flood a strict workqueue: nothing queued is
+//! lost, and every item queued after the workqueue re-formed its pods runs on a CPU the process
+//! may use. Its own test binary: it narrows the process's main thread.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use podq::{AffinityScope, CpuSet, Workqueue};
+
+/// The main thread's affinity.
+fn main_thread_cpus() -> Vec<usize> {
+    // SAFETY: an all-zero cpu_set_t is an empty set; we pass its size and a live pointer.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        let rc = libc::sched_getaffinity(
+            libc::getpid(),
+            std::mem::size_of::<libc::cpu_set_t>(),
+            &mut set,
+        );
+        assert_eq!(rc, 0, "sched_getaffinity");
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect()
+    }
+}
+
+/// Sets the main thread's affinity (what `taskset -p` does).
+fn set_main_thread_cpus(cpus: &[usize]) {
+    // SAFETY: as above; every id is below CPU_SETSIZE (they come from the kernel).
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &c in cpus {
+            libc::CPU_SET(c, &mut set);
+        }
+        let rc =
+            libc::sched_setaffinity(libc::getpid(), std::mem::size_of::<libc::cpu_set_t>(), &set);
+        assert_eq!(rc, 0, "sched_setaffinity");
+    }
+}
+
+/// What the producers and the items count.
+#[derive(Default)]
+struct Tally {
+    queued: AtomicU64,
+    ran: AtomicU64,
+    /// Items queued after the re-formation was seen.
+    after: AtomicU64,
+    /// Of those, items that ran on a CPU the process may no longer use.
+    outside: AtomicU64,
+}
+
+#[test]
+fn an_affinity_change_mid_run_loses_nothing_and_strict_items_stay_inside() {
+    let all = main_thread_cpus();
+    if all.len() < 2 {
+        eprintln!("skipped: needs two CPUs");
+        return;
+    }
+    let first = all[0];
+    let wq = Arc::new(
+        Workqueue::builder("reform")
+            .scope(AffinityScope::Cpu)
+            .strict(true)
+            .build()
+            .expect("workqueue"),
+    );
+    let tally = Arc::new(Tally::default());
+    let narrowed = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(AtomicBool::new(false));
+    let producers: Vec<_> = (0..2)
+        .map(|_| {
+            let (wq, tally, narrowed, stop) = (
+                Arc::clone(&wq),
+                Arc::clone(&tally),
+                Arc::clone(&narrowed),
+                Arc::clone(&stop),
+            );
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    // Read before the queue call: an item marked `after` was queued after the
+                    // workqueue was seen re-formed.
+                    let after = narrowed.load(Ordering::SeqCst);
+                    let t = Arc::clone(&tally);
+                    tally.queued.fetch_add(1, Ordering::Relaxed);
+                    assert!(wq.queue(move || {
+                        if after {
+                            t.after.fetch_add(1, Ordering::Relaxed);
+                            if podq::affinity::current_cpu().is_some_and(|c| c != first) {
+                                t.outside.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                        t.ran.fetch_add(1, Ordering::Relaxed);
+                    }));
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(50));
+    set_main_thread_cpus(&[first]);
+    let only_first: CpuSet = [first].into_iter().collect();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while wq.cpus() != &only_first {
+        assert!(Instant::now() < deadline, "the change was never followed");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    narrowed.store(true, Ordering::SeqCst);
+    std::thread::sleep(Duration::from_millis(100));
+    stop.store(true, Ordering::Relaxed);
+    for p in producers {
+        p.join().expect("producer");
+    }
+    assert!(wq.flush());
+    set_main_thread_cpus(&all);
+    let queued = tally.queued.load(Ordering::Relaxed);
+    assert_eq!(tally.ran.load(Ordering::Relaxed), queued, "items lost");
+    assert!(tally.after.load(Ordering::Relaxed) > 0, "nothing ran after");
+    assert_eq!(
+        tally.outside.load(Ordering::Relaxed),
+        0,
+        "strict items queued after the change ran outside CPU {first}"
+    );
+    let stats = wq.stats();
+    assert!(stats.reformations >= 1);
+    assert_eq!(stats.completed, queued);
+    assert!(stats.pools.iter().all(|p| p.cpus.is_subset(&only_first)));
+}

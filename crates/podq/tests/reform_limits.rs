@@ -1,0 +1,293 @@
+//! Pods re-formed while work flows, driven through injected limits (a cpuset change or CPU
+//! hotplug needs root otherwise): nothing queued is lost, flush, cancel and delayed work reach
+//! the items of earlier layouts, ordering and `max_active` hold across the change, and
+//! `queue_on` a CPU no longer allowed is an error.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use podq::limits::CpuLimits;
+use podq::{AffinityScope, CpuSet, DelayedWork, Topology, Work, Workqueue};
+
+/// Limits a test sets by hand, as a cgroup's cpuset or the online CPUs would change.
+#[derive(Debug)]
+struct Fixed(Mutex<CpuSet>);
+
+impl Fixed {
+    fn new(cpus: &CpuSet) -> Arc<Fixed> {
+        Arc::new(Fixed(Mutex::new(cpus.clone())))
+    }
+
+    fn set(&self, cpus: &CpuSet) {
+        *self.0.lock().unwrap() = cpus.clone();
+    }
+}
+
+impl CpuLimits for Fixed {
+    fn allowed(&self) -> std::io::Result<CpuSet> {
+        Ok(self.0.lock().unwrap().clone())
+    }
+}
+
+/// Generous: the change is followed within a second; this only guards against a hang.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+/// Sets `limits` to `cpus` and waits until `wq` has re-formed its pods on them.
+fn change(wq: &Workqueue, limits: &Fixed, cpus: &CpuSet) {
+    let before = wq.stats().reformations;
+    limits.set(cpus);
+    let deadline = Instant::now() + PATIENCE;
+    while wq.stats().reformations == before || wq.cpus() != cpus {
+        assert!(Instant::now() < deadline, "limits {cpus} never followed");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn set(cpus: &[usize]) -> CpuSet {
+    cpus.iter().copied().collect()
+}
+
+/// A 4-CPU synthetic machine: the shapes do not depend on this machine's CPUs (workers of CPUs
+/// it lacks run unpinned).
+fn four_cpus() -> Topology {
+    Topology::from_machine("sockets=1,nodes=1,caches=2,cores=4,smt=1").expect("machine")
+}
+
+#[test]
+fn queue_on_a_cpu_taken_away_is_an_error_and_strict_items_follow_the_limits() {
+    let all = podq::affinity::allowed_cpus().expect("affinity");
+    if all.len() < 2 {
+        eprintln!("skipped: needs two CPUs");
+        return;
+    }
+    let (first, second) = (all.first().unwrap(), all.iter().nth(1).unwrap());
+    let limits = Fixed::new(&all);
+    let wq = Workqueue::builder("limits-strict")
+        .scope(AffinityScope::Cpu)
+        .strict(true)
+        .idle_timeout(Duration::from_secs(901))
+        .cpu_limits(limits.clone())
+        .build()
+        .expect("workqueue");
+    assert_eq!(wq.cpus(), &all);
+    change(&wq, &limits, &set(&[first]));
+    match wq.queue_on(second, || {}) {
+        Err(podq::Error::CpuNotAllowed { cpu, allowed }) => {
+            assert_eq!((cpu, allowed), (second, first.to_string()));
+        }
+        other => panic!("queue_on a CPU taken away: {other:?}"),
+    }
+    let ran_on = |cpu: usize| {
+        let (tx, rx) = mpsc::channel();
+        wq.queue_on(cpu, move || {
+            let _ = tx.send(podq::affinity::current_cpu());
+        })
+        .expect("allowed CPU");
+        rx.recv_timeout(PATIENCE).expect("the item ran")
+    };
+    for _ in 0..20 {
+        assert_eq!(ran_on(first), Some(first));
+    }
+    // CPUs brought back: the earlier pods again.
+    change(&wq, &limits, &all);
+    assert_eq!(ran_on(second), Some(second));
+    assert_eq!(wq.stats().reformations, 2);
+}
+
+#[test]
+fn a_flood_across_changes_loses_nothing_and_flush_waits_for_every_layout() {
+    let limits = Fixed::new(&set(&[0, 1, 2, 3]));
+    let wq = Arc::new(
+        Workqueue::builder("limits-flood")
+            .topology(four_cpus())
+            .scope(AffinityScope::Cpu)
+            .idle_timeout(Duration::from_secs(902))
+            .cpu_limits(limits.clone())
+            .build()
+            .expect("workqueue"),
+    );
+    let queued = Arc::new(AtomicU64::new(0));
+    let ran = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let producers: Vec<_> = (0..4)
+        .map(|p| {
+            let (wq, queued, ran, stop) = (
+                Arc::clone(&wq),
+                Arc::clone(&queued),
+                Arc::clone(&ran),
+                Arc::clone(&stop),
+            );
+            std::thread::spawn(move || {
+                let count = Arc::clone(&ran);
+                let work = Work::new(move || {
+                    count.fetch_add(1, Ordering::Relaxed);
+                });
+                let mut n = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    // Counted once the queue call returned: a flush after that waits for it.
+                    let r = Arc::clone(&ran);
+                    assert!(wq.queue(move || {
+                        r.fetch_add(1, Ordering::Relaxed);
+                    }));
+                    queued.fetch_add(1, Ordering::SeqCst);
+                    let r = Arc::clone(&ran);
+                    let on = wq.queue_on(p % 2, move || {
+                        r.fetch_add(1, Ordering::Relaxed);
+                    });
+                    assert!(on.expect("CPUs 0 and 1 stay"));
+                    queued.fetch_add(1, Ordering::SeqCst);
+                    n += 1;
+                    if n.is_multiple_of(64) {
+                        // The reusable item: queued, then flushed, across layouts.
+                        if wq.queue_work(&work) {
+                            queued.fetch_add(1, Ordering::SeqCst);
+                        }
+                        work.flush();
+                    }
+                }
+            })
+        })
+        .collect();
+    for cpus in [&[0, 1][..], &[0, 1, 3], &[1, 0, 2, 3], &[0, 1]] {
+        change(&wq, &limits, &set(cpus));
+        // Everything queued before the flush has run, in whichever layout it was counted.
+        let before = queued.load(Ordering::SeqCst);
+        assert!(wq.flush());
+        assert!(ran.load(Ordering::SeqCst) >= before);
+    }
+    stop.store(true, Ordering::Relaxed);
+    for p in producers {
+        p.join().expect("producer");
+    }
+    assert!(wq.flush());
+    let queued = queued.load(Ordering::SeqCst);
+    assert_eq!(ran.load(Ordering::SeqCst), queued);
+    let stats = wq.stats();
+    assert_eq!(stats.completed, queued);
+    assert_eq!(stats.in_flight, 0);
+    assert_eq!(stats.reformations, 4);
+    assert_eq!(
+        stats.pools.iter().map(|p| p.pod).collect::<Vec<_>>(),
+        vec![0, 1]
+    );
+}
+
+#[test]
+fn ordered_and_max_active_hold_across_changes() {
+    for max_active in [1, 2] {
+        let limits = Fixed::new(&set(&[0, 1, 2, 3]));
+        let wq = Arc::new(
+            Workqueue::builder("limits-ordered")
+                .topology(four_cpus())
+                .scope(if max_active == 1 {
+                    AffinityScope::System
+                } else {
+                    AffinityScope::Cpu
+                })
+                .max_active(max_active)
+                .idle_timeout(Duration::from_secs(903))
+                .cpu_limits(limits.clone())
+                .build()
+                .expect("workqueue"),
+        );
+        let next = Arc::new(AtomicU64::new(0));
+        let running = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        let out_of_order = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let producer = {
+            let (wq, next, running, most, out_of_order, stop) = (
+                Arc::clone(&wq),
+                Arc::clone(&next),
+                Arc::clone(&running),
+                Arc::clone(&most),
+                Arc::clone(&out_of_order),
+                Arc::clone(&stop),
+            );
+            std::thread::spawn(move || {
+                let mut seq = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let (next, running, most, out_of_order) = (
+                        Arc::clone(&next),
+                        Arc::clone(&running),
+                        Arc::clone(&most),
+                        Arc::clone(&out_of_order),
+                    );
+                    // A bounded backlog: the changes, not the queue's length, are the test.
+                    while seq - next.load(Ordering::SeqCst) > 256 && !stop.load(Ordering::Relaxed) {
+                        std::thread::yield_now();
+                    }
+                    let mine = seq;
+                    seq += 1;
+                    assert!(wq.queue(move || {
+                        let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                        most.fetch_max(now, Ordering::SeqCst);
+                        // One at a time: exactly in queueing order.
+                        if max_active == 1 && next.load(Ordering::SeqCst) != mine {
+                            out_of_order.fetch_add(1, Ordering::SeqCst);
+                        }
+                        next.fetch_add(1, Ordering::SeqCst);
+                        std::hint::spin_loop();
+                        running.fetch_sub(1, Ordering::SeqCst);
+                    }));
+                }
+                seq
+            })
+        };
+        for cpus in [&[2, 3][..], &[0, 1, 2, 3], &[1]] {
+            change(&wq, &limits, &set(cpus));
+        }
+        stop.store(true, Ordering::Relaxed);
+        let queued = producer.join().expect("producer");
+        assert!(wq.flush());
+        assert_eq!(next.load(Ordering::SeqCst), queued, "items lost");
+        assert_eq!(
+            out_of_order.load(Ordering::SeqCst),
+            0,
+            "ordered out of order"
+        );
+        assert!(most.load(Ordering::SeqCst) <= max_active, "over max_active");
+    }
+}
+
+#[test]
+fn cancel_and_delayed_work_reach_items_of_an_earlier_layout() {
+    let limits = Fixed::new(&set(&[0, 1, 2, 3]));
+    let wq = Workqueue::builder("limits-cancel")
+        .topology(four_cpus())
+        .scope(AffinityScope::System)
+        .max_workers(1)
+        .idle_timeout(Duration::from_secs(904))
+        .cpu_limits(limits.clone())
+        .build()
+        .expect("workqueue");
+    // The one worker of the first layout's pool is held, so that `pending` waits there.
+    let (release, gate) = mpsc::channel::<()>();
+    let (started, running) = mpsc::channel();
+    wq.queue(move || {
+        started.send(()).unwrap();
+        gate.recv().unwrap();
+    });
+    running.recv_timeout(PATIENCE).expect("the gate runs");
+    let ran = Arc::new(AtomicBool::new(false));
+    let pending = {
+        let ran = Arc::clone(&ran);
+        Work::new(move || ran.store(true, Ordering::SeqCst))
+    };
+    assert!(wq.queue_work(&pending));
+    let (fired, fire) = mpsc::channel();
+    let delayed = DelayedWork::new(move || fired.send(()).unwrap());
+    assert!(wq.queue_delayed(&delayed, Duration::from_secs(3600)));
+    change(&wq, &limits, &set(&[1, 2]));
+    // Found in the earlier layout's pool, and taken out unrun.
+    assert!(pending.cancel_sync());
+    // Armed in the earlier layout, it runs now on the pods formed after the change (the
+    // earlier pool's one worker is still held).
+    assert!(delayed.flush());
+    fire.recv_timeout(PATIENCE).expect("the delayed item ran");
+    release.send(()).unwrap();
+    assert!(wq.flush());
+    assert!(!ran.load(Ordering::SeqCst));
+    assert_eq!(wq.stats().cancelled, 1);
+}
