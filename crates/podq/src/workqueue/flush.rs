@@ -251,10 +251,12 @@ impl Flush {
 
     /// Step 26: moves the epoch on after a layout change, so that a queue call that read the
     /// layout before the change and counts after it counts again, in the new layout. The
-    /// colour stays. SeqCst: the other half of `enter_with`'s Dekker pair, as a flusher's move
-    /// of the colour is.
+    /// colour stays. The other half of `enter_with`'s Dekker pair, as a flusher's move of the
+    /// colour is: it moves the epoch, fences (`SeqCst`), and what it reads of the old layout's
+    /// counts afterwards includes every queue call whose re-read did not see the move.
     pub(crate) fn advance_epoch(&self) {
         self.epoch.fetch_add(COLOURS, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
     }
 
     /// Step 17: waits for every execution counted before the call, in `pods` (the entry of
