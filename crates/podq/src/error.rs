@@ -67,6 +67,17 @@ pub enum Error {
         /// The workqueue's CPUs that the process may use now, as a CPU list.
         allowed: String,
     },
+    /// An environment variable of podq's (`PODQ_SCOPE`, `PODQ_SHARD_SIZE`) whose value
+    /// cannot be used.
+    #[error("environment variable {variable}='{value}': {reason}")]
+    BadEnvironment {
+        /// The variable.
+        variable: String,
+        /// Its value.
+        value: String,
+        /// What is wrong with it, and what was expected.
+        reason: String,
+    },
     /// A NUMA node that has no usable CPU.
     #[error("node {node} has no usable CPU: the nodes with usable CPUs are {nodes}")]
     UnknownNode {

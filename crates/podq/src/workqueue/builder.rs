@@ -34,10 +34,10 @@ use super::Workqueue;
 pub struct WorkqueueBuilder {
     /// The name, shown in statistics.
     name: String,
-    /// How CPUs are grouped into pods.
-    scope: AffinityScope,
-    /// Cores per `cache_shard` pod.
-    shard_size: usize,
+    /// How CPUs are grouped into pods; `None`: `PODQ_SCOPE`, else the default scope.
+    scope: Option<AffinityScope>,
+    /// Cores per `cache_shard` pod; `None`: `PODQ_SHARD_SIZE`, else the default size.
+    shard_size: Option<usize>,
     /// Whether workers stay on their pod's CPUs.
     strict: bool,
     /// Items running at once at most; `None`: no limit beyond the pools' workers.
@@ -58,14 +58,16 @@ pub struct WorkqueueBuilder {
 }
 
 impl WorkqueueBuilder {
-    /// Defaults: the default scope (`cache_shard`), 8 cores per shard, not strict, pull on, no
+    /// Defaults: the scope and shard size of the environment (`PODQ_SCOPE`,
+    /// `PODQ_SHARD_SIZE`), else the default scope (`cache_shard`) and 8 cores per shard; not
+    /// strict, pull on, no
     /// `max_active`, every usable CPU of this machine, the pool layer's worker cap and idle
     /// timeout.
     pub(crate) fn new(name: String) -> Self {
         WorkqueueBuilder {
             name,
-            scope: AffinityScope::default(),
-            shard_size: DEFAULT_SHARD_SIZE,
+            scope: None,
+            shard_size: None,
             strict: false,
             max_active: None,
             cpus: None,
@@ -77,15 +79,18 @@ impl WorkqueueBuilder {
         }
     }
 
-    /// How CPUs are grouped into pods (default: `cache_shard`).
+    /// How CPUs are grouped into pods (default: the environment's
+    /// [`PODQ_SCOPE`](crate::scope::SCOPE_VAR), else `cache_shard`).
     pub fn scope(mut self, scope: AffinityScope) -> Self {
-        self.scope = scope;
+        self.scope = Some(scope);
         self
     }
 
-    /// Cores per `cache_shard` pod (default 8, the kernel's); must be at least 1.
+    /// Cores per `cache_shard` pod (default: the environment's
+    /// [`PODQ_SHARD_SIZE`](crate::scope::SHARD_SIZE_VAR), else 8, the kernel's); must be at
+    /// least 1.
     pub fn shard_size(mut self, cores: usize) -> Self {
-        self.shard_size = cores;
+        self.shard_size = Some(cores);
         self
     }
 
@@ -158,6 +163,8 @@ impl WorkqueueBuilder {
     /// # Errors
     ///
     /// * [`Error::ZeroShardSize`]: a shard size of 0;
+    /// * [`Error::BadEnvironment`]: a `PODQ_SCOPE` or `PODQ_SHARD_SIZE` that is not a scope or
+    ///   a shard size, when the builder was given none;
     /// * [`Error::ZeroMaxActive`]: a `max_active` of 0;
     /// * [`Error::ZeroMaxWorkers`]: a `max_workers` of 0;
     /// * [`Error::EmptyCpuSet`]: an empty CPU set;
@@ -166,10 +173,11 @@ impl WorkqueueBuilder {
     pub fn build(mut self) -> Result<Workqueue> {
         let requested = self.cpus.clone();
         let this_machine = self.topology.is_none();
+        let (scope, shard_size) = self.scope_and_shard_size()?;
         let (machine, cpus) = self.check()?;
         let attrs = PoolAttrs {
-            scope: self.scope,
-            shard_size: self.shard_size,
+            scope,
+            shard_size,
             strict: self.strict,
             cpus,
             max_workers: self.max_workers,
@@ -193,8 +201,8 @@ impl WorkqueueBuilder {
             .within(&allowed)
             .ok_or_else(Error::empty_workqueue_cpus)?;
         let shape = Shape {
-            scope: self.scope,
-            shard_size: self.shard_size,
+            scope,
+            shard_size,
             allowed,
         };
         let reform = Reform {
@@ -224,14 +232,30 @@ fn this_machine() -> Result<Topology> {
 }
 
 impl WorkqueueBuilder {
+    /// The scope and shard size: those given, else the environment's, else the defaults.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ZeroShardSize`] for a shard size of 0; [`Error::BadEnvironment`] for an
+    /// environment variable that is read and is not a scope or a shard size.
+    fn scope_and_shard_size(&self) -> Result<(AffinityScope, usize)> {
+        let scope = match self.scope {
+            Some(scope) => scope,
+            None => crate::scope::scope_from_env()?.unwrap_or_default(),
+        };
+        let shard_size = match self.shard_size {
+            Some(0) => return Err(Error::ZeroShardSize),
+            Some(n) => n,
+            None => crate::scope::shard_size_from_env()?.unwrap_or(DEFAULT_SHARD_SIZE),
+        };
+        Ok((scope, shard_size))
+    }
+
     /// Checks every attribute and takes the topology (this machine's, with every online CPU,
     /// when none was given) and the workqueue's CPUs (every CPU of it when none were given). The one place where a
     /// workqueue's attributes are checked, each error with one message: the pods, pools and
     /// placement built from them take them as checked.
     fn check(&mut self) -> Result<(Topology, CpuSet)> {
-        if self.shard_size == 0 {
-            return Err(Error::ZeroShardSize);
-        }
         if self.max_active == Some(0) {
             return Err(Error::ZeroMaxActive);
         }

@@ -55,6 +55,17 @@ pub(crate) struct Layout {
     pub(crate) pods: Box<[Arc<CachePadded<PodShared>>]>,
 }
 
+impl Layout {
+    /// The pod of `cpu` (`None`: the OS could not tell) when it is one of the layout's CPUs,
+    /// else a pod of its CPUs in turn, advancing `rotation` (only then).
+    #[inline]
+    pub(crate) fn pod_for(&self, cpu: Option<usize>, rotation: &AtomicUsize) -> usize {
+        // Relaxed: any value spreads the work.
+        self.placement
+            .pod_for(cpu, || rotation.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
 /// An append-only table that readers index without a lock: chunk `k` holds `BASE << k`
 /// entries, each set once. Writers are serialised by the caller.
 pub(crate) struct Slots<T> {
@@ -272,10 +283,7 @@ pub(crate) fn enter_current(pod: &Arc<CachePadded<PodShared>>, at: usize) -> Cou
         if layout.set == pod.set {
             return pod;
         }
-        let index = layout
-            .placement
-            .pod_for(cpu, || wq.rotation.fetch_add(1, Ordering::Relaxed));
-        &layout.pods[index]
+        &layout.pods[layout.pod_for(cpu, &wq.rotation)]
     })
 }
 

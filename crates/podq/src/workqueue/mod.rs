@@ -22,6 +22,7 @@ mod flush_tests;
 mod follow;
 mod layout;
 mod pod_ref;
+mod reshape;
 pub(crate) mod state;
 pub(crate) mod task;
 mod timer;
@@ -286,7 +287,7 @@ impl Workqueue {
         let here = Here::now();
         self.submit(
             Job::Once(Box::new(f)),
-            |layout| self.pod_here(layout, here),
+            |layout| layout.pod_for(here.cpu(), &self.shared.rotation),
             here.index(),
         );
         true
@@ -310,7 +311,7 @@ impl Workqueue {
         }
         self.submit(
             Job::Once(Box::new(f)),
-            |layout| self.pod_on(layout, cpu),
+            |layout| layout.pod_for(Some(cpu), &self.shared.rotation),
             here::cpu_or_thread(),
         );
         Ok(true)
@@ -345,7 +346,7 @@ impl Workqueue {
                 layout
                     .placement
                     .pod_for_node(node, rotation)
-                    .unwrap_or_else(|| self.pod_replacing(layout))
+                    .unwrap_or_else(|| layout.pod_for(None, &self.shared.rotation))
             },
             here::cpu_or_thread(),
         );
@@ -367,7 +368,11 @@ impl Workqueue {
     ///   "Fork" section).
     pub fn queue_work(&self, work: &Work) -> bool {
         let here = Here::now();
-        self.queue_work_to(work, |layout| self.pod_here(layout, here), here.index())
+        self.queue_work_to(
+            work,
+            |layout| layout.pod_for(here.cpu(), &self.shared.rotation),
+            here.index(),
+        )
     }
 
     /// Queues `work` to the pool of `cpu`'s pod.
@@ -390,7 +395,7 @@ impl Workqueue {
         }
         Ok(self.queue_work_to(
             work,
-            |layout| self.pod_on(layout, cpu),
+            |layout| layout.pod_for(Some(cpu), &self.shared.rotation),
             here::cpu_or_thread(),
         ))
     }
@@ -529,7 +534,7 @@ impl Workqueue {
     fn arm(&self, item: &Arc<WorkInner>, delay: Duration) {
         let here = Here::now();
         let layout = self.layouts.current();
-        let pod = &layout.pods[self.pod_here(layout, here)];
+        let pod = &layout.pods[layout.pod_for(here.cpu(), &self.shared.rotation)];
         if delay.is_zero() {
             enqueue_claimed(Arc::clone(item), pod, here.index());
             return;
@@ -552,59 +557,6 @@ impl Workqueue {
     #[inline]
     fn submit(&self, job: Job, pick: impl FnMut(&Layout) -> usize, at: usize) {
         submit(&self.shared, &self.layouts, pick, job, at);
-    }
-
-    /// The pod in `layout` of the CPU `here` (or its round-robin replacement).
-    #[inline]
-    fn pod_here(&self, layout: &Layout, here: Here) -> usize {
-        layout.placement.pod_for(here.cpu(), || {
-            self.shared.rotation.fetch_add(1, Ordering::Relaxed)
-        })
-    }
-
-    /// The pod in `layout` of `cpu`, or, when the layout lacks it, its round-robin
-    /// replacement (a re-formation took `cpu` after the caller checked it).
-    #[inline]
-    fn pod_on(&self, layout: &Layout, cpu: usize) -> usize {
-        layout.placement.pod_for(Some(cpu), || {
-            self.shared.rotation.fetch_add(1, Ordering::Relaxed)
-        })
-    }
-
-    /// A pod of the workqueue's CPUs in `layout`, round-robin.
-    fn pod_replacing(&self, layout: &Layout) -> usize {
-        layout.placement.pod_for(None, || {
-            self.shared.rotation.fetch_add(1, Ordering::Relaxed)
-        })
-    }
-
-    /// Whether `cpu` is one of the workqueue's CPUs that the process may use now.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::CpuNotAllowed`] for a CPU of the machine the workqueue may not use now,
-    /// [`Error::UnknownCpu`] for any other.
-    fn check_cpu(&self, cpu: usize) -> Result<()> {
-        let layout = self.layouts.current();
-        if layout.placement.pod_of(cpu).is_some() {
-            return Ok(());
-        }
-        let reform = self.layouts.reform_state();
-        let known = reform.machine.cpu(cpu).is_some()
-            && reform
-                .requested
-                .as_ref()
-                .is_none_or(|asked| asked.contains(cpu));
-        if known && reform.limits.is_some() {
-            return Err(Error::CpuNotAllowed {
-                cpu,
-                allowed: layout.cpus.to_string(),
-            });
-        }
-        Err(Error::UnknownCpu {
-            cpu,
-            usable: layout.cpus.to_string(),
-        })
     }
 
     /// Whether a queue call must be refused: a drain runs and the caller is not one of this
