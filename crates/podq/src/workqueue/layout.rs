@@ -66,10 +66,13 @@ impl Layout {
     }
 }
 
-/// An append-only table that readers index without a lock: chunk `k` holds `BASE << k`
-/// entries, each set once. Writers are serialised by the caller.
+/// An append-only table that readers index without a lock: the first `BASE` entries inline
+/// (a workqueue rarely has more layouts: one look-up is one load), then chunk `k` holds
+/// `BASE << k` entries; each entry is set once. Writers are serialised by the caller.
 pub(crate) struct Slots<T> {
-    /// The chunks, made on first use.
+    /// Entries 0 to `BASE - 1`.
+    first: [OnceLock<T>; BASE],
+    /// The chunks after them, made on first use.
     chunks: [OnceLock<Box<[OnceLock<T>]>>; CHUNKS],
     /// A: entries pushed. Release when raised, so that a reader that sees the length sees
     /// the entries below it.
@@ -78,29 +81,33 @@ pub(crate) struct Slots<T> {
 
 /// Entries of the first chunk.
 const BASE: usize = 4;
-/// Chunks at most: `BASE * (2^CHUNKS - 1)` entries, more than any process makes.
+/// Chunks after the first entries at most: `BASE * 2^CHUNKS` entries, more than any process
+/// makes.
 const CHUNKS: usize = 40;
 
 impl<T> Slots<T> {
     /// An empty table.
     pub(crate) fn new() -> Self {
         Slots {
+            first: std::array::from_fn(|_| OnceLock::new()),
             chunks: std::array::from_fn(|_| OnceLock::new()),
             len: AtomicUsize::new(0),
         }
     }
 
-    /// The chunk and the place in it of entry `index`.
-    #[inline]
+    /// The chunk and the place in it of entry `index`, at least `BASE`.
     fn locate(index: usize) -> (usize, usize) {
-        let n = index / BASE + 1;
+        let n = index / BASE;
         let chunk = (usize::BITS - 1 - n.leading_zeros()) as usize;
-        (chunk, index - BASE * ((1 << chunk) - 1))
+        (chunk, index - BASE * (1 << chunk))
     }
 
     /// Entry `index`; `None` when it was not pushed.
     #[inline]
     pub(crate) fn get(&self, index: usize) -> Option<&T> {
+        if let Some(entry) = self.first.get(index) {
+            return entry.get();
+        }
         let (chunk, at) = Self::locate(index);
         self.chunks.get(chunk)?.get()?.get(at)?.get()
     }
@@ -108,10 +115,16 @@ impl<T> Slots<T> {
     /// Appends `value` and returns its index. Callers serialise their pushes.
     pub(crate) fn push(&self, value: T) -> usize {
         let index = self.len.load(Ordering::Relaxed);
-        let (chunk, at) = Self::locate(index);
-        let slots = self.chunks[chunk]
-            .get_or_init(|| (0..BASE << chunk).map(|_| OnceLock::new()).collect());
-        if slots[at].set(value).is_err() {
+        let slot = match self.first.get(index) {
+            Some(slot) => slot,
+            None => {
+                let (chunk, at) = Self::locate(index);
+                let slots = self.chunks[chunk]
+                    .get_or_init(|| (0..BASE << chunk).map(|_| OnceLock::new()).collect());
+                &slots[at]
+            }
+        };
+        if slot.set(value).is_err() {
             unreachable!("pushes are serialised");
         }
         self.len.store(index + 1, Ordering::Release);
