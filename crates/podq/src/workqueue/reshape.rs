@@ -79,6 +79,14 @@ impl Workqueue {
         if layout.placement.pod_of(cpu).is_some() {
             return Ok(());
         }
+        // A parent's workqueue, in a child of `fork()`: its reform lock may be held by a
+        // thread the child lacks, so it is not taken.
+        if self.foreign() {
+            return Err(Error::UnknownCpu {
+                cpu,
+                usable: layout.cpus.to_string(),
+            });
+        }
         let reform = self.layouts.reform_state();
         let known = reform.machine.cpu(cpu).is_some()
             && reform
