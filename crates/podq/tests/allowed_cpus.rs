@@ -7,38 +7,11 @@
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+mod reform_support;
+
+use reform_support::{main_thread_cpus, set_main_thread_cpus};
+
 use podq::{AffinityScope, CpuSet, Workqueue};
-
-/// The main thread's affinity.
-fn main_thread_cpus() -> Vec<usize> {
-    // SAFETY: an all-zero cpu_set_t is an empty set; we pass its size and a live pointer.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        let rc = libc::sched_getaffinity(
-            libc::getpid(),
-            std::mem::size_of::<libc::cpu_set_t>(),
-            &mut set,
-        );
-        assert_eq!(rc, 0, "sched_getaffinity");
-        (0..libc::CPU_SETSIZE as usize)
-            .filter(|&c| libc::CPU_ISSET(c, &set))
-            .collect()
-    }
-}
-
-/// Sets the main thread's affinity.
-fn set_main_thread_cpus(cpus: &[usize]) {
-    // SAFETY: as above; every id is below CPU_SETSIZE (they come from the kernel).
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        for &c in cpus {
-            libc::CPU_SET(c, &mut set);
-        }
-        let rc =
-            libc::sched_setaffinity(libc::getpid(), std::mem::size_of::<libc::cpu_set_t>(), &set);
-        assert_eq!(rc, 0, "sched_setaffinity");
-    }
-}
 
 /// A new strict `cpu`-scope workqueue of attributes of its own (`tag` sets its idle timeout,
 /// so its pools and workers are new).

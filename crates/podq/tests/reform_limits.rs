@@ -3,12 +3,15 @@
 //! the items of earlier layouts, ordering and `max_active` hold across the change, and
 //! `queue_on` a CPU no longer allowed is an error.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
+mod reform_support;
+
 use podq::limits::CpuLimits;
 use podq::{AffinityScope, CpuSet, DelayedWork, Topology, Work, Workqueue};
+use reform_support::{Flood, Sequenced};
 
 /// Limits a test sets by hand, as a cgroup's cpuset or the online CPUs would change.
 #[derive(Debug)]
@@ -107,62 +110,13 @@ fn a_flood_across_changes_loses_nothing_and_flush_waits_for_every_layout() {
             .build()
             .expect("workqueue"),
     );
-    let queued = Arc::new(AtomicU64::new(0));
-    let ran = Arc::new(AtomicU64::new(0));
-    let stop = Arc::new(AtomicBool::new(false));
-    let producers: Vec<_> = (0..4)
-        .map(|p| {
-            let (wq, queued, ran, stop) = (
-                Arc::clone(&wq),
-                Arc::clone(&queued),
-                Arc::clone(&ran),
-                Arc::clone(&stop),
-            );
-            std::thread::spawn(move || {
-                let count = Arc::clone(&ran);
-                let work = Work::new(move || {
-                    count.fetch_add(1, Ordering::Relaxed);
-                });
-                let mut n = 0u64;
-                while !stop.load(Ordering::Relaxed) {
-                    // Counted once the queue call returned: a flush after that waits for it.
-                    let r = Arc::clone(&ran);
-                    assert!(wq.queue(move || {
-                        r.fetch_add(1, Ordering::Relaxed);
-                    }));
-                    queued.fetch_add(1, Ordering::SeqCst);
-                    let r = Arc::clone(&ran);
-                    let on = wq.queue_on(p % 2, move || {
-                        r.fetch_add(1, Ordering::Relaxed);
-                    });
-                    assert!(on.expect("CPUs 0 and 1 stay"));
-                    queued.fetch_add(1, Ordering::SeqCst);
-                    n += 1;
-                    if n.is_multiple_of(64) {
-                        // The reusable item: queued, then flushed, across layouts.
-                        if wq.queue_work(&work) {
-                            queued.fetch_add(1, Ordering::SeqCst);
-                        }
-                        work.flush();
-                    }
-                }
-            })
-        })
-        .collect();
+    let flood = Flood::start(&wq, false, &[0, 1]);
     for cpus in [&[0, 1][..], &[0, 1, 3], &[1, 0, 2, 3], &[0, 1]] {
         change(&wq, &limits, &set(cpus));
         // Everything queued before the flush has run, in whichever layout it was counted.
-        let before = queued.load(Ordering::SeqCst);
-        assert!(wq.flush());
-        assert!(ran.load(Ordering::SeqCst) >= before);
+        flood.flush();
     }
-    stop.store(true, Ordering::Relaxed);
-    for p in producers {
-        p.join().expect("producer");
-    }
-    assert!(wq.flush());
-    let queued = queued.load(Ordering::SeqCst);
-    assert_eq!(ran.load(Ordering::SeqCst), queued);
+    let queued = flood.finish();
     let stats = wq.stats();
     assert_eq!(stats.completed, queued);
     assert_eq!(stats.in_flight, 0);
@@ -191,63 +145,11 @@ fn ordered_and_max_active_hold_across_changes() {
                 .build()
                 .expect("workqueue"),
         );
-        let next = Arc::new(AtomicU64::new(0));
-        let running = Arc::new(AtomicUsize::new(0));
-        let most = Arc::new(AtomicUsize::new(0));
-        let out_of_order = Arc::new(AtomicU64::new(0));
-        let stop = Arc::new(AtomicBool::new(false));
-        let producer = {
-            let (wq, next, running, most, out_of_order, stop) = (
-                Arc::clone(&wq),
-                Arc::clone(&next),
-                Arc::clone(&running),
-                Arc::clone(&most),
-                Arc::clone(&out_of_order),
-                Arc::clone(&stop),
-            );
-            std::thread::spawn(move || {
-                let mut seq = 0u64;
-                while !stop.load(Ordering::Relaxed) {
-                    let (next, running, most, out_of_order) = (
-                        Arc::clone(&next),
-                        Arc::clone(&running),
-                        Arc::clone(&most),
-                        Arc::clone(&out_of_order),
-                    );
-                    // A bounded backlog: the changes, not the queue's length, are the test.
-                    while seq - next.load(Ordering::SeqCst) > 256 && !stop.load(Ordering::Relaxed) {
-                        std::thread::yield_now();
-                    }
-                    let mine = seq;
-                    seq += 1;
-                    assert!(wq.queue(move || {
-                        let now = running.fetch_add(1, Ordering::SeqCst) + 1;
-                        most.fetch_max(now, Ordering::SeqCst);
-                        // One at a time: exactly in queueing order.
-                        if max_active == 1 && next.load(Ordering::SeqCst) != mine {
-                            out_of_order.fetch_add(1, Ordering::SeqCst);
-                        }
-                        next.fetch_add(1, Ordering::SeqCst);
-                        std::hint::spin_loop();
-                        running.fetch_sub(1, Ordering::SeqCst);
-                    }));
-                }
-                seq
-            })
-        };
+        let producer = Sequenced::start(&wq, max_active);
         for cpus in [&[2, 3][..], &[0, 1, 2, 3], &[1]] {
             change(&wq, &limits, &set(cpus));
         }
-        stop.store(true, Ordering::Relaxed);
-        let queued = producer.join().expect("producer");
-        assert!(wq.flush());
-        assert_eq!(next.load(Ordering::SeqCst), queued, "items lost");
-        assert_eq!(
-            out_of_order.load(Ordering::SeqCst),
-            0,
-            "ordered out of order"
-        );
-        assert!(most.load(Ordering::SeqCst) <= max_active, "over max_active");
+        producer.finish();
     }
 }
 
