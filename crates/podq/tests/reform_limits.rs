@@ -193,3 +193,42 @@ fn cancel_and_delayed_work_reach_items_of_an_earlier_layout() {
     assert!(!ran.load(Ordering::SeqCst));
     assert_eq!(wq.stats().cancelled, 1);
 }
+
+#[test]
+fn a_narrower_mask_set_on_a_worker_is_never_widened() {
+    let all = podq::affinity::allowed_cpus().expect("affinity");
+    if all.len() < 2 {
+        eprintln!("skipped: needs two CPUs");
+        return;
+    }
+    let first = all.first().unwrap();
+    let limits = Fixed::new(&all);
+    let wq = Workqueue::builder("limits-narrowed")
+        .scope(AffinityScope::System)
+        .max_workers(1)
+        .idle_timeout(Duration::from_secs(905))
+        .cpu_limits(limits.clone())
+        .build()
+        .expect("workqueue");
+    // The pool's one worker, as its items see it.
+    let on_worker = |narrow: bool| {
+        let (tx, rx) = mpsc::channel();
+        wq.queue(move || {
+            if narrow {
+                let only_first = CpuSet::from_iter([first]);
+                podq::affinity::pin_current_thread(&only_first).expect("pin");
+            }
+            let me = std::thread::current().id();
+            let _ = tx.send((me, podq::affinity::allowed_cpus().expect("affinity")));
+        });
+        rx.recv_timeout(PATIENCE).expect("the item ran")
+    };
+    let (worker, narrowed) = on_worker(true);
+    assert_eq!(narrowed, set(&[first]));
+    // Taken away and given back: the first pods again, and their worker keeps its mask.
+    change(&wq, &limits, &set(&[first]));
+    change(&wq, &limits, &all);
+    let (again, cpus) = on_worker(false);
+    assert_eq!(again, worker, "the same worker");
+    assert_eq!(cpus, set(&[first]), "its mask was widened");
+}
