@@ -10,8 +10,9 @@
 //! * new items go to the pools of the new pods, whose workers are pinned within the CPUs
 //!   allowed when they start; `queue_on` a CPU no longer allowed returns
 //!   [`Error::CpuNotAllowed`](crate::Error::CpuNotAllowed);
-//! * nothing queued is lost: items that wait in the pools of the earlier pods still run
-//!   there, and `flush`, `drain`, `cancel_sync` and the drop reach them;
+//! * nothing queued is lost: items that wait in the pools of the earlier pods move to the
+//!   new pods' pools (the few that reach an earlier pool after the change run there), and
+//!   `flush`, `drain`, `cancel_sync` and the drop reach them wherever they are;
 //! * `max_active` and ordering hold across the change;
 //! * podq never widens the affinity of a worker that runs: a narrower mask set on one of its
 //!   workers stays.

@@ -153,10 +153,25 @@ fn ordered_and_max_active_hold_across_changes() {
     }
 }
 
+/// Holds the one worker of the pool that `wq`'s next item goes to, until the sender is used
+/// or dropped.
+fn hold_worker(wq: &Workqueue) -> mpsc::Sender<()> {
+    let (release, gate) = mpsc::channel::<()>();
+    let (started, running) = mpsc::channel();
+    wq.queue(move || {
+        started.send(()).unwrap();
+        let _ = gate.recv();
+    });
+    running
+        .recv_timeout(PATIENCE)
+        .expect("the holding item runs");
+    release
+}
+
 #[test]
-fn cancel_and_delayed_work_reach_items_of_an_earlier_layout() {
+fn items_waiting_on_pods_that_went_away_move_and_cancel_and_delayed_work_follow() {
     let limits = Fixed::new(&set(&[0, 1, 2, 3]));
-    let wq = Workqueue::builder("limits-cancel")
+    let wq = Workqueue::builder("limits-move")
         .topology(four_cpus())
         .scope(AffinityScope::System)
         .max_workers(1)
@@ -164,34 +179,41 @@ fn cancel_and_delayed_work_reach_items_of_an_earlier_layout() {
         .cpu_limits(limits.clone())
         .build()
         .expect("workqueue");
-    // The one worker of the first layout's pool is held, so that `pending` waits there.
-    let (release, gate) = mpsc::channel::<()>();
-    let (started, running) = mpsc::channel();
-    wq.queue(move || {
-        started.send(()).unwrap();
-        gate.recv().unwrap();
-    });
-    running.recv_timeout(PATIENCE).expect("the gate runs");
-    let ran = Arc::new(AtomicBool::new(false));
-    let pending = {
-        let ran = Arc::clone(&ran);
-        Work::new(move || ran.store(true, Ordering::SeqCst))
-    };
-    assert!(wq.queue_work(&pending));
+    // The first pods' one worker is held: what is queued now waits there.
+    let first = hold_worker(&wq);
+    let (ran, runs) = mpsc::channel();
+    for i in 0..10 {
+        let ran = ran.clone();
+        wq.queue(move || ran.send(i).unwrap());
+    }
     let (fired, fire) = mpsc::channel();
     let delayed = DelayedWork::new(move || fired.send(()).unwrap());
     assert!(wq.queue_delayed(&delayed, Duration::from_secs(3600)));
     change(&wq, &limits, &set(&[1, 2]));
-    // Found in the earlier layout's pool, and taken out unrun.
-    assert!(pending.cancel_sync());
-    // Armed in the earlier layout, it runs now on the pods formed after the change (the
-    // earlier pool's one worker is still held).
+    // Moved to the new pods' pool, they run while the first worker is still held...
+    let got: Vec<i32> = (0..10)
+        .map(|_| runs.recv_timeout(PATIENCE).expect("a moved item ran"))
+        .collect();
+    assert_eq!(got, (0..10).collect::<Vec<_>>());
+    // ...and so does a delayed item armed before the change, when it is queued.
     assert!(delayed.flush());
     fire.recv_timeout(PATIENCE).expect("the delayed item ran");
-    release.send(()).unwrap();
+    // An item waiting on the new pods, moved back to the first ones (held), is cancelled
+    // there.
+    let second = hold_worker(&wq);
+    let pending_ran = Arc::new(AtomicBool::new(false));
+    let pending = {
+        let ran = Arc::clone(&pending_ran);
+        Work::new(move || ran.store(true, Ordering::SeqCst))
+    };
+    assert!(wq.queue_work(&pending));
+    change(&wq, &limits, &set(&[0, 1, 2, 3]));
+    assert!(pending.cancel_sync());
+    drop((first, second));
     assert!(wq.flush());
-    assert!(!ran.load(Ordering::SeqCst));
-    assert_eq!(wq.stats().cancelled, 1);
+    assert!(!pending_ran.load(Ordering::SeqCst));
+    let stats = wq.stats();
+    assert_eq!((stats.cancelled, stats.completed), (1, 13));
 }
 
 #[test]

@@ -267,14 +267,31 @@ impl Layouts {
                     self.all.push(layout)
                 }
             };
+        let left = self.current();
         // Step 25: the layout is in `all` before its index is published; then the epoch
         // moves, so that a queue call that counted in the old layout counts again (step 26).
         self.current.store(index, Ordering::Release);
         wq.flush.advance_epoch();
+        move_waiting(&wq, left, self.current());
         self.reformations.fetch_add(1, Ordering::Relaxed);
         #[cfg(feature = "tracing")]
         tracing::debug!(target: "podq::worker", workqueue = %wq.name, layout = index, "pods re-formed");
         Ok(true)
+    }
+}
+
+/// Step 27: the workqueue's executions waiting in the pools of the layout it left (`from`)
+/// go to the pools of `to`, each to the pod that serves the first CPU of the pod it waited in
+/// (or a pod of the workqueue's CPUs, round-robin). They stay counted where they were.
+fn move_waiting(wq: &WqShared, from: &Layout, to: &Layout) {
+    let (Some(old), Some(new)) = (wq.pools.get(from.set), wq.pools.get(to.set)) else {
+        return;
+    };
+    let moved = old.take_all_if(|task| task.is_of(wq.id));
+    let at = crate::here::cpu_or_thread();
+    for (pod, task) in moved {
+        let cpu = old.pod(pod).cpus.first();
+        new.push(to.pod_for(cpu, &wq.rotation), task, at);
     }
 }
 

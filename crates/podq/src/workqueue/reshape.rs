@@ -11,7 +11,7 @@ use super::Workqueue;
 impl Workqueue {
     /// Sets the scope of its pods while other threads queue, as the kernel's
     /// `affinity_scope` attribute does: the pods are re-formed (steps 24-28 of `README.md`),
-    /// new items go to the new pods' pools, items already queued run where they were queued,
+    /// new items go to the new pods' pools and so do items waiting in the earlier pools,
     /// nothing is lost, and ordering and `max_active` hold across the change. Setting the scope
     /// it has changes nothing. [`Workqueue::scope`] and [`Workqueue::stats`] show the change.
     ///

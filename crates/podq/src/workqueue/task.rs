@@ -143,6 +143,11 @@ impl Task {
         }
     }
 
+    /// Whether this task is an execution of the workqueue `id` (for a re-formation).
+    pub(crate) fn is_of(&self, id: u64) -> bool {
+        self.acct.counted.pod().wq.id == id
+    }
+
     /// Whether this task is an execution of `work` (for cancel).
     pub(crate) fn is_work(&self, work: &Arc<WorkInner>) -> bool {
         matches!(&self.job, Job::Work(w) if Arc::ptr_eq(w, work))
