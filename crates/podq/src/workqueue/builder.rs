@@ -208,6 +208,7 @@ impl WorkqueueBuilder {
         let reform = Reform {
             wq: std::sync::Weak::new(),
             machine,
+            rediscover: this_machine.then_some(Topology::discover_online as fn() -> _),
             attrs,
             requested,
             limits,

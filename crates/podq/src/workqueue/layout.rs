@@ -152,6 +152,9 @@ pub(crate) struct Reform {
     pub(crate) wq: Weak<WqShared>,
     /// The machine, with every CPU a layout may be formed on.
     pub(crate) machine: Topology,
+    /// How to read the machine again when a CPU it lacks is allowed (brought online after it
+    /// was read); `None`: it is not read again (a topology given to the builder).
+    pub(crate) rediscover: Option<fn() -> Result<Topology>>,
     /// The pools' attributes but scope, shard size and CPUs, which each layout sets.
     pub(crate) attrs: PoolAttrs,
     /// The CPUs asked for (`None`: every CPU the process may use).
