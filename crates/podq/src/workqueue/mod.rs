@@ -77,6 +77,8 @@ pub use work::Work;
 ///   [`Workqueue::ordered`] runs one at a time, in queueing order;
 /// * a panicking item is caught and counted; its worker goes on;
 /// * dropping the workqueue runs everything already queued, then lets its pools go;
+/// * its pods follow the CPUs the process may use, and [`Workqueue::set_scope`] changes
+///   them, while work flows: nothing queued is lost (see [`crate::limits`]);
 /// * in a child process of `fork()`, new workqueues work fully, and the parent's refuse work
 ///   and return from every call at once (see the crate's "Fork" section).
 ///
