@@ -79,11 +79,16 @@ fn an_affinity_change_mid_run_loses_nothing_and_strict_items_stay_inside() {
     std::thread::sleep(Duration::from_millis(50));
     set_main_thread_cpus(&[first]);
     let only_first: CpuSet = [first].into_iter().collect();
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let changed = Instant::now();
     while wq.cpus() != &only_first {
-        assert!(Instant::now() < deadline, "the change was never followed");
-        std::thread::sleep(Duration::from_millis(5));
+        assert!(
+            changed.elapsed() < Duration::from_secs(30),
+            "the change was never followed"
+        );
+        std::thread::sleep(Duration::from_millis(1));
     }
+    // Reported, not asserted: within `LIMITS_POLL_INTERVAL` and the forming of the new pools.
+    eprintln!("the change was followed in {:?}", changed.elapsed());
     narrowed.store(true, Ordering::SeqCst);
     std::thread::sleep(Duration::from_millis(100));
     stop.store(true, Ordering::Relaxed);
