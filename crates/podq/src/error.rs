@@ -58,6 +58,26 @@ pub enum Error {
         /// The usable CPUs, as a CPU list.
         usable: String,
     },
+    /// A CPU of the workqueue that the process may not use now (its affinity, its cgroup's
+    /// cpuset or the online CPUs changed; see [`crate::limits`]).
+    #[error("CPU {cpu} is not allowed to this process now: the workqueue's CPUs it may use are {allowed}")]
+    CpuNotAllowed {
+        /// The CPU as given.
+        cpu: usize,
+        /// The workqueue's CPUs that the process may use now, as a CPU list.
+        allowed: String,
+    },
+    /// An environment variable of podq's (`PODQ_SCOPE`, `PODQ_SHARD_SIZE`) whose value
+    /// cannot be used.
+    #[error("environment variable {variable}='{value}': {reason}")]
+    BadEnvironment {
+        /// The variable.
+        variable: String,
+        /// Its value.
+        value: String,
+        /// What is wrong with it, and what was expected.
+        reason: String,
+    },
     /// A NUMA node that has no usable CPU.
     #[error("node {node} has no usable CPU: the nodes with usable CPUs are {nodes}")]
     UnknownNode {

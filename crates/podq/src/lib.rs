@@ -82,6 +82,14 @@
 //!
 //! What each feature emits, by name, label and unit: `docs/observability.md`.
 //!
+//! # CPUs that change
+//!
+//! The CPUs a process may use change while it runs (`taskset -p`, a cgroup's cpuset, CPU
+//! hotplug). A workqueue re-forms its pods from the CPUs allowed now, within a second, losing
+//! nothing; [`Workqueue::set_scope`] and [`Workqueue::set_shard_size`] re-form them on demand,
+//! and the environment variables `PODQ_SCOPE` and `PODQ_SHARD_SIZE` give the scope and shard
+//! size of workqueues built without one (see [`limits`] and [`scope::env_line`]).
+//!
 //! # Fork
 //!
 //! A child process of `fork()` (on Linux) has none of its parent's podq threads. It builds its
@@ -105,6 +113,7 @@ pub mod cpuset;
 pub mod error;
 mod fork;
 mod here;
+pub mod limits;
 #[cfg(feature = "metrics")]
 pub mod metrics;
 pub mod scope;

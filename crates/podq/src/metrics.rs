@@ -35,12 +35,11 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use ::metrics::{counter, describe_counter, describe_gauge, gauge, Unit};
-use crossbeam_utils::CachePadded;
 
 use crate::fork::PerFork;
 use crate::stats::{PoolStats, WorkqueueStats};
 use crate::sync::Mutex;
-use crate::workqueue::{stats_of, PodShared, WqShared};
+use crate::workqueue::{stats_of, Layouts, WqShared};
 
 /// How a series moves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -101,6 +100,14 @@ const WORKQUEUE: &[Metric<WorkqueueStats>] = &[
         unit: "work items",
         help: "Work items whose closure panicked while a worker dropped it after its last run.",
         read: |s| s.drop_panics,
+    },
+    Metric {
+        name: "podq_workqueue_reformations_total",
+        kind: Kind::Counter,
+        unit: "re-formations",
+        help: "Times the workqueue's pods were re-formed: the CPUs the process may use changed, \
+               or its scope or shard size was set.",
+        read: |s| s.reformations,
     },
     Metric {
         name: "podq_workqueue_queued",
@@ -277,19 +284,19 @@ const POOL: &[Metric<PoolStats>] = &[
 struct Entry {
     /// The workqueue's shared part.
     shared: Weak<WqShared>,
-    /// Its part of each pod.
-    pods: Box<[Weak<CachePadded<PodShared>>]>,
+    /// Its layouts (its parts of the pods).
+    layouts: Weak<Layouts>,
 }
 
 /// Strong handles of a live workqueue's parts, for one publish.
-type Held = (Arc<WqShared>, Vec<Arc<CachePadded<PodShared>>>);
+type Held = (Arc<WqShared>, Arc<Layouts>);
 
 impl Entry {
     /// Strong handles of the workqueue's parts, or `None` once it is gone.
     fn upgrade(&self) -> Option<Held> {
         let shared = self.shared.upgrade()?;
-        let pods = self.pods.iter().map(Weak::upgrade).collect::<Option<_>>()?;
-        Some((shared, pods))
+        let layouts = self.layouts.upgrade()?;
+        Some((shared, layouts))
     }
 }
 
@@ -305,10 +312,10 @@ fn live() -> &'static Mutex<Vec<Entry>> {
 }
 
 /// Registers a new workqueue for [`publish`] (called once, when it is built).
-pub(crate) fn register(shared: &Arc<WqShared>, pods: &[Arc<CachePadded<PodShared>>]) {
+pub(crate) fn register(shared: &Arc<WqShared>, layouts: &Arc<Layouts>) {
     let entry = Entry {
         shared: Arc::downgrade(shared),
-        pods: pods.iter().map(Arc::downgrade).collect(),
+        layouts: Arc::downgrade(layouts),
     };
     live().lock().push(entry);
 }
@@ -334,8 +341,8 @@ pub fn publish() {
         });
         held
     };
-    for (shared, pods) in &held {
-        record(&stats_of(shared, pods));
+    for (shared, layouts) in &held {
+        record(&stats_of(shared, layouts));
     }
     // Should a workqueue have been dropped meanwhile, these were the last handles of its
     // parts: its pools shut down here, on the calling thread, outside the lock.

@@ -24,6 +24,89 @@ use crate::topology::{pods_from_predicate, Topology};
 /// The kernel's default cache shard size: 8 cores (`wq_cache_shard_size`).
 pub const DEFAULT_SHARD_SIZE: usize = 8;
 
+/// The environment variable that sets the scope of every workqueue built without one: a scope
+/// name, read as [`AffinityScope`]'s `FromStr` reads it (`cache_shard`, `default`, ...).
+pub const SCOPE_VAR: &str = "PODQ_SCOPE";
+
+/// The environment variable that sets the shard size of every workqueue built without one: a
+/// whole number of cores, at least 1.
+pub const SHARD_SIZE_VAR: &str = "PODQ_SHARD_SIZE";
+
+/// The line an operator sets in a service's environment to give every workqueue built without
+/// an explicit scope or shard size these ([`SCOPE_VAR`], [`SHARD_SIZE_VAR`]).
+///
+/// ```
+/// use podq::scope::env_line;
+/// use podq::AffinityScope;
+/// assert_eq!(
+///     env_line(AffinityScope::CacheShard, 8),
+///     "PODQ_SCOPE=cache_shard PODQ_SHARD_SIZE=8"
+/// );
+/// ```
+pub fn env_line(scope: AffinityScope, shard_size: usize) -> String {
+    format!("{SCOPE_VAR}={scope} {SHARD_SIZE_VAR}={shard_size}")
+}
+
+/// The scope of [`SCOPE_VAR`] in the environment; `None` when it is not set.
+///
+/// # Errors
+///
+/// [`Error::BadEnvironment`] naming the variable, for a value that is not a scope.
+pub(crate) fn scope_from_env() -> Result<Option<AffinityScope>> {
+    env_value(SCOPE_VAR)?
+        .map(|value| parse_scope_var(&value))
+        .transpose()
+}
+
+/// The shard size of [`SHARD_SIZE_VAR`] in the environment; `None` when it is not set.
+///
+/// # Errors
+///
+/// [`Error::BadEnvironment`] naming the variable, for a value that is not a whole number of
+/// at least 1.
+pub(crate) fn shard_size_from_env() -> Result<Option<usize>> {
+    env_value(SHARD_SIZE_VAR)?
+        .map(|value| parse_shard_size_var(&value))
+        .transpose()
+}
+
+/// The value of `var`, `None` when it is not set.
+fn env_value(var: &str) -> Result<Option<String>> {
+    match std::env::var(var) {
+        Ok(value) => Ok(Some(value)),
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(value)) => Err(Error::BadEnvironment {
+            variable: var.to_owned(),
+            value: value.to_string_lossy().into_owned(),
+            reason: "not UTF-8".to_owned(),
+        }),
+    }
+}
+
+/// [`SCOPE_VAR`]'s value as a scope.
+fn parse_scope_var(value: &str) -> Result<AffinityScope> {
+    value
+        .trim()
+        .parse()
+        .map_err(|e: Error| Error::BadEnvironment {
+            variable: SCOPE_VAR.to_owned(),
+            value: value.to_owned(),
+            reason: e.to_string(),
+        })
+}
+
+/// [`SHARD_SIZE_VAR`]'s value as a shard size.
+fn parse_shard_size_var(value: &str) -> Result<usize> {
+    match value.trim().parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(Error::BadEnvironment {
+            variable: SHARD_SIZE_VAR.to_owned(),
+            value: value.to_owned(),
+            reason: "expected a whole number of cores, at least 1".to_owned(),
+        }),
+    }
+}
+
 /// How CPUs are grouped into pods.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, Default)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
@@ -378,6 +461,25 @@ fn cache_shards(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn environment_values_parse_with_the_scope_parser_and_name_their_variable() {
+        assert_eq!(parse_scope_var("cache").unwrap(), AffinityScope::Cache);
+        assert_eq!(
+            parse_scope_var("default\n").unwrap(),
+            AffinityScope::CacheShard
+        );
+        let err = parse_scope_var("cache-shard").unwrap_err().to_string();
+        assert!(
+            err.contains("PODQ_SCOPE") && err.contains("cache_shard"),
+            "{err}"
+        );
+        assert_eq!(parse_shard_size_var("16").unwrap(), 16);
+        for bad in ["0", "-1", "eight", ""] {
+            let err = parse_shard_size_var(bad).unwrap_err().to_string();
+            assert!(err.contains("PODQ_SHARD_SIZE"), "{err}");
+        }
+    }
 
     #[test]
     fn parses_scope_names_exactly() {

@@ -145,6 +145,9 @@ pub struct WorkqueueStats {
     /// Executions counted against `max_backlog` now (queued and not started); 0 without a
     /// `max_backlog`.
     pub backlog: u64,
+    /// Times its pods were re-formed: the CPUs the process may use changed (see
+    /// [`crate::limits`]), or its scope or shard size was set.
+    pub reformations: u64,
     /// The pools serving the workqueue (pods with at least one of its CPUs), by pod id.
     pub pools: Vec<PoolStats>,
 }

@@ -574,3 +574,43 @@ fn grouped_items_take_and_give_back_room_in_a_bounded_backlog() {
         stats.completed
     );
 }
+
+#[test]
+fn a_group_keeps_queueing_across_a_scope_change() {
+    let wq = Workqueue::builder("steer-reshape")
+        .idle_timeout(own_pools(10))
+        .scope(AffinityScope::Cpu)
+        .max_backlog(8)
+        .build()
+        .expect("workqueue");
+    let group = wq.group();
+    let done = Arc::new(AtomicUsize::new(0));
+    let queue_some = |n: usize| {
+        for _ in 0..n {
+            let done = Arc::clone(&done);
+            assert!(group.queue(move || {
+                done.fetch_add(1, Ordering::Relaxed);
+            }));
+        }
+    };
+    queue_some(100);
+    // A home learnt under one scope is a pod id of that layout; under the new scope it only
+    // counts where it names a pod serving the workqueue's CPUs.
+    wq.set_scope(AffinityScope::System).expect("set_scope");
+    queue_some(100);
+    wq.set_scope(AffinityScope::Cpu).expect("set_scope");
+    queue_some(100);
+    assert!(wq.flush());
+    assert_eq!(done.load(Ordering::Relaxed), 300);
+    let stats = wq.stats();
+    assert_eq!(stats.completed, 300);
+    assert_eq!(stats.backlog, 0, "{stats:?}");
+    assert_eq!(stats.grouped_at_home + stats.grouped_elsewhere, 300);
+    assert_eq!(stats.reformations, 2);
+    if let Some(home) = group.home() {
+        assert!(
+            stats.pools.iter().any(|p| p.pod == home),
+            "{home}: {stats:?}"
+        );
+    }
+}

@@ -92,6 +92,16 @@ impl Report<'_> {
             out.push_str(&self.kernel_line(row));
             out.push('\n');
         }
+        if let Some(best) = self
+            .rows
+            .iter()
+            .max_by(|a, b| a.outcome.items_per_sec.total_cmp(&b.outcome.items_per_sec))
+        {
+            out.push_str(&format!(
+                "fastest: {}\n",
+                podq::scope::env_line(best.scenario.scope, best.scenario.shard_size)
+            ));
+        }
         if let Some(percent) = self.settings.uncertainty {
             if self.flips.is_empty() {
                 out.push_str(&format!(

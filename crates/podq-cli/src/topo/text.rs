@@ -66,6 +66,16 @@ fn summary(out: &mut String, report: &Report) {
         "shard size",
         &format!("{} (cores per cache shard)", report.shard_size),
     );
+    // The scope shown (the default when all are), as an operator sets it for a service.
+    let scope = match report.scopes.as_slice() {
+        [one] => one.scope,
+        _ => podq::AffinityScope::default(),
+    };
+    field(
+        out,
+        "environment",
+        &podq::scope::env_line(scope, report.shard_size),
+    );
 }
 
 /// `n` if every value is `n`, `low-high` otherwise (and `0` for no values).

@@ -249,6 +249,11 @@ impl<T: Runnable> Pool<T> {
         })
     }
 
+    /// Takes out every waiting task for which `matches` is true (see `Core::take_all_if`).
+    pub(crate) fn take_all_if(&self, matches: impl FnMut(&T) -> bool) -> Vec<T> {
+        self.shared.core.take_all_if(matches)
+    }
+
     /// Takes out the oldest waiting task for which `matches` is true (for cancel).
     pub(crate) fn remove_if(&self, matches: impl FnMut(&T) -> bool) -> Option<T> {
         self.shared.core.remove_if(matches)

@@ -103,6 +103,20 @@ impl<T: Runnable> PoolSet<T> {
             .find_map(|pod| self.pools.get(pod)?.remove_if(&mut matches))
     }
 
+    /// Takes out every waiting task for which `matches` is true, from every pool, with the
+    /// pod of the pool each came from.
+    pub(crate) fn take_all_if(&self, mut matches: impl FnMut(&T) -> bool) -> Vec<(usize, T)> {
+        self.pools
+            .iter()
+            .enumerate()
+            .flat_map(|(pod, pool)| {
+                pool.take_all_if(&mut matches)
+                    .into_iter()
+                    .map(move |task| (pod, task))
+            })
+            .collect()
+    }
+
     /// The stats of the pools that serve at least one of the workqueue's CPUs, in pod order.
     pub(crate) fn stats(&self) -> Vec<PoolStats> {
         self.pools

@@ -8,6 +8,9 @@ mod linux;
 #[cfg(target_os = "linux")]
 pub(crate) use linux::*;
 
+mod limits;
+pub use limits::SystemLimits;
+
 #[cfg(not(target_os = "linux"))]
 mod fallback;
 #[cfg(not(target_os = "linux"))]

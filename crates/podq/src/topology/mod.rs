@@ -269,6 +269,40 @@ impl Topology {
         synthetic::from_machine(desc)
     }
 
+    /// This machine's online CPUs that have a topology, whatever this process may run on
+    /// now: the machine a workqueue re-forms its pods on when the CPUs it may use change
+    /// (`workqueue/layout.rs`). A flat machine of the allowed CPUs where sysfs cannot be used.
+    pub(crate) fn discover_online() -> Result<Topology> {
+        sysfs::discover_online()
+    }
+
+    /// The same machine with only the CPUs of `cpus` usable: every CPU's sets narrowed to
+    /// them. `None` when none of its CPUs is in `cpus`.
+    pub(crate) fn within(&self, cpus: &CpuSet) -> Option<Topology> {
+        let kept: Vec<Cpu> = self
+            .cpus
+            .iter()
+            .filter(|c| cpus.contains(c.id))
+            .map(|c| Cpu {
+                id: c.id,
+                core_cpus: c.core_cpus.intersection(cpus),
+                cache_cpus: c.cache_cpus.intersection(cpus),
+                cache_level: c.cache_level,
+                node: c.node,
+                package: c.package,
+                cluster_cpus: c.cluster_cpus.as_ref().map(|s| s.intersection(cpus)),
+            })
+            .collect();
+        if kept.is_empty() {
+            return None;
+        }
+        Some(Topology::from_parts(
+            kept,
+            self.fallbacks.clone(),
+            self.source.clone(),
+        ))
+    }
+
     /// The usable CPUs, ascending id.
     pub fn cpus(&self) -> &[Cpu] {
         &self.cpus

@@ -36,6 +36,23 @@ pub(crate) fn discover() -> Result<Topology> {
     let allowed: Option<CpuSet> = crate::sys::allowed_cpus()
         .ok()
         .map(|cpus| cpus.into_iter().collect());
+    discover_within(allowed)
+}
+
+/// This machine: `/` with every online CPU that has a topology, whatever this process may run
+/// on now; a flat machine of the allowed CPUs when sysfs cannot be used.
+pub(crate) fn discover_online() -> Result<Topology> {
+    match read(Path::new("/"), None) {
+        Ok(mut topo) => {
+            "this machine".clone_into(&mut topo.source);
+            Ok(topo)
+        }
+        Err(_) => discover(),
+    }
+}
+
+/// This machine, keeping only `allowed` CPUs when given.
+fn discover_within(allowed: Option<CpuSet>) -> Result<Topology> {
     match read(Path::new("/"), allowed.as_ref()) {
         Ok(mut topo) => {
             "this machine".clone_into(&mut topo.source);

@@ -213,7 +213,7 @@ impl Workqueue {
     pub fn try_queue(&self, f: impl FnOnce() + Send + 'static) -> Result<(), QueueError> {
         self.try_room()?;
         let here = Here::now();
-        self.submit(Job::Once(Box::new(f)), self.pod_here(here), here.index());
+        self.submit(Job::Once(Box::new(f)), self.pick_here(here), here.index());
         Ok(())
     }
 
@@ -255,9 +255,7 @@ impl Workqueue {
             }
             Claim::Claimed { .. } => {
                 let here = Here::now();
-                let pod = self.pod_here(here);
-                item.record_home(&self.shared, pod);
-                self.submit(Job::Work(std::sync::Arc::clone(item)), pod, here.index());
+                self.submit_claimed(item, self.pick_here(here), here.index());
                 Ok(())
             }
         }

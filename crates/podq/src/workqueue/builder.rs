@@ -1,16 +1,18 @@
 //! [`WorkqueueBuilder`]: a workqueue's attributes, all checked in one place (`check`) when
 //! [`WorkqueueBuilder::build`] is called.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::cpuset::CpuSet;
 use crate::error::{Error, Result};
 use crate::fork::PerFork;
-use crate::policy::Placement;
+use crate::limits::CpuLimits;
 use crate::pool::{self, Hook, PoolAttrs, WorkerInfo, WorkerOptions};
 use crate::scope::{AffinityScope, DEFAULT_SHARD_SIZE};
 use crate::topology::Topology;
 
+use super::layout::{Reform, Shape};
 use super::Workqueue;
 
 /// The attributes of a workqueue; [`Workqueue::builder`] makes one.
@@ -32,10 +34,10 @@ use super::Workqueue;
 pub struct WorkqueueBuilder {
     /// The name, shown in statistics.
     name: String,
-    /// How CPUs are grouped into pods.
-    scope: AffinityScope,
-    /// Cores per `cache_shard` pod.
-    shard_size: usize,
+    /// How CPUs are grouped into pods; `None`: `PODQ_SCOPE`, else the default scope.
+    scope: Option<AffinityScope>,
+    /// Cores per `cache_shard` pod; `None`: `PODQ_SHARD_SIZE`, else the default size.
+    shard_size: Option<usize>,
     /// Whether workers stay on their pod's CPUs.
     strict: bool,
     /// Items running at once at most; `None`: no limit beyond the pools' workers.
@@ -56,18 +58,22 @@ pub struct WorkqueueBuilder {
     max_backlog: Option<usize>,
     /// How the pools' workers are made, and their hooks.
     worker: WorkerOptions,
+    /// Where the CPUs the process may use come from; `None`: this machine's, for a workqueue
+    /// on this machine, and none followed on a topology given to the builder.
+    limits: Option<Arc<dyn CpuLimits>>,
 }
 
 impl WorkqueueBuilder {
-    /// Defaults: the default scope (`cache_shard`), 8 cores per shard, not strict, pull and
-    /// steering on, no
+    /// Defaults: the scope and shard size of the environment (`PODQ_SCOPE`,
+    /// `PODQ_SHARD_SIZE`), else the default scope (`cache_shard`) and 8 cores per shard; not
+    /// strict, pull and steering on, no
     /// `max_active`, every usable CPU of this machine, the pool layer's worker cap and idle
     /// timeout.
     pub(crate) fn new(name: String) -> Self {
         WorkqueueBuilder {
             name,
-            scope: AffinityScope::default(),
-            shard_size: DEFAULT_SHARD_SIZE,
+            scope: None,
+            shard_size: None,
             strict: false,
             max_active: None,
             cpus: None,
@@ -78,18 +84,22 @@ impl WorkqueueBuilder {
             steer: true,
             max_backlog: None,
             worker: WorkerOptions::default(),
+            limits: None,
         }
     }
 
-    /// How CPUs are grouped into pods (default: `cache_shard`).
+    /// How CPUs are grouped into pods (default: the environment's
+    /// [`PODQ_SCOPE`](crate::scope::SCOPE_VAR), else `cache_shard`).
     pub fn scope(mut self, scope: AffinityScope) -> Self {
-        self.scope = scope;
+        self.scope = Some(scope);
         self
     }
 
-    /// Cores per `cache_shard` pod (default 8, the kernel's); must be at least 1.
+    /// Cores per `cache_shard` pod (default: the environment's
+    /// [`PODQ_SHARD_SIZE`](crate::scope::SHARD_SIZE_VAR), else 8, the kernel's); must be at
+    /// least 1.
     pub fn shard_size(mut self, cores: usize) -> Self {
-        self.shard_size = cores;
+        self.shard_size = Some(cores);
         self
     }
 
@@ -248,12 +258,23 @@ impl WorkqueueBuilder {
         self
     }
 
+    /// Where the workqueue learns which CPUs the process may use now (default: the OS's
+    /// answer, [`SystemLimits`](crate::limits::SystemLimits), for a workqueue on this machine;
+    /// none on a topology given with [`WorkqueueBuilder::topology`]). Its pods are re-formed
+    /// when the answer changes (see [`crate::limits`]).
+    pub fn cpu_limits(mut self, limits: Arc<dyn CpuLimits>) -> Self {
+        self.limits = Some(limits);
+        self
+    }
+
     /// Checks the attributes, takes the pools of every pod (shared with every workqueue of
     /// equal attributes) and returns the workqueue.
     ///
     /// # Errors
     ///
     /// * [`Error::ZeroShardSize`]: a shard size of 0;
+    /// * [`Error::BadEnvironment`]: a `PODQ_SCOPE` or `PODQ_SHARD_SIZE` that is not a scope or
+    ///   a shard size, when the builder was given none;
     /// * [`Error::ZeroMaxActive`]: a `max_active` of 0;
     /// * [`Error::ZeroMaxWorkers`]: a `max_workers` of 0;
     /// * [`Error::ZeroMaxBacklog`]: a `max_backlog` of 0;
@@ -262,57 +283,102 @@ impl WorkqueueBuilder {
     /// * [`Error::UnknownCpu`]: a CPU that is not usable on the topology;
     /// * the topology's error when this machine's topology cannot be read.
     pub fn build(mut self) -> Result<Workqueue> {
-        let (topology, cpus) = self.check()?;
+        let requested = self.cpus.clone();
+        let this_machine = self.topology.is_none();
+        let (scope, shard_size) = self.scope_and_shard_size()?;
+        let (machine, cpus) = self.check()?;
         let attrs = PoolAttrs {
-            scope: self.scope,
-            shard_size: self.shard_size,
+            scope,
+            shard_size,
             strict: self.strict,
-            cpus: cpus.clone(),
+            cpus,
             max_workers: self.max_workers,
             idle_timeout: self.idle_timeout,
             pull: self.pull && !self.strict,
             worker: self.worker.clone(),
         };
-        let pools = super::pool_registry().pools_for(&topology, &attrs)?;
-        let placement = Placement::new(pools.pods(), &cpus, |cpu| {
-            topology.cpu(cpu).map_or(0, |c| c.node)
-        })?;
+        let limits = if this_machine {
+            Some(self.limits.unwrap_or_else(super::follow::system_limits))
+        } else {
+            self.limits
+        };
+        // The first layout is formed on the CPUs allowed now (every CPU of the machine when
+        // nothing limits them, or the limits cannot be read).
+        let allowed = limits
+            .as_ref()
+            .and_then(|l| l.allowed().ok())
+            .map(|a| a.intersection(&machine.cpu_set()))
+            .filter(|a| !a.is_empty())
+            .unwrap_or_else(|| machine.cpu_set());
+        let topology = machine
+            .within(&allowed)
+            .ok_or_else(Error::empty_workqueue_cpus)?;
+        let shape = Shape {
+            scope,
+            shard_size,
+            allowed,
+        };
+        let reform = Reform {
+            wq: std::sync::Weak::new(),
+            machine,
+            rediscover: this_machine.then_some(Topology::discover_online as fn() -> _),
+            attrs,
+            requested,
+            limits,
+            closed: false,
+        };
         let mut wq = Workqueue::from_parts(
             self.name,
-            self.scope,
-            cpus,
-            pools,
-            placement,
+            &topology,
+            shape,
+            reform,
             self.max_active,
-            self.max_workers,
             self.max_backlog,
-        );
+        )?;
         wq.steer = self.steer;
         Ok(wq)
     }
 }
 
-/// This machine's topology, read once per process (sysfs does not change under a running
-/// process in ways podq follows). Once per fork generation (step 21 of `README.md`), so that a
-/// child never waits on a first read that a thread of its parent was making at the fork.
+/// This machine's topology with every online CPU, whatever the process may use now (a
+/// workqueue forms its pods on the CPUs it may use, and re-forms them when those change: see
+/// `crate::limits`), read once per process. Once per fork generation (step 21 of
+/// `README.md`), so that a child never waits on a first read that a thread of its parent was
+/// making at the fork.
 fn this_machine() -> Result<Topology> {
     static THIS: PerFork<Topology> = PerFork::new();
     if let Some(t) = THIS.built() {
         return Ok(t.clone());
     }
-    let t = Topology::discover()?;
+    let t = Topology::discover_online()?;
     Ok(THIS.get(|| t.clone()).clone())
 }
 
 impl WorkqueueBuilder {
-    /// Checks every attribute and takes the topology (this machine's when none was given) and
-    /// the workqueue's CPUs (every usable CPU when none were given). The one place where a
+    /// The scope and shard size: those given, else the environment's, else the defaults.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ZeroShardSize`] for a shard size of 0; [`Error::BadEnvironment`] for an
+    /// environment variable that is read and is not a scope or a shard size.
+    fn scope_and_shard_size(&self) -> Result<(AffinityScope, usize)> {
+        let scope = match self.scope {
+            Some(scope) => scope,
+            None => crate::scope::scope_from_env()?.unwrap_or_default(),
+        };
+        let shard_size = match self.shard_size {
+            Some(0) => return Err(Error::ZeroShardSize),
+            Some(n) => n,
+            None => crate::scope::shard_size_from_env()?.unwrap_or(DEFAULT_SHARD_SIZE),
+        };
+        Ok((scope, shard_size))
+    }
+
+    /// Checks every attribute and takes the topology (this machine's, with every online CPU,
+    /// when none was given) and the workqueue's CPUs (every CPU of it when none were given). The one place where a
     /// workqueue's attributes are checked, each error with one message: the pods, pools and
     /// placement built from them take them as checked.
     fn check(&mut self) -> Result<(Topology, CpuSet)> {
-        if self.shard_size == 0 {
-            return Err(Error::ZeroShardSize);
-        }
         if self.max_active == Some(0) {
             return Err(Error::ZeroMaxActive);
         }

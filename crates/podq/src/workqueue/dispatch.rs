@@ -8,19 +8,37 @@ use crossbeam_utils::CachePadded;
 
 use crate::here;
 
+use super::layout::{Layout, Layouts};
 use super::pod_ref::Counted;
 use super::state::RUNNING;
 use super::task::{Acct, Job, Task};
 use super::work::WorkInner;
 use super::{PodShared, WqShared};
 
-/// Counts a new execution in its pod's colour and sends it through `max_active` to its pool
-/// (steps 2 and 3).
+/// Counts a new execution in the pod that `pick` chooses in the current layout of `layouts`,
+/// and sends it through `max_active` to its pool (steps 2, 3 and 33).
 ///
-/// `wq` is `pod.wq`, passed borrowed so that the hot path writes no workqueue-wide reference
-/// count, and the pod is held by the count alone (`pod_ref.rs`).
+/// `wq` is the pods' workqueue, passed borrowed so that the hot path writes no
+/// workqueue-wide reference count, and the pod is held by the count alone (`pod_ref.rs`).
 #[inline]
-pub(super) fn submit(wq: &WqShared, pod: &Arc<CachePadded<PodShared>>, job: Job, at: usize) {
+pub(super) fn submit(
+    wq: &WqShared,
+    layouts: &Layouts,
+    mut pick: impl FnMut(&Layout) -> usize,
+    job: Job,
+    at: usize,
+) {
+    let counted = Counted::enter_with(&wq.flush, at, || {
+        let layout = layouts.current();
+        &layout.pods[pick(layout)]
+    });
+    submit_counted(wq, counted, job, at);
+}
+
+/// Counts a new execution in `pod` (of any layout of its workqueue) and sends it on, as
+/// [`submit`] does.
+#[inline]
+fn submit_to(wq: &WqShared, pod: &Arc<CachePadded<PodShared>>, job: Job, at: usize) {
     submit_counted(wq, Counted::enter(pod, at), job, at);
 }
 
@@ -47,7 +65,7 @@ fn submit_counted(wq: &WqShared, counted: Counted, job: Job, at: usize) {
 pub(crate) fn enqueue_claimed(item: Arc<WorkInner>, pod: &Arc<CachePadded<PodShared>>, at: usize) {
     item.record_home(&pod.wq, pod.index);
     force_room(&pod.wq);
-    submit(&pod.wq, pod, Job::Work(item), at);
+    submit_to(&pod.wq, pod, Job::Work(item), at);
 }
 
 /// Queues an item whose claim the caller owns and whose execution is already counted (a fired
@@ -86,7 +104,14 @@ fn dispatch(wq: &WqShared, task: Task, at: usize) {
         }
         _ => task,
     };
-    wq.pools.push(task.acct.counted.pod().index, task, at);
+    let (set, index) = {
+        let pod = task.acct.counted.pod();
+        (pod.set, pod.index)
+    };
+    wq.pools
+        .get(set)
+        .expect("a pod's pool set is pushed before the pod")
+        .push(index, task, at);
 }
 
 /// Step 28 for an execution that never waits for room (a delayed item whose delay ended, or

@@ -106,7 +106,7 @@ impl PodCounters {
 
     /// Executions of colour `colour` queued and not finished, over the stripes. SeqCst: the
     /// flusher's and the last finisher's reads (steps 17 and 10).
-    fn in_flight_of(&self, colour: usize) -> usize {
+    pub(crate) fn in_flight_of(&self, colour: usize) -> usize {
         self.stripes.iter().fold(0usize, |sum, s| {
             sum.wrapping_add(s.in_flight[colour].load(Ordering::SeqCst))
         })
@@ -144,9 +144,11 @@ struct Turn {
 /// The flush colours and drain state of one workqueue.
 #[derive(Debug)]
 pub(crate) struct Flush {
-    /// A: the colour new executions are counted under; written only by the flusher whose turn
-    /// it is.
-    colour: AtomicUsize,
+    /// A: the epoch: bit 0 is the colour new executions are counted under, flipped only by
+    /// the flusher whose turn it is (step 17); the bits above count layout changes (step 33).
+    /// A queue call that reads one epoch before it counts and another after has to count
+    /// again.
+    epoch: AtomicUsize,
     /// L: whether a flusher has its turn, and how many wait for one (step 17).
     turn: Mutex<Turn>,
     /// Where flushers wait for their turn; notified under `turn`.
@@ -161,7 +163,7 @@ impl Flush {
     /// Flush state at colour 0, whose flushers sleep on `wait`.
     pub(crate) fn new(wait: &'static FlushWait) -> Flush {
         Flush {
-            colour: AtomicUsize::new(0),
+            epoch: AtomicUsize::new(0),
             turn: Mutex::new(Turn::default()),
             next_turn: Condvar::new(),
             wait,
@@ -173,8 +175,32 @@ impl Flush {
     /// thread's CPU or thread index, read once per queue call), and returns its colour.
     #[inline]
     pub(crate) fn enter(&self, pod: &PodCounters, at: usize) -> usize {
-        let stripe = pod.stripe(at);
+        match self.enter_with(at, || Some((pod, pod))) {
+            Some((_, colour)) => colour,
+            None => unreachable!("the pod is given"),
+        }
+    }
+
+    /// Steps 2 and 33: counts a new execution in the pod that `pick` chooses (its part and its
+    /// counters), in the stripe of `at`, and returns that pod and the colour. `pick` reads
+    /// the current layout: it is asked again whenever the epoch moved while the execution was
+    /// counted (a flush moved the colour, or the layout changed), so the pod returned is in a
+    /// layout that was current when the count was made, or the re-formation that replaced it
+    /// sees the count. `None` when `pick` finds no pod.
+    #[inline]
+    pub(crate) fn enter_with<'p, P: ?Sized>(
+        &self,
+        at: usize,
+        mut pick: impl FnMut() -> Option<(&'p P, &'p PodCounters)>,
+    ) -> Option<(&'p P, usize)> {
         loop {
+            // SeqCst, before `pick` reads the layout: a re-formation publishes its layout
+            // (Release) before it moves the epoch, so an epoch read after the move leads to
+            // the new layout.
+            let epoch = self.epoch.load(Ordering::SeqCst);
+            let c = epoch & 1;
+            let (part, pod) = pick()?;
+            let stripe = pod.stripe(at);
             // A Dekker pair of SeqCst fences with the flusher's (step 17): it stores the
             // colour, fences, reads the counts; this raises a count, fences, reads the colour.
             // One fence comes first in the single order of SeqCst operations: either the
@@ -183,11 +209,10 @@ impl Flush {
             //
             // The increment and the undo below are on the same stripe, so a flusher that read
             // the stripe in between sees it no lower than before.
-            let c = self.colour.load(Ordering::SeqCst);
             stripe.in_flight[c].fetch_add(1, Ordering::SeqCst);
             fence(Ordering::SeqCst);
-            if self.colour.load(Ordering::SeqCst) == c {
-                return c;
+            if self.epoch.load(Ordering::SeqCst) == epoch {
+                return Some((part, c));
             }
             self.leave_from(pod, stripe, c);
         }
@@ -238,49 +263,64 @@ impl Flush {
         }
     }
 
-    /// Step 17: waits for every execution counted before the call.
+    /// Step 33: moves the epoch on after a layout change, so that a queue call that read the
+    /// layout before the change and counts after it counts again, in the new layout. The
+    /// colour stays. The other half of `enter_with`'s Dekker pair, as a flusher's move of the
+    /// colour is: it moves the epoch, fences (`SeqCst`), and what it reads of the old layout's
+    /// counts afterwards includes every queue call whose re-read did not see the move.
+    pub(crate) fn advance_epoch(&self) {
+        self.epoch.fetch_add(COLOURS, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+    }
+
+    /// Step 17: waits for every execution counted before the call, in `pods` (the entry of
+    /// the loom model, `crates/podq-loom/tests/flush.rs`; the workqueue has several layouts
+    /// and calls [`Flush::flush_until`]).
+    #[allow(dead_code)]
     pub(crate) fn flush<'a, I>(&self, pods: impl Fn() -> I)
     where
         I: Iterator<Item = &'a PodCounters>,
     {
-        self.flush_until(pods, None);
+        self.flush_until(|colour| pods().any(|p| p.in_flight_of(colour) != 0), None);
     }
 
     /// Step 17: waits for every execution counted before the call, giving up at `deadline`
-    /// (`None`: never). Returns whether it waited for all of them.
+    /// (`None`: never); `busy(colour)` tells whether some pod still counts executions of that
+    /// colour (read after the colour moved, so it sees every layout an execution of the old
+    /// colour can be counted in). Returns whether it waited for all of them.
     ///
     /// A flush that gave up leaves the colour it moved from with executions in it; they may
     /// still be counted there when the next flusher moves the colour back to it. So every
     /// flusher first waits until the colour it moves to is empty (at once, unless a flush
     /// gave up before it): executions counted there are all from before its call.
-    pub(crate) fn flush_until<'a, I>(&self, pods: impl Fn() -> I, deadline: Option<Instant>) -> bool
-    where
-        I: Iterator<Item = &'a PodCounters>,
-    {
+    pub(crate) fn flush_until(
+        &self,
+        busy: impl Fn(usize) -> bool,
+        deadline: Option<Instant>,
+    ) -> bool {
         if !self.take_turn(deadline) {
             return false;
         }
-        let old = self.colour.load(Ordering::SeqCst);
-        let new = (old + 1) % COLOURS;
-        let done = self.wait_for_zero(&pods, new, deadline) && {
-            self.colour.store(new, Ordering::SeqCst);
-            self.wait_for_zero(&pods, old, deadline)
+        // Only the flusher whose turn it is flips bit 0; re-formations add to the bits above
+        // at any time, hence the exclusive or.
+        let old = self.epoch.load(Ordering::SeqCst) & 1;
+        let new = old ^ 1;
+        let done = self.wait_for_zero(&busy, new, deadline) && {
+            self.epoch.fetch_xor(1, Ordering::SeqCst);
+            self.wait_for_zero(&busy, old, deadline)
         };
         self.end_turn();
         done
     }
 
-    /// Waits until the colour `colour` has no execution in any pod, or until `deadline`.
+    /// Waits until no pod counts an execution of `colour` (`busy`), or until `deadline`.
     /// Returns whether it saw none.
-    fn wait_for_zero<'a, I>(
+    fn wait_for_zero(
         &self,
-        pods: &impl Fn() -> I,
+        busy: &impl Fn(usize) -> bool,
         colour: usize,
         deadline: Option<Instant>,
-    ) -> bool
-    where
-        I: Iterator<Item = &'a PodCounters>,
-    {
+    ) -> bool {
         let wait = self.wait;
         wait.flushers.fetch_add(1, Ordering::SeqCst);
         // The flusher's half of both Dekker pairs: with `enter` (the colour written before
@@ -293,7 +333,7 @@ impl Flush {
         // at the last read. The lock is held from before the reads until the wait releases
         // it, so a finisher's notify (under the lock) cannot fall between them.
         let mut empty = true;
-        while pods().any(|p| p.in_flight_of(colour) != 0) {
+        while busy(colour) {
             match wait_until(&wait.wake, guard, deadline) {
                 Some(g) => guard = g,
                 None => {

@@ -92,7 +92,7 @@ fn a_workqueue_dropped_from_its_own_item_runs_the_rest_then_is_freed() {
         .build()
         .expect("workqueue");
     let shared = Arc::downgrade(&wq.shared);
-    let pod = Arc::downgrade(&wq.pods[0]);
+    let pod = Arc::downgrade(&wq.layouts.current().pods[0]);
     let slot = Arc::new(Mutex::new(Some(wq)));
     let (tx, rx) = std::sync::mpsc::channel();
     let (release, gate) = std::sync::mpsc::channel::<()>();

@@ -8,6 +8,7 @@ use crate::here::Here;
 use crate::policy::steer;
 use crate::pool;
 
+use super::layout::Layout;
 use super::steering::{GroupState, Ticket};
 use super::task::Job;
 use super::{Work, Workqueue};
@@ -93,19 +94,22 @@ impl Group<'_> {
             return false;
         }
         let here = Here::now();
-        let plain = wq.pod_here(here);
         if !self.steers() {
-            wq.submit(Job::Once(Box::new(f)), plain, here.index());
+            wq.submit(Job::Once(Box::new(f)), wq.pick_here(here), here.index());
             return true;
         }
-        let pod = self.place(plain);
+        let runnable = self.state.runnable();
         let ticket = Ticket::new(&self.state);
         let job = Job::Once(Box::new(move || {
             ticket.started();
             f();
             // `ticket` goes with the closure (S5), also when `f` panics.
         }));
-        wq.submit(job, pod, here.index());
+        wq.submit(
+            job,
+            |layout| self.place(layout, here, runnable),
+            here.index(),
+        );
         true
     }
 
@@ -119,14 +123,16 @@ impl Group<'_> {
     pub fn queue_work(&self, work: &Work) -> bool {
         let wq = self.wq;
         let here = Here::now();
-        let plain = wq.pod_here(here);
         if !self.steers() {
-            return wq.queue_work_to(work, plain, here.index());
+            return wq.queue_work_to(work, wq.pick_here(here), here.index());
         }
-        let pod = self.place(plain);
-        wq.queue_work_with(work, pod, here.index(), |item| {
-            item.group.put(Ticket::new(&self.state));
-        })
+        let runnable = self.state.runnable();
+        wq.queue_work_with(
+            work,
+            |layout| self.place(layout, here, runnable),
+            here.index(),
+            |item| item.group.put(Ticket::new(&self.state)),
+        )
     }
 
     /// The pod (its id under the workqueue's scope) the group's items are steered to now:
@@ -145,21 +151,33 @@ impl Group<'_> {
         self.wq.steer
     }
 
-    /// (S2) The pod for an item that, ungrouped, would go to `plain`: `policy::steer`'s
-    /// decision from the group's published home, its runnable items and the home pool's load
-    /// (read without a lock).
-    fn place(&self, plain: usize) -> usize {
+    /// (S2) The pod in `layout` for an item issued at `here` while the group had `runnable`
+    /// items queued or running: `policy::steer`'s decision from the group's published home,
+    /// its runnable items and the home pool's load (read without a lock), else the pod of
+    /// `here`'s CPU, where an ungrouped item goes.
+    fn place(&self, layout: &Layout, here: Here, runnable: usize) -> usize {
+        let wq = &self.wq.shared;
+        let plain = layout.pod_for(here.cpu(), &wq.rotation);
+        let Some(pools) = wq.pools.get(layout.set) else {
+            return plain;
+        };
         let now = pool::clock();
-        let pools = &self.wq.shared.pools;
         let group = self.state.snapshot();
+        // A home learnt in an earlier layout (the pods were re-formed since) counts only
+        // while it is a pod of this layout that serves some of the workqueue's CPUs.
+        let serves = |h: usize| {
+            h < pools.len()
+                && pools
+                    .pod(h)
+                    .cpus
+                    .iter()
+                    .any(|cpu| layout.cpus.contains(cpu))
+        };
         let group = steer::Snapshot {
-            home: group.home.filter(|&h| h < pools.len()),
+            home: group.home.filter(|&h| h == plain || serves(h)),
             ..group
         };
-        steer::steer(group, now, plain, self.state.runnable(), |pod| {
-            pools.load(pod, now).pod
-        })
-        .pod(plain)
+        steer::steer(group, now, plain, runnable, |pod| pools.load(pod, now).pod).pod(plain)
     }
 }
 

@@ -8,12 +8,14 @@
 //! item), `delayed.rs` ([`DelayedWork`]), `task.rs` (one queued execution and its accounting),
 //! `state.rs` (an item's state word), `dispatch.rs` (from a queue call to a pool), `active.rs`
 //! (`max_active`), `flush.rs` (flush colours, drain), `pod_ref.rs` (an execution's uncounted
-//! hold on its pod), `timer.rs` (the delayed-work timer thread), `group.rs` ([`Group`]: related
-//! items steered to their home pod), `steering.rs` (a group's state and counters),
-//! `group_slot.rs` (a work item's group ticket), `join.rs` ([`Workqueue::spawn`],
-//! [`JoinHandle`]), `oneshot.rs` (the slot between a spawned closure and its handle),
-//! `backlog.rs` (`max_backlog`, the `try_` calls, [`QueueError`]) and `timeout.rs` (workqueue
-//! flush and drain with a deadline).
+//! hold on its pod), `timer.rs` (the delayed-work timer thread), `layout.rs` (the pods,
+//! placement and pools now, re-formed at run time), `follow.rs` (the `podq/limits` thread that
+//! re-forms layouts when the CPUs the process may use change), `reshape.rs` (`set_scope`,
+//! `set_shard_size`), `group.rs` ([`Group`]: related items steered to their home pod),
+//! `steering.rs` (a group's state and counters), `group_slot.rs` (a work item's group ticket),
+//! `join.rs` ([`Workqueue::spawn`], [`JoinHandle`]), `oneshot.rs` (the slot between a spawned
+//! closure and its handle), `backlog.rs` (`max_backlog`, the `try_` calls, [`QueueError`]) and
+//! `timeout.rs` (workqueue flush and drain with a deadline).
 
 mod active;
 mod backlog;
@@ -23,11 +25,14 @@ mod dispatch;
 mod flush;
 #[cfg(test)]
 mod flush_tests;
+mod follow;
 mod group;
 mod group_slot;
 mod join;
+mod layout;
 mod oneshot;
 mod pod_ref;
+mod reshape;
 pub(crate) mod state;
 mod steering;
 pub(crate) mod task;
@@ -46,14 +51,17 @@ use crate::cpuset::CpuSet;
 use crate::error::{Error, Result};
 use crate::fork::{self, PerFork};
 use crate::here::{self, Here};
-use crate::policy::Placement;
-use crate::pool::{PoolSet, Registry};
+use crate::pool::Registry;
 use crate::scope::AffinityScope;
 use crate::stats::WorkqueueStats;
+use crate::topology::Topology;
 
 use active::ActiveLimit;
 use backlog::Backlog;
 use flush::{Flush, FlushWait, PodCounters, Stripe};
+use layout::{Layout, PoolSets, Reform, Shape};
+
+pub(crate) use layout::Layouts;
 use state::Claim;
 use steering::SteerShared;
 use task::{Job, Task};
@@ -86,6 +94,8 @@ pub use work::Work;
 ///   [`Workqueue::ordered`] runs one at a time, in queueing order;
 /// * a panicking item is caught and counted; its worker goes on;
 /// * dropping the workqueue runs everything already queued, then lets its pools go;
+/// * its pods follow the CPUs the process may use, and [`Workqueue::set_scope`] changes
+///   them, while work flows: nothing queued is lost (see [`crate::limits`]);
 /// * in a child process of `fork()`, new workqueues work fully, and the parent's refuse work
 ///   and return from every call at once (see the crate's "Fork" section).
 ///
@@ -110,8 +120,8 @@ pub use work::Work;
 pub struct Workqueue {
     /// What tasks, timers and items share.
     shared: Arc<WqShared>,
-    /// The workqueue's part of each pod (index = pod id).
-    pods: Box<[Arc<CachePadded<PodShared>>]>,
+    /// Its layouts: the pods, placement and pools now, and every earlier one.
+    layouts: Arc<Layouts>,
     /// I: whether its groups steer (`WorkqueueBuilder::steer`; set by the builder).
     steer: bool,
 }
@@ -123,17 +133,15 @@ pub(crate) struct WqShared {
     pub(crate) id: u64,
     /// I: the name given to the builder.
     pub(crate) name: String,
-    /// I: the scope of its pods.
-    scope: AffinityScope,
-    /// I: the workqueue's CPUs.
-    cpus: CpuSet,
-    /// I: the pools of every pod (a pod outside the workqueue's CPUs has a pool never used).
-    pub(crate) pools: Arc<PoolSet<Task>>,
-    /// I: CPU and node to pod.
-    placement: Placement,
+    /// The pool sets of its layouts, by `PodShared::set` (a pod outside the workqueue's CPUs
+    /// has a pool never used); only added to.
+    pub(crate) pools: PoolSets,
     /// A: rotation for CPUs outside the workqueue's CPUs and for nodes. Relaxed: any value
     /// spreads the work; only written when a replacement is needed.
-    rotation: AtomicUsize,
+    pub(crate) rotation: AtomicUsize,
+    /// I (set once, as it is built): its layouts, for the timer, which queues a delayed item
+    /// to the current one. Weak: the layouts hold this part.
+    pub(crate) layouts: std::sync::OnceLock<std::sync::Weak<Layouts>>,
     /// Flush colours and drain.
     pub(crate) flush: Flush,
     /// I: the `max_active` asked for (`None`: no limit).
@@ -143,7 +151,7 @@ pub(crate) struct WqShared {
     pub(crate) drop_panics: AtomicU64,
     /// The slot counter and FIFO, when `max_active` can be reached.
     pub(crate) active: Option<ActiveLimit<Task>>,
-    /// I: whether its groups steer, and the counters of their items (`steering.rs`).
+    /// I: the counters of its groups' items (`steering.rs`).
     steer: Arc<SteerShared>,
     /// The count of waiting executions, when a `max_backlog` was set (`backlog.rs`).
     pub(crate) backlog: Option<Box<CachePadded<Backlog>>>,
@@ -153,8 +161,10 @@ pub(crate) struct WqShared {
 pub(crate) struct PodShared {
     /// The workqueue.
     pub(crate) wq: Arc<WqShared>,
-    /// I: the pod id (index into the pools).
+    /// I: the pod id (index into the pools of its set).
     pub(crate) index: usize,
+    /// I: its layout's pool set: index into `WqShared::pools`.
+    pub(crate) set: usize,
     /// In-flight counts per colour and statistics.
     pub(crate) counters: PodCounters,
 }
@@ -208,57 +218,59 @@ impl Workqueue {
             .build()
     }
 
-    /// Builds the workqueue from checked attributes (see `builder.rs`).
-    // The builder's checked attributes, one argument each.
-    #[allow(clippy::too_many_arguments)]
+    /// Builds the workqueue from checked attributes (see `builder.rs`): its first layout is
+    /// formed for `shape` on `topology` (the machine within the CPUs allowed now); `reform`
+    /// says what later layouts are formed from, and whether the workqueue follows the CPUs
+    /// the process may use.
+    ///
+    /// # Errors
+    ///
+    /// As `layout::form`.
     pub(crate) fn from_parts(
         name: String,
-        scope: AffinityScope,
-        cpus: CpuSet,
-        pools: Arc<PoolSet<Task>>,
-        placement: Placement,
+        topology: &Topology,
+        shape: Shape,
+        reform: Reform,
         max_active: Option<usize>,
-        max_workers: usize,
         max_backlog: Option<usize>,
-    ) -> Workqueue {
-        let used = pools.serving();
+    ) -> Result<Workqueue> {
         // A limit of at least every worker the pools may ever have cannot be reached by
         // running items, so it needs no counter: items then never touch a workqueue-wide word.
-        let reachable = max_active.filter(|&m| m < used.saturating_mul(max_workers));
+        // Every layout has at most one pool per CPU of the machine.
+        let most_pools = reform.machine.cpus().len();
+        let reachable =
+            max_active.filter(|&m| m < most_pools.saturating_mul(reform.attrs.max_workers));
+        let follows = reform.limits.is_some();
         let id = fork::tag_id(NEXT_ID.fetch_add(1, Ordering::Relaxed));
-        let steer = Arc::new(SteerShared::new(pools.len(), cpus.len()));
+        let layouts = Arc::new(Layouts::new(reform));
         let shared = Arc::new(WqShared {
             id,
             name,
-            scope,
-            cpus,
-            placement,
+            pools: PoolSets::new(),
             rotation: AtomicUsize::new(0),
+            layouts: std::sync::OnceLock::new(),
             flush: Flush::new(flush_wait(id)),
             max_active,
             drop_panics: AtomicU64::new(0),
             active: reachable.map(ActiveLimit::new),
-            steer,
+            // Pod ids of every layout are below the machine's CPU count.
+            steer: Arc::new(SteerShared::new(most_pools, most_pools)),
             backlog: max_backlog.map(|n| Box::new(CachePadded::new(Backlog::new(n)))),
-            pools: Arc::clone(&pools),
         });
-        let pods = (0..pools.len())
-            .map(|index| {
-                Arc::new(CachePadded::new(PodShared {
-                    wq: Arc::clone(&shared),
-                    index,
-                    counters: PodCounters::new(pools.pod(index).cpus.len()),
-                }))
-            })
-            .collect();
+        layouts.reform_state().wq = Arc::downgrade(&shared);
+        let _ = shared.layouts.set(Arc::downgrade(&layouts));
+        layouts.install(&shared, topology, shape)?;
+        if follows {
+            follow::follow(&layouts);
+        }
         let wq = Workqueue {
             shared,
-            pods,
+            layouts,
             steer: true,
         };
         #[cfg(feature = "metrics")]
-        crate::metrics::register(&wq.shared, &wq.pods);
-        wq
+        crate::metrics::register(&wq.shared, &wq.layouts);
+        Ok(wq)
     }
 
     /// The name given to the builder.
@@ -268,12 +280,13 @@ impl Workqueue {
 
     /// The scope of its pods.
     pub fn scope(&self) -> AffinityScope {
-        self.shared.scope
+        self.layouts.current().shape.scope
     }
 
-    /// The workqueue's CPUs.
+    /// The workqueue's CPUs that the process may use now: those its pods are formed on
+    /// (see [`crate::limits`]).
     pub fn cpus(&self) -> &CpuSet {
-        &self.shared.cpus
+        &self.layouts.current().cpus
     }
 
     /// The `max_active` limit, or `None` when none was set.
@@ -281,9 +294,17 @@ impl Workqueue {
         self.shared.max_active
     }
 
-    /// How many pools serve this workqueue (pods with at least one of its CPUs).
+    /// How many pools serve this workqueue now (pods with at least one of its CPUs).
     pub fn pools(&self) -> usize {
-        self.shared.pools.serving()
+        self.pool_set(self.layouts.current()).serving()
+    }
+
+    /// The pool set of `layout`.
+    fn pool_set(&self, layout: &Layout) -> &crate::pool::PoolSet<Task> {
+        self.shared
+            .pools
+            .get(layout.set)
+            .expect("a layout's pool set is pushed before the layout")
     }
 
     /// Queues a one-shot closure to the pool of the calling thread's pod.
@@ -307,8 +328,15 @@ impl Workqueue {
             return false;
         }
         let here = Here::now();
-        self.submit(job, self.pod_here(here), here.index());
+        self.submit(job, self.pick_here(here), here.index());
         true
+    }
+
+    /// The pod of `here`'s CPU in a layout (a CPU outside the workqueue's CPUs replaced
+    /// round-robin).
+    #[inline]
+    fn pick_here(&self, here: Here) -> impl Fn(&Layout) -> usize + '_ {
+        move |layout| layout.pod_for(here.cpu(), &self.shared.rotation)
     }
 
     /// Queues a one-shot closure to the pool of `cpu`'s pod.
@@ -318,14 +346,20 @@ impl Workqueue {
     /// # Errors
     ///
     /// * [`Error::UnknownCpu`] when `cpu` is not one of the workqueue's CPUs;
+    /// * [`Error::CpuNotAllowed`] when it is, but the process may not use it now (see
+    ///   [`crate::limits`]);
     /// * [`Error::ParentProcess`] in a child process of `fork()` when the workqueue was built
     ///   by its parent.
     pub fn queue_on(&self, cpu: usize, f: impl FnOnce() + Send + 'static) -> Result<bool> {
-        let pod = self.pod_of_cpu(cpu)?;
+        self.check_cpu(cpu)?;
         if self.refused() || !self.wait_for_room() {
             return self.refusal();
         }
-        self.submit(Job::Once(Box::new(f)), pod, here::cpu_or_thread());
+        self.submit(
+            Job::Once(Box::new(f)),
+            |layout| layout.pod_for(Some(cpu), &self.shared.rotation),
+            here::cpu_or_thread(),
+        );
         Ok(true)
     }
 
@@ -340,18 +374,28 @@ impl Workqueue {
     ///   by its parent.
     pub fn queue_node(&self, node: usize, f: impl FnOnce() + Send + 'static) -> Result<bool> {
         let rotation = self.shared.rotation.fetch_add(1, Ordering::Relaxed);
-        let pod = self
-            .shared
-            .placement
-            .pod_for_node(node, rotation)
-            .ok_or_else(|| Error::UnknownNode {
+        let placement = &self.layouts.current().placement;
+        if placement.pod_for_node(node, rotation).is_none() {
+            return Err(Error::UnknownNode {
                 node,
-                nodes: list(self.shared.placement.nodes()),
-            })?;
+                nodes: list(placement.nodes()),
+            });
+        }
         if self.refused() || !self.wait_for_room() {
             return self.refusal();
         }
-        self.submit(Job::Once(Box::new(f)), pod, here::cpu_or_thread());
+        // The node's pod in the layout current when the execution is counted; should a
+        // re-formation have taken the node's CPUs meanwhile, a pod of the workqueue's CPUs.
+        self.submit(
+            Job::Once(Box::new(f)),
+            |layout| {
+                layout
+                    .placement
+                    .pod_for_node(node, rotation)
+                    .unwrap_or_else(|| layout.pod_for(None, &self.shared.rotation))
+            },
+            here::cpu_or_thread(),
+        );
         Ok(true)
     }
 
@@ -370,7 +414,7 @@ impl Workqueue {
     ///   "Fork" section).
     pub fn queue_work(&self, work: &Work) -> bool {
         let here = Here::now();
-        self.queue_work_to(work, self.pod_here(here), here.index())
+        self.queue_work_to(work, self.pick_here(here), here.index())
     }
 
     /// Queues `work` to the pool of `cpu`'s pod.
@@ -382,14 +426,20 @@ impl Workqueue {
     /// # Errors
     ///
     /// * [`Error::UnknownCpu`] when `cpu` is not one of the workqueue's CPUs;
+    /// * [`Error::CpuNotAllowed`] when it is, but the process may not use it now (see
+    ///   [`crate::limits`]);
     /// * [`Error::ParentProcess`] in a child process of `fork()` when the workqueue was built
     ///   by its parent.
     pub fn queue_work_on(&self, cpu: usize, work: &Work) -> Result<bool> {
-        let pod = self.pod_of_cpu(cpu)?;
+        self.check_cpu(cpu)?;
         if self.foreign() {
             return self.refusal();
         }
-        Ok(self.queue_work_to(work, pod, here::cpu_or_thread()))
+        Ok(self.queue_work_to(
+            work,
+            |layout| layout.pod_for(Some(cpu), &self.shared.rotation),
+            here::cpu_or_thread(),
+        ))
     }
 
     /// Queues `work` after `delay` (at once for a zero delay), to the pod of the calling
@@ -465,10 +515,7 @@ impl Workqueue {
         if self.called_from_own_item() || self.foreign() {
             return false;
         }
-        self.shared
-            .flush
-            .flush(|| self.pods.iter().map(|p| &p.counters));
-        true
+        flush_all(&self.shared, &self.layouts, None)
     }
 
     /// Flushes until the workqueue is empty. While it runs, only this workqueue's own running
@@ -482,7 +529,7 @@ impl Workqueue {
             return false;
         }
         self.shared.flush.start_drain();
-        until_empty(&self.shared, &self.pods);
+        until_empty(&self.shared, &self.layouts);
         self.shared.flush.end_drain();
         true
     }
@@ -496,12 +543,14 @@ impl Workqueue {
     /// `fork()`, a workqueue its parent built shows its counters as they were at the fork and no
     /// pools.
     pub fn stats(&self) -> WorkqueueStats {
-        stats_of(&self.shared, &self.pods)
+        stats_of(&self.shared, &self.layouts)
     }
 
-    /// Queues `work` to `pod` from `at` (see [`Workqueue::submit`]), claiming it first.
-    fn queue_work_to(&self, work: &Work, pod: usize, at: usize) -> bool {
-        self.queue_work_with(work, pod, at, |_| {})
+    /// Queues `work` to the pod `pick` chooses from `at` (see [`Workqueue::submit`]),
+    /// claiming it first.
+    #[inline]
+    fn queue_work_to(&self, work: &Work, pick: impl Fn(&Layout) -> usize, at: usize) -> bool {
+        self.queue_work_with(work, pick, at, |_| {})
     }
 
     /// As [`Workqueue::queue_work_to`], calling `claimed` once the claim is this call's, before
@@ -509,7 +558,7 @@ impl Workqueue {
     fn queue_work_with(
         &self,
         work: &Work,
-        pod: usize,
+        pick: impl Fn(&Layout) -> usize,
         at: usize,
         claimed: impl FnOnce(&WorkInner),
     ) -> bool {
@@ -529,17 +578,31 @@ impl Workqueue {
             }
             Claim::Claimed { .. } => {
                 claimed(item);
-                item.record_home(&self.shared, pod);
-                self.submit(Job::Work(Arc::clone(item)), pod, at);
+                self.submit_claimed(item, pick, at);
                 true
             }
         }
     }
 
+    /// Counts and sends on the execution of an item whose claim this call owns, to the pod
+    /// `pick` chooses, from `at`.
+    #[inline]
+    fn submit_claimed(&self, item: &Arc<WorkInner>, pick: impl Fn(&Layout) -> usize, at: usize) {
+        // Where it goes is recorded before it is pushed, for cancel to find it: the pick that
+        // counts it is the last one made.
+        let pick = |layout: &Layout| {
+            let pod = pick(layout);
+            item.record_home(&self.shared, pod);
+            pod
+        };
+        self.submit(Job::Work(Arc::clone(item)), pick, at);
+    }
+
     /// Arms the timer for a claimed delayed item (or queues it now for a zero delay).
     fn arm(&self, item: &Arc<WorkInner>, delay: Duration) {
         let here = Here::now();
-        let pod = &self.pods[self.pod_here(here)];
+        let layout = self.layouts.current();
+        let pod = &layout.pods[layout.pod_for(here.cpu(), &self.shared.rotation)];
         if delay.is_zero() {
             enqueue_claimed(Arc::clone(item), pod, here.index());
             return;
@@ -555,31 +618,13 @@ impl Workqueue {
             .with_extra(|home| home.timer = Some(timer::arm(deadline, fire)));
     }
 
-    /// Counts a new execution in `pod` and sends it on (step 2). `at` is the calling
-    /// thread's CPU (or thread index), read once per queue call ([`Here::index`]): the stripe
-    /// it is counted in and the lane it is pushed to.
+    /// Counts a new execution in the pod that `pick` chooses in the current layout, and sends
+    /// it on (steps 2 and 33). `at` is the calling thread's CPU (or thread index), read once
+    /// per queue call ([`Here::index`]): the stripe it is counted in and the lane it is
+    /// pushed to.
     #[inline]
-    fn submit(&self, job: Job, pod: usize, at: usize) {
-        submit(&self.shared, &self.pods[pod], job, at);
-    }
-
-    /// The pod of the CPU `here` (or its round-robin replacement).
-    #[inline]
-    fn pod_here(&self, here: Here) -> usize {
-        self.shared.placement.pod_for(here.cpu(), || {
-            self.shared.rotation.fetch_add(1, Ordering::Relaxed)
-        })
-    }
-
-    /// The pod of `cpu`, which must be one of the workqueue's CPUs.
-    fn pod_of_cpu(&self, cpu: usize) -> Result<usize> {
-        self.shared
-            .placement
-            .pod_of(cpu)
-            .ok_or_else(|| Error::UnknownCpu {
-                cpu,
-                usable: self.shared.cpus.to_string(),
-            })
+    fn submit(&self, job: Job, pick: impl FnMut(&Layout) -> usize, at: usize) {
+        submit(&self.shared, &self.layouts, pick, job, at);
     }
 
     /// Whether a queue call must be refused: a drain runs and the caller is not one of this
@@ -622,23 +667,24 @@ impl Drop for Workqueue {
     /// parent's, and their locks may be held by the parent's threads.
     fn drop(&mut self) {
         if self.foreign() {
-            std::mem::forget(std::mem::take(&mut self.pods));
+            std::mem::forget(Arc::clone(&self.layouts));
             std::mem::forget(Arc::clone(&self.shared));
             return;
         }
+        // No re-formation after this: the drain below sees every layout there will be.
+        self.layouts.reform_state().closed = true;
         for fire in timer::take_for(self.shared.id) {
             fire.fire();
         }
-        let pods = std::mem::take(&mut self.pods);
         if self.called_from_own_item() {
-            reap(Arc::clone(&self.shared), pods);
+            reap(Arc::clone(&self.shared), Arc::clone(&self.layouts));
             return;
         }
         self.shared.flush.start_drain();
-        until_empty(&self.shared, &pods);
+        until_empty(&self.shared, &self.layouts);
         // Step 11: the executions hold the pods without a count; their `Arc`s go only when
         // no finisher reads them any more.
-        Flush::wait_for_leavers(pods.iter().map(|p| &p.counters));
+        Flush::wait_for_leavers(self.layouts.counters());
         self.shared.flush.end_drain();
     }
 }
@@ -647,20 +693,22 @@ impl fmt::Debug for Workqueue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Workqueue")
             .field("name", &self.shared.name)
-            .field("scope", &self.shared.scope)
-            .field("cpus", &self.shared.cpus)
+            .field("scope", &self.scope())
+            .field("cpus", self.cpus())
             .field("max_active", &self.shared.max_active)
             .field("pools", &self.pools())
             .finish()
     }
 }
 
-/// Counters of the workqueue of `shared` and `pods` and the state of its pools, now (what
-/// [`Workqueue::stats`] returns, and what the `metrics` feature publishes).
-pub(crate) fn stats_of(shared: &WqShared, pods: &[Arc<CachePadded<PodShared>>]) -> WorkqueueStats {
+/// Counters of the workqueue of `shared` and `layouts` and the state of its pools now (what
+/// [`Workqueue::stats`] returns, and what the `metrics` feature publishes). The counts add up
+/// the pods of every layout it has had; the pools are those of its current layout.
+pub(crate) fn stats_of(shared: &WqShared, layouts: &Layouts) -> WorkqueueStats {
+    let current = layouts.current();
     let mut stats = WorkqueueStats {
         name: shared.name.clone(),
-        scope: shared.scope,
+        scope: current.shape.scope,
         started: 0,
         completed: 0,
         in_flight: 0,
@@ -672,6 +720,7 @@ pub(crate) fn stats_of(shared: &WqShared, pods: &[Arc<CachePadded<PodShared>>]) 
         grouped_elsewhere: 0,
         home_changes: 0,
         backlog: shared.backlog.as_ref().map_or(0, |b| b.waiting()),
+        reformations: layouts.reformations(),
         pools: Vec::new(),
     };
     let steer = shared.steer.totals();
@@ -681,42 +730,53 @@ pub(crate) fn stats_of(shared: &WqShared, pods: &[Arc<CachePadded<PodShared>>]) 
     // Panicked, then completed, then started (see `PodCounters::total`): a snapshot taken
     // while items run keeps `panicked <= completed <= started`.
     let total = |count: fn(&Stripe) -> &AtomicU64| -> u64 {
-        pods.iter().map(|pod| pod.counters.total(count)).sum()
+        layouts.counters().map(|pod| pod.total(count)).sum()
     };
     stats.panicked = total(|s| &s.panicked);
     stats.completed = total(|s| &s.completed);
     stats.started = total(|s| &s.started);
     stats.cancelled = total(|s| &s.cancelled);
-    stats.in_flight = pods.iter().map(|pod| pod.counters.in_flight() as u64).sum();
+    stats.in_flight = layouts.counters().map(|pod| pod.in_flight() as u64).sum();
     // A parent's pools, in a child of `fork()`, have no workers here and their locks may be
     // held by the parent's threads: none is shown.
     if !fork::is_foreign(shared.id) {
-        stats.pools = shared.pools.stats();
+        if let Some(pools) = shared.pools.get(current.set) {
+            stats.pools = pools.stats();
+        }
     }
     stats
 }
 
-/// Flushes until every pod's counts are zero (step 18).
-fn until_empty(wq: &WqShared, pods: &[Arc<CachePadded<PodShared>>]) {
-    timeout::until_empty_by(wq, pods, None);
+/// Step 17 over every layout: waits for every execution of the workqueue counted before the
+/// call, in whichever layout it was counted, giving up at `deadline` (`None`: never). Returns
+/// whether it waited for all of them.
+fn flush_all(wq: &WqShared, layouts: &Layouts, deadline: Option<std::time::Instant>) -> bool {
+    wq.flush.flush_until(
+        |colour| layouts.counters().any(|p| p.in_flight_of(colour) != 0),
+        deadline,
+    )
+}
+
+/// Flushes until every pod's counts are zero, in every layout (step 18).
+fn until_empty(wq: &WqShared, layouts: &Layouts) {
+    timeout::until_empty_by(wq, layouts, None);
 }
 
 /// The drop of a workqueue from one of its own items: a `podq/reaper` thread waits until its
-/// executions are done (as the drop would) and then lets the pods go. Where the OS refuses the
-/// thread, the pods are leaked: their memory stays, so the executions still run safely.
-fn reap(wq: Arc<WqShared>, pods: Box<[Arc<CachePadded<PodShared>>]>) {
-    // Two handles: a refused spawn drops the closure, and with it `kept`; `pods` is then
+/// executions are done (as the drop would) and then lets the layouts go. Where the OS refuses
+/// the thread, the layouts are leaked: their memory stays, so the executions still run safely.
+fn reap(wq: Arc<WqShared>, layouts: Arc<Layouts>) {
+    // Two handles: a refused spawn drops the closure, and with it `kept`; `layouts` is then
     // leaked rather than dropped.
-    let pods = Arc::new(pods);
-    let kept = Arc::clone(&pods);
+    let kept = Arc::clone(&layouts);
     let spawned = std::thread::Builder::new()
         .name("podq/reaper".into())
         .spawn(move || {
             until_empty(&wq, &kept);
-            Flush::wait_for_leavers(kept.iter().map(|p| &p.counters));
+            Flush::wait_for_leavers(kept.counters());
         });
     if spawned.is_err() {
-        std::mem::forget(pods);
+        std::mem::forget(layouts);
     }
 }
 

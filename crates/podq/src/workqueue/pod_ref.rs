@@ -29,6 +29,7 @@ use std::sync::Arc;
 
 use crossbeam_utils::CachePadded;
 
+use super::flush::Flush;
 use super::PodShared;
 
 /// One execution counted in a pod under a flush colour; uncounted when dropped.
@@ -52,6 +53,28 @@ impl Counted {
     #[inline]
     pub(crate) fn enter(pod: &Arc<CachePadded<PodShared>>, at: usize) -> Counted {
         let colour = pod.wq.flush.enter(&pod.counters, at);
+        Counted {
+            pod: NonNull::from(&**pod),
+            colour,
+        }
+    }
+
+    /// Steps 2 and 33: counts a new execution in the pod that `pick` chooses (in the
+    /// workqueue's current layout), under the colour of `flush`, in the stripe of `at`;
+    /// `pick` is asked again if the epoch moved meanwhile (`Flush::enter_with`).
+    #[inline]
+    pub(crate) fn enter_with<'p>(
+        flush: &Flush,
+        at: usize,
+        mut pick: impl FnMut() -> &'p Arc<CachePadded<PodShared>>,
+    ) -> Counted {
+        let picked = flush.enter_with(at, || {
+            let pod = pick();
+            Some((pod, &pod.counters))
+        });
+        let Some((pod, colour)) = picked else {
+            unreachable!("a pod is always picked");
+        };
         Counted {
             pod: NonNull::from(&**pod),
             colour,

@@ -157,8 +157,11 @@ impl Task {
                     // Its own handle of the workqueue: once pushed, `next` may finish and its
                     // workqueue (not necessarily this one) go before the push returns.
                     let wq = Arc::clone(&next.acct.counted.pod().wq);
-                    let pod = next.acct.counted.pod().index;
-                    wq.pools.push_after_run(pod, next);
+                    let (set, pod) = (next.acct.counted.pod().set, next.acct.counted.pod().index);
+                    wq.pools
+                        .get(set)
+                        .expect("a pod's pool set is pushed before the pod")
+                        .push_after_run(pod, next);
                 }
                 Some(item)
             }
@@ -167,6 +170,11 @@ impl Task {
             Some(item) => release(item, acct, wq_id),
             None => acct.retire(),
         }
+    }
+
+    /// Whether this task is an execution of the workqueue `id` (for a re-formation).
+    pub(crate) fn is_of(&self, id: u64) -> bool {
+        self.acct.counted.pod().wq.id == id
     }
 
     /// Whether this task is an execution of `work` (for cancel).

@@ -2,12 +2,9 @@
 //! [`Workqueue::drain_timeout`] (steps 17 and 18 of `README.md` in this folder, giving up at a
 //! deadline; the item's own waits with a deadline are in `work.rs`).
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crossbeam_utils::CachePadded;
-
-use super::{timer, PodShared, Workqueue, WqShared};
+use super::{flush_all, timer, Layouts, Workqueue, WqShared};
 
 impl Workqueue {
     /// [`Workqueue::flush`], waiting at most `timeout`. Returns whether everything queued
@@ -23,9 +20,7 @@ impl Workqueue {
             return false;
         }
         let deadline = timer::deadline_after(timeout);
-        self.shared
-            .flush
-            .flush_until(|| self.pods.iter().map(|p| &p.counters), Some(deadline))
+        flush_all(&self.shared, &self.layouts, Some(deadline))
     }
 
     /// [`Workqueue::drain`], waiting at most `timeout`. Returns whether the workqueue was
@@ -40,27 +35,20 @@ impl Workqueue {
         }
         let deadline = timer::deadline_after(timeout);
         self.shared.flush.start_drain();
-        let empty = until_empty_by(&self.shared, &self.pods, Some(deadline));
+        let empty = until_empty_by(&self.shared, &self.layouts, Some(deadline));
         self.shared.flush.end_drain();
         empty
     }
 }
 
-/// Flushes until every pod's counts are zero (step 18), giving up at `deadline` (`None`:
-/// never). Returns whether they were all zero.
-pub(super) fn until_empty_by(
-    wq: &WqShared,
-    pods: &[Arc<CachePadded<PodShared>>],
-    deadline: Option<Instant>,
-) -> bool {
+/// Flushes until every pod's counts are zero, in every layout (step 18), giving up at
+/// `deadline` (`None`: never). Returns whether they were all zero.
+pub(super) fn until_empty_by(wq: &WqShared, layouts: &Layouts, deadline: Option<Instant>) -> bool {
     loop {
-        if !wq
-            .flush
-            .flush_until(|| pods.iter().map(|p| &p.counters), deadline)
-        {
+        if !flush_all(wq, layouts, deadline) {
             return false;
         }
-        if pods.iter().all(|p| p.counters.in_flight() == 0) {
+        if layouts.counters().all(|p| p.in_flight() == 0) {
             return true;
         }
     }

@@ -46,14 +46,14 @@ pub(crate) struct Fire {
 }
 
 impl Armed {
-    /// Counts the execution in its workqueue's flush colour (step 2); called under the heap's
-    /// lock as the entry leaves the heap.
+    /// Counts the execution in its workqueue's flush colour (step 2), in its current layout
+    /// (step 35); called under the heap's lock as the entry leaves the heap.
     fn take(self) -> Fire {
         let Armed { work, pod } = self;
         let at = crate::here::cpu_or_thread();
         Fire {
             work,
-            counted: Counted::enter(&pod, at),
+            counted: super::layout::enter_current(&pod, at),
             at,
         }
     }

@@ -259,9 +259,13 @@ impl WorkInner {
                 return Some(Grabbed::Task(task));
             }
         }
+        // In the pool sets of every layout, the newest first: the hint is a pod of the one the
+        // item was last queued in.
         let hint = self.home_pod.load(Ordering::Relaxed);
-        wq.pools
-            .remove_if(hint, |t| t.is_work(self))
+        let sets: Vec<_> = wq.pools.iter().collect();
+        sets.iter()
+            .rev()
+            .find_map(|pools| pools.remove_if(hint, |t| t.is_work(self)))
             .map(Grabbed::Task)
     }
 }

@@ -125,6 +125,24 @@ fn cancel_finds_an_item_in_any_lane() {
     assert_eq!(core.pop(), Some(1));
 }
 
+#[test]
+fn a_re_formation_takes_every_matching_item_from_the_head_and_the_lanes() {
+    let core = Core::<u32>::new(limits(1));
+    assert_eq!(core.push(0, 1), Push::Spawn);
+    for (lane, item) in [(1, 2), (0, 3), (1, 4), (0, 5)] {
+        assert!(matches!(core.push(lane, item), Push::Busy(_)));
+    }
+    // A worker's take moves one lane to the head first.
+    assert_eq!(core.pop(), Some(1));
+    let mut taken = core.take_all_if(|&i| i % 2 == 1);
+    taken.sort_unstable();
+    assert_eq!(taken, vec![3, 5]);
+    assert_eq!(core.snapshot().queue_depth, 2);
+    let mut rest = std::iter::from_fn(|| core.pop()).collect::<Vec<_>>();
+    rest.sort_unstable();
+    assert_eq!(rest, vec![2, 4]);
+}
+
 // The spinners' mailbox (P1, W5-W6), one call at a time; crates/podq-loom races them.
 #[test]
 fn a_closed_mailbox_gives_the_task_back() {
@@ -178,6 +196,19 @@ fn items_come_out_in_queueing_order() {
     let out: Vec<i32> = std::iter::from_fn(|| q.pop_front()).collect();
     assert_eq!(out, vec![0, 1, 2, 3, 4]);
     assert!(q.is_empty());
+}
+
+#[test]
+fn take_all_if_keeps_the_order_of_both_parts() {
+    let mut q = Fifo::new();
+    for i in [1, 2, 3, 4, 5, 6] {
+        q.push_back(i);
+    }
+    let mut out = Vec::new();
+    q.take_all_if(|&i| i % 3 == 0 || i == 1, &mut out);
+    assert_eq!(out, vec![1, 3, 6]);
+    let rest: Vec<i32> = std::iter::from_fn(|| q.pop_front()).collect();
+    assert_eq!(rest, vec![2, 4, 5]);
 }
 
 #[test]

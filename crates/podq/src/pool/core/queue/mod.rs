@@ -75,6 +75,23 @@ impl<T> Fifo<T> {
         let at = self.items.iter().position(matches)?;
         self.items.remove(at)
     }
+
+    /// Moves every item for which `matches` is true to `out`, oldest first, keeping the
+    /// others in order.
+    pub(crate) fn take_all_if(&mut self, mut matches: impl FnMut(&T) -> bool, out: &mut Vec<T>) {
+        if !self.items.iter().any(&mut matches) {
+            return;
+        }
+        let mut kept = VecDeque::with_capacity(self.items.len());
+        for item in self.items.drain(..) {
+            if matches(&item) {
+                out.push(item);
+            } else {
+                kept.push_back(item);
+            }
+        }
+        self.items = kept;
+    }
 }
 
 /// How often a lock was taken, and how often it was held by another thread at the time.
@@ -271,6 +288,20 @@ impl<T> Core<T> {
     pub(crate) fn pop(&self) -> Option<T> {
         let mut head = self.lock_head();
         self.take(&mut head)
+    }
+
+    /// Takes out every waiting task for which `matches` is true (a workqueue's tasks when its
+    /// pods are re-formed): the head's, oldest first, then each lane's.
+    pub(crate) fn take_all_if(&self, mut matches: impl FnMut(&T) -> bool) -> Vec<T> {
+        let mut out = Vec::new();
+        let mut head = self.lock_head();
+        head.queue.take_all_if(&mut matches, &mut out);
+        for lane in self.lanes.iter() {
+            let mut tasks = lane.lock();
+            tasks.queue.take_all_if(&mut matches, &mut out);
+            lane.len.store(tasks.queue.len(), Ordering::Relaxed);
+        }
+        out
     }
 
     /// Takes out a waiting task for which `matches` is true (for cancel): the oldest such in

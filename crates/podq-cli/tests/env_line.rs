@@ -1,0 +1,51 @@
+//! `podq topo` and `podq sim` print the line an operator sets (`PODQ_SCOPE`,
+//! `PODQ_SHARD_SIZE`) to give a service's workqueues the scope and shard size shown.
+
+mod cli_support;
+
+use cli_support::podq_ok;
+
+#[test]
+fn topo_prints_the_environment_of_the_scope_shown() {
+    let all = podq_ok(&["topo", "--machine", "grace"]);
+    assert!(
+        all.lines()
+            .any(|l| l == "environment    PODQ_SCOPE=cache_shard PODQ_SHARD_SIZE=8"),
+        "{all}"
+    );
+    let one = podq_ok(&[
+        "topo",
+        "--machine",
+        "grace",
+        "--scope",
+        "cpu",
+        "--shard-size",
+        "4",
+    ]);
+    assert!(
+        one.lines()
+            .any(|l| l == "environment    PODQ_SCOPE=cpu PODQ_SHARD_SIZE=4"),
+        "{one}"
+    );
+}
+
+#[test]
+fn sim_prints_the_environment_of_its_fastest_configuration() {
+    let text = podq_ok(&["sim", "--machine", "grace", "--items", "200"]);
+    let fastest = text
+        .lines()
+        .filter(|l| l.contains(" items/sec"))
+        .map(|l| {
+            let mut fields = l.split_whitespace();
+            let scope = fields.next().expect("scope").to_owned();
+            let rate: f64 = fields.next().expect("rate").parse().expect("a number");
+            (scope, rate)
+        })
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .expect("kernel lines");
+    let line = format!("fastest: PODQ_SCOPE={} PODQ_SHARD_SIZE=8", fastest.0);
+    assert!(
+        text.lines().any(|l| l == line),
+        "{line} missing from\n{text}"
+    );
+}

@@ -1,0 +1,107 @@
+//! Re-forming a workqueue's pods at run time from its handle: [`Workqueue::set_scope`] and
+//! [`Workqueue::set_shard_size`] (steps 31-35 of `README.md` in this folder), and the check of
+//! a CPU asked for by `queue_on` against the CPUs the process may use now.
+
+use crate::error::{Error, Result};
+use crate::scope::AffinityScope;
+
+use super::layout::Shape;
+use super::Workqueue;
+
+impl Workqueue {
+    /// Sets the scope of its pods while other threads queue, as the kernel's
+    /// `affinity_scope` attribute does: the pods are re-formed (steps 31-35 of `README.md`),
+    /// new items go to the new pods' pools and so do items waiting in the earlier pools,
+    /// nothing is lost, and ordering and `max_active` hold across the change. Setting the scope
+    /// it has changes nothing. [`Workqueue::scope`] and [`Workqueue::stats`] show the change.
+    ///
+    /// ```
+    /// use podq::{AffinityScope, Workqueue};
+    ///
+    /// let wq = Workqueue::builder("tunable").build()?;
+    /// wq.queue(|| {});
+    /// wq.set_scope(AffinityScope::Cpu)?;
+    /// assert_eq!(wq.scope(), AffinityScope::Cpu);
+    /// wq.queue(|| {});
+    /// wq.flush();
+    /// assert_eq!(wq.stats().completed, 2);
+    /// # Ok::<(), podq::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ParentProcess`] in a child process of `fork()` when the workqueue was built by
+    /// its parent; the pool registry's error when the new pods' pools cannot be formed.
+    pub fn set_scope(&self, scope: AffinityScope) -> Result<()> {
+        self.reshape(|shape| shape.scope = scope)
+    }
+
+    /// Sets the cores per `cache_shard` pod while other threads queue (at least 1), with the
+    /// guarantees of [`Workqueue::set_scope`]. Under another scope it is kept for when the
+    /// scope becomes `cache_shard`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ZeroShardSize`] for 0; otherwise as [`Workqueue::set_scope`].
+    pub fn set_shard_size(&self, cores: usize) -> Result<()> {
+        if cores == 0 {
+            return Err(Error::ZeroShardSize);
+        }
+        self.reshape(|shape| shape.shard_size = cores)
+    }
+
+    /// The cores per `cache_shard` pod.
+    pub fn shard_size(&self) -> usize {
+        self.layouts.current().shape.shard_size
+    }
+
+    /// Re-forms the layout with `change` made to its shape (steps 31-33).
+    fn reshape(&self, change: impl FnOnce(&mut Shape)) -> Result<()> {
+        if self.foreign() {
+            return Err(Error::ParentProcess {
+                workqueue: self.shared.name.clone(),
+            });
+        }
+        let reform = self.layouts.reform_state();
+        let mut shape = self.layouts.current().shape.clone();
+        change(&mut shape);
+        self.layouts.reform(&reform, shape).map(drop)
+    }
+
+    /// Whether `cpu` is one of the workqueue's CPUs that the process may use now.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::CpuNotAllowed`] for a CPU of the machine the workqueue may not use now,
+    /// [`Error::UnknownCpu`] for any other.
+    pub(super) fn check_cpu(&self, cpu: usize) -> Result<()> {
+        let layout = self.layouts.current();
+        if layout.placement.pod_of(cpu).is_some() {
+            return Ok(());
+        }
+        // A parent's workqueue, in a child of `fork()`: its reform lock may be held by a
+        // thread the child lacks, so it is not taken.
+        if self.foreign() {
+            return Err(Error::UnknownCpu {
+                cpu,
+                usable: layout.cpus.to_string(),
+            });
+        }
+        let reform = self.layouts.reform_state();
+        let known = reform.machine.cpu(cpu).is_some()
+            && reform
+                .requested
+                .as_ref()
+                .is_none_or(|asked| asked.contains(cpu));
+        if known && reform.limits.is_some() {
+            return Err(Error::CpuNotAllowed {
+                cpu,
+                allowed: layout.cpus.to_string(),
+            });
+        }
+        Err(Error::UnknownCpu {
+            cpu,
+            usable: layout.cpus.to_string(),
+        })
+    }
+}
