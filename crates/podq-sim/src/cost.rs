@@ -116,6 +116,11 @@ pub struct Costs {
     pub contended_factor: f64,
     /// Work inside the pool lock per critical section (list and count updates).
     pub critical_section_ns: f64,
+    /// Cache lines of an item's own data (the item, its closure, the completion it signals)
+    /// that move from the CPU that queued it to the CPU that runs it, and, when its producer
+    /// queues it again (the closed loop), back to the producer's CPU; each at the two CPUs'
+    /// [`Distance`].
+    pub item_lines: f64,
     /// What waking a sleeping thread costs the waker (`try_to_wake_up`).
     pub wake_call_ns: f64,
     /// From a wake-up to the woken thread running on an idle CPU (the interrupt and the
@@ -148,6 +153,8 @@ pub enum Param {
     ContendedFactor,
     /// [`Costs::critical_section_ns`].
     CriticalSection,
+    /// [`Costs::item_lines`].
+    ItemLines,
     /// [`Costs::wake_call_ns`].
     WakeCall,
     /// [`Costs::wake_idle_ns`].
@@ -165,10 +172,11 @@ pub enum Param {
 impl Param {
     /// The parameters moved by `--uncertainty` and offered to the fits. The time slice, the
     /// worker start and the jitter are left out: they barely touch the workloads' throughput.
-    pub const ALL: [Param; 9] = [
+    pub const ALL: [Param; 10] = [
         Param::LinesPerHandover,
         Param::ContendedFactor,
         Param::CriticalSection,
+        Param::ItemLines,
         Param::WakeCall,
         Param::WakeIdle,
         Param::Switch,
@@ -183,6 +191,7 @@ impl Param {
             Param::LinesPerHandover => "lines_per_handover",
             Param::ContendedFactor => "contended_factor",
             Param::CriticalSection => "critical_section_ns",
+            Param::ItemLines => "item_lines",
             Param::WakeCall => "wake_call_ns",
             Param::WakeIdle => "wake_idle_ns",
             Param::Switch => "switch_ns",
@@ -215,6 +224,7 @@ impl Costs {
             Param::LinesPerHandover => self.lines_per_handover,
             Param::ContendedFactor => self.contended_factor,
             Param::CriticalSection => self.critical_section_ns,
+            Param::ItemLines => self.item_lines,
             Param::WakeCall => self.wake_call_ns,
             Param::WakeIdle => self.wake_idle_ns,
             Param::Switch => self.switch_ns,
@@ -230,6 +240,7 @@ impl Costs {
             Param::LinesPerHandover => &mut self.lines_per_handover,
             Param::ContendedFactor => &mut self.contended_factor,
             Param::CriticalSection => &mut self.critical_section_ns,
+            Param::ItemLines => &mut self.item_lines,
             Param::WakeCall => &mut self.wake_call_ns,
             Param::WakeIdle => &mut self.wake_idle_ns,
             Param::Switch => &mut self.switch_ns,

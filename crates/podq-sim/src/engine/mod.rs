@@ -67,6 +67,8 @@ struct Item {
     queued_at: u64,
     /// The lane lock it was pushed under (podq), whose lines a worker's refill touches.
     lane: u32,
+    /// The dense CPU it was queued from, where its own lines are.
+    from: u32,
     /// A `fanout` sender (it queues messages and itself) rather than an item of work.
     sender: bool,
 }
