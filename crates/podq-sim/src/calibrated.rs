@@ -16,9 +16,9 @@ pub(crate) const KERNEL: Costs = Costs {
     switch_ns: 8494.3,
     producer_item_ns: 3261.3,
     worker_item_ns: 670.7,
-    // The scheduler's base slice: 0.75 ms x (1 + log2(min(CPUs, 8))) = 3 ms (EEVDF's
-    // `sysctl_sched_base_slice` with the default logarithmic scaling).
-    slice_ns: 3_000_000.0,
+    // EEVDF's `sysctl_sched_base_slice` before its scaling by the CPU count
+    // (`Costs::slice_for`).
+    slice_ns: 750_000.0,
     // A kthread start, about 50 us.
     spawn_ns: 50_000.0,
     spin_ns: 0.0,

@@ -32,6 +32,11 @@ pub struct Mechanism {
     /// before it sleeps, each [`WORKER_SPINS`]th of [`Costs::spin_ns`](crate::Costs::spin_ns);
     /// 0: it sleeps at once (the kernel's `wait_for_completion`).
     pub waiter_spins: u32,
+    /// The cache lines a hand-over of podq's head or lane lock moves: the lock word with the
+    /// queue it guards, in one `CachePadded` block (`pool/core/mod.rs`), which the
+    /// adjacent-line prefetcher fetches as one; `None`: the pool lock's
+    /// [`Costs::lines_per_handover`](crate::Costs::lines_per_handover) (the kernel's one lock).
+    pub queue_lock_lines: Option<u32>,
 }
 
 /// A runtime's costs and mechanisms.
@@ -83,6 +88,7 @@ impl Profile {
                 eager_workers: Some(512),
                 pulls: false,
                 waiter_spins: 0,
+                queue_lock_lines: None,
             },
         }
     }
@@ -111,6 +117,7 @@ impl Profile {
                 eager_workers: None,
                 pulls: true,
                 waiter_spins: BENCH_WAITER_SPINS,
+                queue_lock_lines: Some(1),
             },
         }
     }

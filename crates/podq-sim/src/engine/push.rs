@@ -113,6 +113,7 @@ impl Engine<'_> {
             queued_at: job.t0,
             lane,
             from,
+            in_head: false,
             sender: job.sender,
         });
         if let Some(at) = p.lane_of(lane) {

@@ -483,13 +483,14 @@ impl Engine<'_> {
                 if coming {
                     p.workers.coming -= 1;
                 }
-                let item = p.pop();
+                let popped = p.pop();
+                let item = popped.map(|(item, _)| item);
                 if item.is_some() {
                     p.started += 1;
                 }
                 let mut action = None;
-                let next = if let Some(item) = item {
-                    if self.mech.push_lanes {
+                let next = if let Some((item, refilled)) = popped {
+                    if self.mech.push_lanes && refilled {
                         // A refill moves the lane's lines to the worker.
                         let cpu = self.threads[tid as usize].cpu;
                         self.locks[item.lane as usize].last_cpu = cpu;
