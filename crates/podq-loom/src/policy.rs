@@ -9,3 +9,6 @@ pub mod stall;
 
 #[path = "../../podq/src/policy/pull.rs"]
 pub mod pull;
+
+#[path = "../../podq/src/policy/steer.rs"]
+pub mod steer;

@@ -23,6 +23,8 @@
 //!   never runs on two workers at once ([`DelayedWork`] runs after a delay).
 //! * **strict**: a strict pool's workers only run on its pod's CPUs; others start there and the
 //!   OS may move them within the workqueue's CPUs.
+//! * **group**: related work items (one connection, one tenant), steered to the pod where the
+//!   group's items last ran while that pod has room ([`Group`]).
 //!
 //! # Example
 //!
@@ -112,4 +114,4 @@ pub use error::Error;
 pub use scope::{AffinityScope, Pod, Pods};
 pub use stats::{PoolStats, PullLevelStats, PullStats, WorkqueueStats};
 pub use topology::Topology;
-pub use workqueue::{DelayedWork, Work, Workqueue, WorkqueueBuilder};
+pub use workqueue::{DelayedWork, Group, Work, Workqueue, WorkqueueBuilder};

@@ -117,6 +117,28 @@ const WORKQUEUE: &[Metric<WorkqueueStats>] = &[
         help: "Executions waiting for a max_active slot.",
         read: |s| s.waiting_for_slot,
     },
+    Metric {
+        name: "podq_workqueue_grouped_at_home_total",
+        kind: Kind::Counter,
+        unit: "executions",
+        help: "Executions queued through a group that started on their group's home pod.",
+        read: |s| s.grouped_at_home,
+    },
+    Metric {
+        name: "podq_workqueue_grouped_elsewhere_total",
+        kind: Kind::Counter,
+        unit: "executions",
+        help: "Executions queued through a group that started on another pod, or while their \
+               group had no home.",
+        read: |s| s.grouped_elsewhere,
+    },
+    Metric {
+        name: "podq_workqueue_home_changes_total",
+        kind: Kind::Counter,
+        unit: "moves",
+        help: "Moves of a group's home from one pod to another.",
+        read: |s| s.home_changes,
+    },
 ];
 
 /// The series of each pool serving a workqueue, labelled `workqueue` and `pool`.

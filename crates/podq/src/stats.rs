@@ -131,6 +131,17 @@ pub struct WorkqueueStats {
     pub drop_panics: u64,
     /// Executions waiting for a `max_active` slot now.
     pub waiting_for_slot: u64,
+    /// Executions queued through a [`Group`](crate::Group) that started on their group's home
+    /// pod (see `policy::steer`).
+    pub grouped_at_home: u64,
+    /// Executions queued through a group that started on another pod (the home was loaded or
+    /// crowded, or an idle pod pulled them) or while their group had no home (its first item,
+    /// or the first after its home expired). A workqueue that does not steer counts its
+    /// groups' executions in neither.
+    pub grouped_elsewhere: u64,
+    /// Moves of a group's home from one pod to another (`policy::steer::HOME_HOLD` apart at
+    /// least, per group).
+    pub home_changes: u64,
     /// The pools serving the workqueue (pods with at least one of its CPUs), by pod id.
     pub pools: Vec<PoolStats>,
 }

@@ -131,6 +131,14 @@ fn publish_gives_every_series_with_the_counts_of_a_known_load() {
         value(&series, "podq_workqueue_waiting_for_slot", &wq_labels),
         0
     );
+    // No group queued anything on it.
+    for name in [
+        "podq_workqueue_grouped_at_home_total",
+        "podq_workqueue_grouped_elsewhere_total",
+        "podq_workqueue_home_changes_total",
+    ] {
+        assert_eq!(value(&series, name, &wq_labels), 0, "{name}");
+    }
 
     let stats = wq.stats();
     assert!(!stats.pools.is_empty());
@@ -170,7 +178,7 @@ fn publish_gives_every_series_with_the_counts_of_a_known_load() {
     // Every series once per pool or workqueue, each a counter exactly when named `_total`,
     // all with the unit `count`.
     let names: Vec<&str> = series.keys().map(|(name, _)| name.as_str()).collect();
-    assert_eq!(series.len(), 7 + 17 * stats.pools.len(), "{names:?}");
+    assert_eq!(series.len(), 10 + 17 * stats.pools.len(), "{names:?}");
     for ((name, _), (kind, _, unit)) in &series {
         let counter = *kind == MetricKind::Counter;
         assert_eq!(name.ends_with("_total"), counter, "{name}");

@@ -1,5 +1,5 @@
 //! Pure decisions: which pod gets a work item, when a pool wakes, starts or retires a worker,
-//! and when and where an idle worker pulls.
+//! when and where an idle worker pulls, and where a group's items are steered.
 //!
 //! This is podq's documented decision layer: the runtime and the simulator crate drive the
 //! same functions. Nothing here starts a thread, takes a lock or talks to the OS; every input
@@ -19,6 +19,8 @@
 //! * [`stall`]: the stall watchdog's look, and how often it looks.
 //! * [`pull`]: where an idle worker looks for other pools' waiting work (the sibling order),
 //!   which pools offer theirs, and when it looks at all (the adaptive gate).
+//! * [`steer`]: a group's home pod, how it decays, expires and moves, and when a grouped item
+//!   goes there (not to a loaded or crowded pod).
 //!
 //! The pool carries the decisions out; its protocol, whose steps the functions name, is
 //! written down in `src/pool/README.md`.
@@ -27,5 +29,6 @@ pub mod growth;
 mod placement;
 pub mod pull;
 pub mod stall;
+pub mod steer;
 
 pub use placement::Placement;

@@ -24,6 +24,7 @@
 
 mod core;
 mod lanes;
+mod load;
 mod probe;
 mod pull;
 mod registry;
@@ -45,12 +46,14 @@ use crate::sync::{Arc, CachePadded};
 
 use self::core::{Config, Core, Grow, Push};
 use lanes::LaneMap;
+use load::{LoadSignal, Sample};
 use probe::Probes;
 use pull::PullGroup;
 
+pub(crate) use load::Load;
 pub(crate) use registry::Registry;
 pub(crate) use set::PoolSet;
-pub(crate) use worker::drop_payload;
+pub(crate) use worker::{drop_payload, worker_pod};
 
 /// Workers per pool at most, by default: the kernel's default `max_active` for a workqueue
 /// (`WQ_DFL_ACTIVE`, 256), so that a workqueue at its `max_active` never waits for a worker.
@@ -130,6 +133,9 @@ pub(crate) struct Shared<T> {
     workers_seen_blocked: AtomicU64,
     /// A: workers started because busy ones were found asleep (D4). Relaxed: a statistic.
     workers_started_for_blocked: AtomicU64,
+    /// A: the pool's load, sampled by steering decisions that read it (`load.rs`). On lines
+    /// of its own: read by the issuers of grouped items, written once per sample.
+    load: CachePadded<LoadSignal>,
     /// I (set once, right after the pools are made): the pull group of the pool set this pool
     /// was made for; unset when it does not pull. Weak: the group holds the pools' state.
     group: OnceLock<Weak<PullGroup<T>>>,
@@ -157,6 +163,7 @@ impl<T: Runnable> Pool<T> {
     /// A pool with no worker yet, serving `pod` (its CPUs already within `attrs.cpus`).
     pub(crate) fn new(name: String, pod: Pod, attrs: &PoolAttrs) -> Self {
         let (lanes, lane_count) = LaneMap::new(&pod.cpus);
+        let load = CachePadded::new(LoadSignal::new(pod.cpus.len()));
         Self {
             shared: Arc::new(Shared {
                 core: Core::new(Config {
@@ -181,6 +188,7 @@ impl<T: Runnable> Pool<T> {
                 probes: Probes::default(),
                 workers_seen_blocked: AtomicU64::new(0),
                 workers_started_for_blocked: AtomicU64::new(0),
+                load,
                 group: OnceLock::new(),
             }),
             entry: None,
@@ -218,6 +226,19 @@ impl<T: Runnable> Pool<T> {
         } else {
             self.push(task, crate::here::cpu_or_thread())
         }
+    }
+
+    /// The pool's load at `now` (on [`clock`]), without taking any of its locks: sampled
+    /// again when the last sample is older than `policy::steer::SAMPLE_INTERVAL` (`load.rs`).
+    pub(crate) fn load(&self, now: Duration) -> Load {
+        let shared = &self.shared;
+        shared.load.read(now, || {
+            let busy_workers = shared.probes.busy()?;
+            Some(Sample {
+                waiting: shared.core.waiting_hint(),
+                busy_workers,
+            })
+        })
     }
 
     /// Takes out the oldest waiting task for which `matches` is true (for cancel).
@@ -301,6 +322,12 @@ impl<T: Runnable> fmt::Debug for Pool<T> {
             .field("strict", &self.shared.strict)
             .finish_non_exhaustive()
     }
+}
+
+/// The time on the pools' clock: since a moment fixed once per process (for the load signals
+/// and the steering decisions that read them).
+pub(crate) fn clock() -> Duration {
+    pull::epoch().elapsed()
 }
 
 /// The short name of the pool of `pod` under `attrs`: `cs8-p2` (cache_shard of 8 cores, pod

@@ -66,6 +66,21 @@ impl Probes {
         self.list.lock().retain(|p| !Arc::ptr_eq(p, probe));
     }
 
+    /// Workers running a task now, for the load signal (`load.rs`): `None` when the list's lock
+    /// is held (a worker starting or exiting, the watchdog looking: a sample never waits),
+    /// `Some(None)` when no live worker has a probe.
+    pub(super) fn busy(&self) -> Option<Option<usize>> {
+        let list = self.list.try_lock()?;
+        if list.is_empty() {
+            return Some(None);
+        }
+        let busy = list
+            .iter()
+            .filter(|p| p.runs.load(Ordering::Relaxed) % 2 == 1)
+            .count();
+        Some(Some(busy))
+    }
+
     /// Looks at every busy worker: how many run a task, how many of those sleep. Under the
     /// list's lock, which only a worker's start and exit also take.
     pub(super) fn look(&self) -> Seen {

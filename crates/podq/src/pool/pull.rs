@@ -126,8 +126,8 @@ impl Gate {
     }
 }
 
-/// The instant the gates' clocks count from.
-fn epoch() -> Instant {
+/// The instant the gates' clocks, and the load signals' ([`super::clock`]), count from.
+pub(super) fn epoch() -> Instant {
     static EPOCH: OnceLock<Instant> = OnceLock::new();
     *EPOCH.get_or_init(Instant::now)
 }

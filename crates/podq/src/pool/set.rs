@@ -84,6 +84,15 @@ impl<T: Runnable> PoolSet<T> {
         }
     }
 
+    /// The load of the pool of pod `index` at `now` (see [`Pool::load`]).
+    ///
+    /// # Panics
+    ///
+    /// When `index` is not below [`PoolSet::len`].
+    pub(crate) fn load(&self, index: usize, now: std::time::Duration) -> super::Load {
+        self.pools[index].load(now)
+    }
+
     /// Takes out the oldest waiting task for which `matches` is true, searching the pool of pod
     /// `first` first (where the task was last queued, a hint), then every other pool in pod
     /// order.

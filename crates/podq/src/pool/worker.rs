@@ -22,6 +22,16 @@ thread_local! {
     /// The address of the pool state this thread works for; 0 on threads that are not podq
     /// workers. Only compared, never dereferenced.
     static WORKER_OF: Cell<usize> = const { Cell::new(0) };
+    /// The pod of the pool this thread works for; `usize::MAX` on threads that are not podq
+    /// workers. Written once when the worker starts.
+    static WORKER_POD: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
+/// The pod of the pool whose worker the calling thread is (where a task running on it runs),
+/// `None` on any other thread.
+pub(crate) fn worker_pod() -> Option<usize> {
+    let pod = WORKER_POD.with(Cell::get);
+    (pod != usize::MAX).then_some(pod)
 }
 
 /// Whether the calling thread is a worker of the pool whose state is `shared`.
@@ -70,6 +80,7 @@ pub(super) fn grow_pool<T: Runnable>(shared: &Arc<Shared<T>>, grow: Grow) {
 /// The worker thread's body.
 fn run<T: Runnable>(shared: &Arc<Shared<T>>) {
     WORKER_OF.with(|w| w.set(Arc::as_ptr(shared) as usize));
+    WORKER_POD.with(|w| w.set(shared.pod.id));
     place(shared);
     #[cfg(feature = "tracing")]
     crate::trace::worker_started(&shared.name);
@@ -92,6 +103,7 @@ fn run<T: Runnable>(shared: &Arc<Shared<T>>) {
     #[cfg(feature = "tracing")]
     crate::trace::worker_exits(&shared.name);
     WORKER_OF.with(|w| w.set(0));
+    WORKER_POD.with(|w| w.set(usize::MAX));
 }
 
 /// The run loop. Leaves on `Next::Exit` (retired when idle, or shut down with nothing

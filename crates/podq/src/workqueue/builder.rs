@@ -50,10 +50,13 @@ pub struct WorkqueueBuilder {
     max_workers: usize,
     /// Whether idle workers pull waiting items from sibling pools (never for strict ones).
     pull: bool,
+    /// Whether groups steer their items to their home pods.
+    steer: bool,
 }
 
 impl WorkqueueBuilder {
-    /// Defaults: the default scope (`cache_shard`), 8 cores per shard, not strict, pull on, no
+    /// Defaults: the default scope (`cache_shard`), 8 cores per shard, not strict, pull and
+    /// steering on, no
     /// `max_active`, every usable CPU of this machine, the pool layer's worker cap and idle
     /// timeout.
     pub(crate) fn new(name: String) -> Self {
@@ -68,6 +71,7 @@ impl WorkqueueBuilder {
             idle_timeout: pool::DEFAULT_IDLE_TIMEOUT,
             max_workers: pool::DEFAULT_MAX_WORKERS,
             pull: true,
+            steer: true,
         }
     }
 
@@ -137,6 +141,14 @@ impl WorkqueueBuilder {
         self
     }
 
+    /// `true` (default): a [`Group`](super::Group)'s items go to the pod where the group's
+    /// items last ran while that pod has room (`policy::steer`). `false`: a group's calls
+    /// behave exactly like the workqueue's own. Pools are shared whatever this says.
+    pub fn steer(mut self, steer: bool) -> Self {
+        self.steer = steer;
+        self
+    }
+
     /// Checks the attributes, takes the pools of every pod (shared with every workqueue of
     /// equal attributes) and returns the workqueue.
     ///
@@ -163,7 +175,7 @@ impl WorkqueueBuilder {
         let placement = Placement::new(pools.pods(), &cpus, |cpu| {
             topology.cpu(cpu).map_or(0, |c| c.node)
         })?;
-        Ok(Workqueue::from_parts(
+        let mut wq = Workqueue::from_parts(
             self.name,
             self.scope,
             cpus,
@@ -171,7 +183,9 @@ impl WorkqueueBuilder {
             placement,
             self.max_active,
             self.max_workers,
-        ))
+        );
+        wq.steer = self.steer;
+        Ok(wq)
     }
 }
 

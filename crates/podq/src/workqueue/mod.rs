@@ -8,7 +8,9 @@
 //! item), `delayed.rs` ([`DelayedWork`]), `task.rs` (one queued execution and its accounting),
 //! `state.rs` (an item's state word), `dispatch.rs` (from a queue call to a pool), `active.rs`
 //! (`max_active`), `flush.rs` (flush colours, drain), `pod_ref.rs` (an execution's uncounted
-//! hold on its pod), `timer.rs` (the delayed-work timer thread).
+//! hold on its pod), `timer.rs` (the delayed-work timer thread), `group.rs` ([`Group`]: related
+//! items steered to their home pod), `steering.rs` (a group's state and counters) and
+//! `group_slot.rs` (a work item's group ticket).
 
 mod active;
 mod builder;
@@ -17,8 +19,11 @@ mod dispatch;
 mod flush;
 #[cfg(test)]
 mod flush_tests;
+mod group;
+mod group_slot;
 mod pod_ref;
 pub(crate) mod state;
+mod steering;
 pub(crate) mod task;
 mod timer;
 mod work;
@@ -42,6 +47,7 @@ use crate::stats::WorkqueueStats;
 use active::ActiveLimit;
 use flush::{Flush, FlushWait, PodCounters, Stripe};
 use state::Claim;
+use steering::SteerShared;
 use task::{Job, Task};
 use work::WorkInner;
 
@@ -49,6 +55,7 @@ use dispatch::{enqueue_claimed, submit};
 
 pub use builder::WorkqueueBuilder;
 pub use delayed::DelayedWork;
+pub use group::Group;
 pub use work::Work;
 
 /// A workqueue: a name, a scope, strictness, `max_active` and ordering, over per-pod pools.
@@ -95,6 +102,8 @@ pub struct Workqueue {
     shared: Arc<WqShared>,
     /// The workqueue's part of each pod (index = pod id).
     pods: Box<[Arc<CachePadded<PodShared>>]>,
+    /// I: whether its groups steer (`WorkqueueBuilder::steer`; set by the builder).
+    steer: bool,
 }
 
 /// The part of a workqueue that its tasks, timers and items reach.
@@ -124,6 +133,8 @@ pub(crate) struct WqShared {
     pub(crate) drop_panics: AtomicU64,
     /// The slot counter and FIFO, when `max_active` can be reached.
     pub(crate) active: Option<ActiveLimit<Task>>,
+    /// I: whether its groups steer, and the counters of their items (`steering.rs`).
+    steer: Arc<SteerShared>,
 }
 
 /// A workqueue's part for one pod: the counters its items of that pod write.
@@ -200,6 +211,7 @@ impl Workqueue {
         // running items, so it needs no counter: items then never touch a workqueue-wide word.
         let reachable = max_active.filter(|&m| m < used.saturating_mul(max_workers));
         let id = fork::tag_id(NEXT_ID.fetch_add(1, Ordering::Relaxed));
+        let steer = Arc::new(SteerShared::new(pools.len(), cpus.len()));
         let shared = Arc::new(WqShared {
             id,
             name,
@@ -211,6 +223,7 @@ impl Workqueue {
             max_active,
             drop_panics: AtomicU64::new(0),
             active: reachable.map(ActiveLimit::new),
+            steer,
             pools: Arc::clone(&pools),
         });
         let pods = (0..pools.len())
@@ -222,7 +235,11 @@ impl Workqueue {
                 }))
             })
             .collect();
-        let wq = Workqueue { shared, pods };
+        let wq = Workqueue {
+            shared,
+            pods,
+            steer: true,
+        };
         #[cfg(feature = "metrics")]
         crate::metrics::register(&wq.shared, &wq.pods);
         wq
@@ -458,6 +475,18 @@ impl Workqueue {
 
     /// Queues `work` to `pod` from `at` (see [`Workqueue::submit`]), claiming it first.
     fn queue_work_to(&self, work: &Work, pod: usize, at: usize) -> bool {
+        self.queue_work_with(work, pod, at, |_| {})
+    }
+
+    /// As [`Workqueue::queue_work_to`], calling `claimed` once the claim is this call's, before
+    /// the execution is counted and pushed (a group puts its ticket there).
+    fn queue_work_with(
+        &self,
+        work: &Work,
+        pod: usize,
+        at: usize,
+        claimed: impl FnOnce(&WorkInner),
+    ) -> bool {
         if self.refused() {
             return false;
         }
@@ -466,6 +495,7 @@ impl Workqueue {
             Claim::Refused => false,
             Claim::Claimed { running } if work::stranded_claim(item, running) => false,
             Claim::Claimed { .. } => {
+                claimed(item);
                 item.record_home(&self.shared, pod);
                 self.submit(Job::Work(Arc::clone(item)), pod, at);
                 true
@@ -605,8 +635,15 @@ pub(crate) fn stats_of(shared: &WqShared, pods: &[Arc<CachePadded<PodShared>>]) 
         cancelled: 0,
         drop_panics: shared.drop_panics.load(Ordering::Relaxed),
         waiting_for_slot: shared.active.as_ref().map_or(0, |a| a.waiting() as u64),
+        grouped_at_home: 0,
+        grouped_elsewhere: 0,
+        home_changes: 0,
         pools: Vec::new(),
     };
+    let steer = shared.steer.totals();
+    stats.grouped_at_home = steer.at_home;
+    stats.grouped_elsewhere = steer.elsewhere;
+    stats.home_changes = steer.home_changes;
     // Panicked, then completed, then started (see `PodCounters::total`): a snapshot taken
     // while items run keeps `panicked <= completed <= started`.
     let total = |count: fn(&Stripe) -> &AtomicU64| -> u64 {

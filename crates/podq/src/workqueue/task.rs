@@ -108,10 +108,17 @@ impl Task {
                 None
             }
             Job::Work(item) => {
+                // The execution's group ticket, before the start lets a new claim put the
+                // next one (S4); dropped when the run is over (S5).
+                let ticket = item.group.take();
                 if item.state.start() == Start::Discarded {
+                    drop(ticket);
                     counters.cancelled.fetch_add(1, Ordering::Relaxed);
                     release(item, acct, wq_id);
                     return;
+                }
+                if let Some(ticket) = &ticket {
+                    ticket.started();
                 }
                 counters.started.fetch_add(1, Ordering::Relaxed);
                 let panicked = {
@@ -121,6 +128,7 @@ impl Task {
                     ended_in_panic(catch_unwind(AssertUnwindSafe(|| (*func)())))
                 };
                 count_completion(counters, panicked);
+                drop(ticket);
                 if let Some(next) = item.state.finish() {
                     // Claimed while this run went on: it goes to the pool its queue call chose.
                     // Nobody else can start it (it is in no queue, and PENDING is ours), so it

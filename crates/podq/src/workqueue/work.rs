@@ -8,6 +8,8 @@ use std::sync::{Arc, Weak};
 use super::state::{self, ItemState, CANCELING, PENDING, RUNNING};
 use super::task::{self, Task};
 
+use super::group_slot::GroupSlot;
+use super::steering::Ticket;
 use super::timer::{self, Fire, TimerKey};
 use super::WqShared;
 use crate::fork;
@@ -54,6 +56,8 @@ pub(crate) struct WorkInner {
     home_pod: AtomicUsize,
     /// The closure; locked only by the one worker running the item.
     pub(crate) func: Mutex<Box<dyn FnMut() + Send + 'static>>,
+    /// The group ticket of the pending execution, when a group queued it (`steering.rs`, S4).
+    pub(crate) group: GroupSlot<Ticket>,
 }
 
 /// Where a pending item can be found, kept under the item's lock.
@@ -82,6 +86,7 @@ impl Work {
                 home_id: AtomicU64::new(0),
                 home_pod: AtomicUsize::new(0),
                 func: Mutex::new(Box::new(f)),
+                group: GroupSlot::new(),
             }),
         }
     }
@@ -264,6 +269,8 @@ pub(crate) fn cancel_item(item: &Arc<WorkInner>) -> bool {
         match item.grab() {
             Some(grabbed) => {
                 grabbed.cancel();
+                // The cancelled execution's group ticket, if a group queued it (S5).
+                drop(item.group.take());
                 item.state.release_claim();
             }
             // Between two places (a queuer about to push, a worker about to start): short.

@@ -106,6 +106,14 @@ impl<T> Core<T> {
         }
     }
 
+    /// Tasks waiting, for the load signal (`pool/load.rs`), without waiting for a lock: the
+    /// lanes' lengths as last stored, and the head's when its lock is free now (a worker
+    /// holds it only while it takes a task; a sample that finds it held counts the lanes).
+    pub(crate) fn waiting_hint(&self) -> usize {
+        let head = self.head.try_lock().map_or(0, |head| head.queue.len());
+        head + self.lanes_len()
+    }
+
     /// The state now, without counting the lock acquisitions this takes.
     pub(crate) fn snapshot(&self) -> Snapshot {
         let head = self.head.lock();

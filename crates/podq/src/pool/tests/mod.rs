@@ -1,6 +1,6 @@
 //! Pool behaviour with real threads: worker growth, retirement, names, placement, shutdown,
-//! contention counts (here), the registry's sharing rules (`registry.rs`), and the core driven
-//! by hand, without threads (`core_by_hand.rs`).
+//! contention counts (here), the registry's sharing rules (`registry.rs`), the core driven
+//! by hand, without threads (`core_by_hand.rs`), and the load signal (`load.rs`).
 
 use std::sync::atomic::AtomicUsize;
 use std::sync::mpsc;
@@ -14,6 +14,7 @@ use crate::test_support::{eventually, PATIENCE};
 use crate::topology::Topology;
 
 mod core_by_hand;
+mod load;
 mod registry;
 
 /// A one-shot closure, as a pool job.

@@ -1,0 +1,597 @@
+//! Steering: which pod a group's work item goes to, and how a group's preference for a pod
+//! (its *home*) is learned, decays and moves. The decisions behind `Group` in the workqueue
+//! layer, as pure functions; `docs/design.md`, "Steering", says why.
+//!
+//! A group is a set of related work items (one connection, one key range, one tenant) whose
+//! data is hot in the caches of the pod where they last ran. The policy follows the kernel's
+//! cache-aware scheduling and its safeguards against stacking (the brief):
+//!
+//! * **Home**: where the group's items last ran ([`record`]); a vote, weighted by recency, so
+//!   that a stray item elsewhere (a pull) does not move it at once.
+//! * **Aim at a pod**: an item goes to its home pod's pool, whichever of its CPUs runs it.
+//! * **Stay put**: an item issued on a CPU of the home pod goes there with no further look.
+//! * **Overload**: a home pod whose recent busy fraction is above [`BUSY_LIMIT`] (a moving
+//!   mean over [`LOAD_WINDOW`], [`busy_mean`]), or a group with as many runnable items as the
+//!   home pod has CPUs, gets no more of the group's items: they go where ungrouped work goes
+//!   (the issuing CPU's pod), and pull still applies.
+//! * **Decay and expiry**: the home's weight halves every [`HALF_LIFE`] ([`decay`]); a group
+//!   with no item for [`EXPIRY`] has no home.
+//! * **Hysteresis**: a home moves at most once per [`HOME_HOLD`].
+//!
+//! Time is a [`Duration`] since an origin of the caller's choosing (the runtime's process
+//! clock, the simulator's simulated time), so tests and the simulator drive it without
+//! sleeping.
+
+use std::time::Duration;
+
+/// How long a group's preference takes to halve: 10 ms, the kernel's cache-aware scheduling's
+/// decay of a process's per-cache-domain occupancy (the brief: "let preferences decay (halving
+/// every 10 ms)"). A cache keeps a set of data hot for about as long as other work takes to
+/// evict it; a preference older than a few half-lives says little about where the data is.
+pub const HALF_LIFE: Duration = Duration::from_millis(10);
+
+/// How long a group keeps its home with no item: 50 ms, the kernel's expiry of a preference
+/// (the brief). Five half-lives: a home this old has decayed to about 3 % of its weight, and
+/// steering the next item there would only move it away from where it was issued.
+pub const EXPIRY: Duration = Duration::from_millis(50);
+
+/// The least time between two moves of a group's home: 100 ms, the hysteresis that fixed the
+/// kernel's first attempt, which moved work on every wake-up and stacked it (the brief:
+/// "aggregate in a periodic balancer with hysteresis rather than on every wakeup"). Twice
+/// [`EXPIRY`]: a group flapping between two pods pays for the move at most ten times a second.
+pub const HOME_HOLD: Duration = Duration::from_millis(100);
+
+/// Above this busy fraction a home pod gets no more of a group's items: one half, the kernel's
+/// "stop aggregating when the domain is loaded (about 50 % utilization)" (the brief). Below it
+/// a pod has a free CPU about half the time, so a steered item rarely waits for one; above it
+/// queueing delay grows faster than the cache saves.
+pub const BUSY_LIMIT: Busy = Busy(1 << 15);
+
+/// The window of the pod's busy fraction: a moving mean over about the last 8 ms. Shorter than
+/// [`HALF_LIFE`], so a pod that fills up stops taking steered items before the preferences that
+/// filled it have halved; long enough for [`LOAD_SAMPLES`] samples, which smooth a one-CPU
+/// pod's samples (each 0 or 1) to within about 8 % of its true fraction at 40-50 % busy (the
+/// binomial spread: the square root of 0.25 / 40 is 0.079).
+pub const LOAD_WINDOW: Duration = Duration::from_millis(8);
+
+/// Samples of a pod's busy workers per [`LOAD_WINDOW`]: 40 (see there).
+pub const LOAD_SAMPLES: u32 = 40;
+
+/// The least time between two samples of one pod's busy workers: [`LOAD_WINDOW`] over
+/// [`LOAD_SAMPLES`], 200 us. A sample is taken by a steering decision that reads the pod's load
+/// and finds the last one older than this, so a pod is sampled at most 5,000 times a second,
+/// however many items are steered to it.
+pub const SAMPLE_INTERVAL: Duration = Duration::from_micros(200);
+
+/// One item's weight in a group's preference (fixed point: 256ths of an item, so that decay
+/// over a fraction of [`HALF_LIFE`] keeps precision in an integer).
+pub const ITEM: u32 = 256;
+
+/// The most weight a home gathers: 64 items. A group that runs many items a millisecond would
+/// otherwise hold a weight that only many half-lives erode; with the cap, 64 items run
+/// elsewhere (the home being loaded, or its items pulled) outvote it within a few
+/// milliseconds, and [`HOME_HOLD`] still bounds how often the home moves.
+pub const WEIGHT_CAP: u32 = 64 * ITEM;
+
+/// A busy fraction, in 65536ths (so that it fits an atomic word).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Busy(u32);
+
+impl Busy {
+    /// No CPU busy.
+    pub const IDLE: Busy = Busy(0);
+
+    /// Every CPU busy.
+    pub const FULL: Busy = Busy(1 << 16);
+
+    /// The fraction of `raw` 65536ths, clamped to [`Busy::FULL`].
+    #[must_use]
+    pub const fn from_raw(raw: u32) -> Busy {
+        Busy(if raw > Busy::FULL.0 {
+            Busy::FULL.0
+        } else {
+            raw
+        })
+    }
+
+    /// `busy` of `cpus` CPUs busy (more busy workers than CPUs count as every CPU: workers
+    /// past the CPU count are there for items that block); [`Busy::IDLE`] for no CPU.
+    #[must_use]
+    pub fn of(busy: usize, cpus: usize) -> Busy {
+        if cpus == 0 {
+            return Busy::IDLE;
+        }
+        let busy = busy.min(cpus) as u64;
+        Busy((busy * u64::from(Busy::FULL.0) / cpus as u64) as u32)
+    }
+
+    /// The 65536ths.
+    #[must_use]
+    pub const fn raw(self) -> u32 {
+        self.0
+    }
+
+    /// As a fraction from 0 to 1.
+    #[must_use]
+    pub fn as_f64(self) -> f64 {
+        f64::from(self.0) / f64::from(Busy::FULL.0)
+    }
+}
+
+/// A pod's busy fraction as a moving mean of samples ([`busy_mean`]), and how much time its
+/// samples cover (at most [`LOAD_WINDOW`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BusyMean {
+    /// The mean.
+    pub mean: Busy,
+    /// The time its samples cover: 0 before the first, then growing up to [`LOAD_WINDOW`].
+    pub covers: Duration,
+}
+
+/// The moving mean after one more `sample`, taken `since_last` after the previous one (any
+/// value for the first). A sample stands for the time since the previous one (at most
+/// [`LOAD_WINDOW`]; the first for [`SAMPLE_INTERVAL`]), so samples taken close together do not
+/// outweigh the window; until the samples cover a whole window the mean is their
+/// time-weighted average (the first sample is the mean), and from then on each sample moves it
+/// by `since_last` over the window.
+#[must_use]
+pub fn busy_mean(old: BusyMean, sample: Busy, since_last: Duration) -> BusyMean {
+    let window = LOAD_WINDOW.as_nanos();
+    let stands_for = if old.covers.is_zero() {
+        SAMPLE_INTERVAL
+    } else {
+        since_last
+    };
+    let weight = stands_for.as_nanos().clamp(1, window);
+    let covers = (old.covers.as_nanos() + weight).min(window);
+    let m = i128::from(old.mean.0);
+    let s = i128::from(sample.0);
+    // |s - m| <= 2^16 and weight <= covers <= window < 2^63: the product fits.
+    let moved = (s - m) * weight as i128 / covers as i128;
+    BusyMean {
+        mean: Busy::from_raw((m + moved) as u32),
+        covers: Duration::from_nanos(covers as u64),
+    }
+}
+
+/// A pod's load as a steering decision reads it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PodLoad {
+    /// The pod's CPUs (within the workqueue's CPUs).
+    pub cpus: usize,
+    /// Its recent busy fraction ([`busy_mean`]).
+    pub busy: Busy,
+}
+
+/// A group's preference: its home, the home's weight, and when it last changed. Plain data,
+/// kept by whoever drives the policy (the workqueue layer per group, the simulator per
+/// simulated group) and changed only by [`record`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Preference {
+    /// The home pod; `None` before the group's first item ran.
+    pub home: Option<usize>,
+    /// The home's weight, in [`ITEM`]s, as of `last_item` (decayed since by [`decay`]).
+    pub weight: u32,
+    /// When the group's last item started.
+    pub last_item: Duration,
+    /// When the home last changed (or was first taken).
+    pub home_changed: Duration,
+}
+
+impl Preference {
+    /// What a steering decision reads of it ([`steer`]).
+    #[must_use]
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            home: self.home,
+            last_item: self.last_item,
+        }
+    }
+
+    /// The home at `now`: `None` when there is none or it has expired ([`EXPIRY`]).
+    #[must_use]
+    pub fn home_at(&self, now: Duration) -> Option<usize> {
+        self.snapshot().home_at(now)
+    }
+}
+
+/// What a steering decision reads of a group: its home and when its last item started (the
+/// runtime publishes these two in atomic words; the weight is only [`record`]'s).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Snapshot {
+    /// The home pod, if any.
+    pub home: Option<usize>,
+    /// When the group's last item started.
+    pub last_item: Duration,
+}
+
+impl Snapshot {
+    /// The home at `now`: `None` when there is none or it has expired ([`EXPIRY`]).
+    #[must_use]
+    pub fn home_at(&self, now: Duration) -> Option<usize> {
+        self.home.filter(|_| !expired(self.last_item, now))
+    }
+}
+
+/// Whether a preference whose last item started at `last_item` has expired at `now`.
+#[must_use]
+pub fn expired(last_item: Duration, now: Duration) -> bool {
+    now.saturating_sub(last_item) >= EXPIRY
+}
+
+/// `weight` after `elapsed` more time: halved once per whole [`HALF_LIFE`], and within a
+/// half-life taken down in a straight line towards the next half (exact at every half-life,
+/// never increasing with `elapsed`).
+#[must_use]
+pub fn decay(weight: u32, elapsed: Duration) -> u32 {
+    let half = HALF_LIFE.as_nanos();
+    let halvings = elapsed.as_nanos() / half;
+    if halvings >= 32 {
+        return 0;
+    }
+    let w = u128::from(weight >> halvings);
+    let into = elapsed.as_nanos() % half;
+    // Down from w at the start of the half-life to w/2 at its end.
+    (w - w * into / (2 * half)) as u32
+}
+
+/// What one item's start did to its group's preference ([`record`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Recorded {
+    /// The group had no home, or it had expired: the pod the item ran on is its home now.
+    Adopted,
+    /// It ran at home: the home's weight grew.
+    AtHome,
+    /// It ran elsewhere: the home's weight shrank (and the home stayed, being still heavier,
+    /// or having moved less than [`HOME_HOLD`] ago).
+    Elsewhere,
+    /// It ran elsewhere and outvoted the home, which moved to where it ran.
+    Moved {
+        /// The home before.
+        from: usize,
+    },
+}
+
+/// Records that one of the group's items started on pod `ran_on` at `now`: the home is where
+/// the items last ran, by a vote that decays ([`decay`]): an item at home adds an [`ITEM`] to
+/// the home's weight (up to [`WEIGHT_CAP`]), one elsewhere takes one away, and when the weight
+/// is gone the home moves to where that item ran, at most once per [`HOME_HOLD`]. A group with
+/// no home, or whose home expired ([`EXPIRY`]), takes the item's pod as its home.
+pub fn record(pref: &mut Preference, ran_on: usize, now: Duration) -> Recorded {
+    let fresh = pref.home.is_none() || expired(pref.last_item, now);
+    let weight = decay(pref.weight, now.saturating_sub(pref.last_item));
+    pref.last_item = now;
+    if fresh {
+        pref.home = Some(ran_on);
+        pref.weight = ITEM;
+        pref.home_changed = now;
+        return Recorded::Adopted;
+    }
+    match pref.home {
+        Some(home) if home == ran_on => {
+            pref.weight = (weight + ITEM).min(WEIGHT_CAP);
+            Recorded::AtHome
+        }
+        Some(home) => {
+            pref.weight = weight.saturating_sub(ITEM);
+            if pref.weight == 0 && now.saturating_sub(pref.home_changed) >= HOME_HOLD {
+                pref.home = Some(ran_on);
+                pref.weight = ITEM;
+                pref.home_changed = now;
+                Recorded::Moved { from: home }
+            } else {
+                Recorded::Elsewhere
+            }
+        }
+        None => unreachable!("a group without a home is fresh"),
+    }
+}
+
+/// Why an item is not steered: it goes where ungrouped work goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unsteered {
+    /// The group has no home yet (no item of it has run).
+    NoHome,
+    /// The group's home expired: no item for [`EXPIRY`].
+    Expired,
+    /// The group has as many runnable items as the home pod has CPUs: one more there would
+    /// wait for a CPU.
+    Crowded,
+    /// The home pod is busier than [`BUSY_LIMIT`].
+    Loaded,
+}
+
+/// Where a grouped item goes ([`steer`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Steer {
+    /// To its group's home pod.
+    Home(usize),
+    /// Where an ungrouped item issued here goes, for the reason given.
+    Plain(Unsteered),
+}
+
+impl Steer {
+    /// The pod the item goes to, given `plain`, the pod where an ungrouped item would go.
+    #[must_use]
+    pub fn pod(self, plain: usize) -> usize {
+        match self {
+            Steer::Home(pod) => pod,
+            Steer::Plain(_) => plain,
+        }
+    }
+}
+
+/// Where an item of a group goes, issued at `now` where an ungrouped item would go to pod
+/// `plain`, with `runnable` items of the group queued or running already. `load` gives a pod's
+/// load; it is asked at most once, for the home, and only when the item is not issued at home.
+///
+/// The home, unless: the group has none or it expired; the home pod already has as many of the
+/// group's runnable items as it has CPUs; or it is busier than [`BUSY_LIMIT`]. An item issued
+/// at home stays there (the same pod either way), without a look at the load.
+pub fn steer(
+    group: Snapshot,
+    now: Duration,
+    plain: usize,
+    runnable: usize,
+    load: impl FnOnce(usize) -> PodLoad,
+) -> Steer {
+    let Some(home) = group.home else {
+        return Steer::Plain(Unsteered::NoHome);
+    };
+    if expired(group.last_item, now) {
+        return Steer::Plain(Unsteered::Expired);
+    }
+    if home == plain {
+        return Steer::Home(home);
+    }
+    let load = load(home);
+    if runnable >= load.cpus {
+        return Steer::Plain(Unsteered::Crowded);
+    }
+    if load.busy > BUSY_LIMIT {
+        return Steer::Plain(Unsteered::Loaded);
+    }
+    Steer::Home(home)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    fn idle(cpus: usize) -> impl FnOnce(usize) -> PodLoad {
+        move |_| PodLoad {
+            cpus,
+            busy: Busy::IDLE,
+        }
+    }
+
+    #[test]
+    fn decay_halves_every_half_life() {
+        assert_eq!(decay(1024, Duration::ZERO), 1024);
+        assert_eq!(decay(1024, HALF_LIFE), 512);
+        assert_eq!(decay(1024, HALF_LIFE * 2), 256);
+        assert_eq!(decay(1024, HALF_LIFE / 2), 768);
+        assert_eq!(decay(u32::MAX, HALF_LIFE * 40), 0);
+        assert_eq!(decay(WEIGHT_CAP, Duration::MAX), 0);
+    }
+
+    #[test]
+    fn the_first_item_makes_the_home_and_later_ones_at_home_weigh_more() {
+        let mut p = Preference::default();
+        assert_eq!(record(&mut p, 3, ms(1)), Recorded::Adopted);
+        assert_eq!(p.home, Some(3));
+        assert_eq!(p.weight, ITEM);
+        assert_eq!(record(&mut p, 3, ms(1)), Recorded::AtHome);
+        assert_eq!(p.weight, 2 * ITEM);
+        // Ten milliseconds later the two items weigh one.
+        assert_eq!(record(&mut p, 3, ms(11)), Recorded::AtHome);
+        assert_eq!(p.weight, 2 * ITEM);
+        for _ in 0..1000 {
+            record(&mut p, 3, ms(11));
+        }
+        assert_eq!(p.weight, WEIGHT_CAP);
+    }
+
+    #[test]
+    fn a_preference_expires_after_fifty_ms_without_items() {
+        let mut p = Preference::default();
+        record(&mut p, 1, ms(100));
+        assert_eq!(
+            p.home_at(ms(100) + EXPIRY - Duration::from_nanos(1)),
+            Some(1)
+        );
+        assert_eq!(p.home_at(ms(100) + EXPIRY), None);
+        let plain = 0;
+        assert_eq!(
+            steer(p.snapshot(), ms(100) + EXPIRY, plain, 0, idle(1)),
+            Steer::Plain(Unsteered::Expired)
+        );
+        // The next item adopts where it ran, at once: the old home is not held.
+        assert_eq!(record(&mut p, 0, ms(100) + EXPIRY), Recorded::Adopted);
+        assert_eq!(p.home, Some(0));
+    }
+
+    #[test]
+    fn the_home_moves_at_most_once_per_hold() {
+        let mut p = Preference::default();
+        record(&mut p, 0, ms(0));
+        // Every item from now runs on pod 1, one per millisecond: the single item of weight
+        // is outvoted at once, but the home holds until HOME_HOLD has passed.
+        let mut moved_at = None;
+        for t in 1..=200 {
+            if let Recorded::Moved { from } = record(&mut p, 1, ms(t)) {
+                assert_eq!(from, 0);
+                moved_at = Some(ms(t));
+                break;
+            }
+            assert_eq!(p.home, Some(0));
+        }
+        assert_eq!(moved_at, Some(HOME_HOLD));
+        // And back: pod 0 again for every item, held another HOME_HOLD.
+        let start = HOME_HOLD;
+        let mut back = None;
+        for t in 1..=300 {
+            let now = start + ms(t);
+            if let Recorded::Moved { .. } = record(&mut p, 0, now) {
+                back = Some(now - start);
+                break;
+            }
+        }
+        assert_eq!(back, Some(HOME_HOLD));
+    }
+
+    #[test]
+    fn a_heavy_home_outlasts_a_few_strays() {
+        let mut p = Preference::default();
+        for t in 0..150 {
+            record(&mut p, 2, ms(t) / 4);
+        }
+        let now = ms(200);
+        // 150 items in 37 ms, the last ones capped; then strays on pod 5 past the hold.
+        p.last_item = now;
+        p.weight = WEIGHT_CAP;
+        for _ in 0..63 {
+            assert_eq!(record(&mut p, 5, now), Recorded::Elsewhere);
+        }
+        assert_eq!(record(&mut p, 5, now), Recorded::Moved { from: 2 });
+    }
+
+    #[test]
+    fn items_go_home_unless_crowded_or_loaded() {
+        let mut p = Preference::default();
+        record(&mut p, 1, ms(5));
+        let snap = p.snapshot();
+        assert_eq!(steer(snap, ms(6), 0, 0, idle(2)), Steer::Home(1));
+        assert_eq!(steer(snap, ms(6), 0, 1, idle(2)), Steer::Home(1));
+        // Two runnable on a two-CPU home: the third goes where ungrouped work goes.
+        assert_eq!(
+            steer(snap, ms(6), 0, 2, idle(2)),
+            Steer::Plain(Unsteered::Crowded)
+        );
+        let at = |busy| {
+            move |_| PodLoad {
+                cpus: 2,
+                busy: Busy::from_raw(busy),
+            }
+        };
+        assert_eq!(
+            steer(snap, ms(6), 0, 0, at(BUSY_LIMIT.raw())),
+            Steer::Home(1)
+        );
+        assert_eq!(
+            steer(snap, ms(6), 0, 0, at(BUSY_LIMIT.raw() + 1)),
+            Steer::Plain(Unsteered::Loaded)
+        );
+        assert_eq!(Steer::Plain(Unsteered::Loaded).pod(0), 0);
+        assert_eq!(Steer::Home(1).pod(0), 1);
+    }
+
+    #[test]
+    fn an_item_issued_at_home_stays_without_a_look_at_the_load() {
+        let mut p = Preference::default();
+        record(&mut p, 4, ms(0));
+        let looked = |_| -> PodLoad { unreachable!("no load look for an item issued at home") };
+        assert_eq!(steer(p.snapshot(), ms(1), 4, 100, looked), Steer::Home(4));
+        assert_eq!(
+            steer(Snapshot::default(), ms(1), 4, 0, looked),
+            Steer::Plain(Unsteered::NoHome)
+        );
+    }
+
+    #[test]
+    fn the_busy_mean_follows_samples_over_the_window() {
+        let step = LOAD_WINDOW / LOAD_SAMPLES;
+        assert_eq!(step, SAMPLE_INTERVAL);
+        // The first sample is the mean; the next ones average with it until a window is
+        // covered.
+        let first = busy_mean(BusyMean::default(), Busy::FULL, Duration::ZERO);
+        assert_eq!(first.mean, Busy::FULL);
+        let second = busy_mean(first, Busy::IDLE, step);
+        assert!((second.mean.as_f64() - 0.5).abs() < 0.01, "{second:?}");
+        let mut mean = BusyMean::default();
+        for _ in 0..4 * LOAD_SAMPLES {
+            mean = busy_mean(mean, Busy::FULL, step);
+        }
+        assert_eq!(mean.covers, LOAD_WINDOW);
+        assert_eq!(mean.mean, Busy::FULL);
+        // Past the window, one sample moves the mean by its share of it.
+        let after = busy_mean(mean, Busy::IDLE, step);
+        assert!((after.mean.as_f64() - 0.975).abs() < 0.001, "{after:?}");
+        // A whole window without samples: the next sample is the mean.
+        assert_eq!(
+            busy_mean(mean, Busy::IDLE, LOAD_WINDOW * 3).mean,
+            Busy::IDLE
+        );
+        // Alternating samples settle near one half.
+        let mut mean = BusyMean::default();
+        for k in 0..400 {
+            let sample = if k % 2 == 0 { Busy::FULL } else { Busy::IDLE };
+            mean = busy_mean(mean, sample, step);
+        }
+        assert!((mean.mean.as_f64() - 0.5).abs() < 0.05, "{mean:?}");
+        assert_eq!(Busy::of(3, 2), Busy::FULL);
+        assert_eq!(Busy::of(1, 2), BUSY_LIMIT);
+        assert_eq!(Busy::of(1, 0), Busy::IDLE);
+    }
+
+    proptest! {
+        #[test]
+        fn decay_never_grows_and_halves_exactly(w in 0u32..=u32::MAX, a in 0u64..200_000_000, b in 0u64..200_000_000) {
+            let (short, long) = (a.min(b), a.max(b));
+            prop_assert!(decay(w, Duration::from_nanos(long)) <= decay(w, Duration::from_nanos(short)));
+            prop_assert!(decay(w, Duration::from_nanos(short)) <= w);
+            prop_assert_eq!(decay(w, HALF_LIFE), w / 2);
+        }
+
+        #[test]
+        fn the_home_never_moves_twice_within_the_hold(
+            pods in proptest::collection::vec(0usize..4, 1..300),
+            gaps in proptest::collection::vec(0u64..3_000_000, 300),
+        ) {
+            let mut p = Preference::default();
+            let mut now = Duration::ZERO;
+            let mut last_move: Option<Duration> = None;
+            for (i, &pod) in pods.iter().enumerate() {
+                now += Duration::from_nanos(gaps[i]);
+                let before = p.home;
+                match record(&mut p, pod, now) {
+                    Recorded::Moved { from } => {
+                        prop_assert_eq!(before, Some(from));
+                        if let Some(prev) = last_move {
+                            prop_assert!(now - prev >= HOME_HOLD);
+                        }
+                        prop_assert!(now - p.home_changed < HOME_HOLD + Duration::from_nanos(1));
+                        last_move = Some(now);
+                    }
+                    Recorded::Adopted => last_move = None,
+                    Recorded::AtHome => prop_assert_eq!(before, Some(pod)),
+                    Recorded::Elsewhere => prop_assert_ne!(before, Some(pod)),
+                }
+                prop_assert!(p.weight <= WEIGHT_CAP);
+                prop_assert_eq!(p.last_item, now);
+                prop_assert!(p.home.is_some());
+            }
+        }
+
+        #[test]
+        fn steering_never_sends_to_a_loaded_or_crowded_home(
+            home in 0usize..8, plain in 0usize..8, runnable in 0usize..8,
+            cpus in 1usize..8, busy in 0u32..=65536, age in 0u64..100,
+        ) {
+            let snap = Snapshot { home: Some(home), last_item: ms(1000) };
+            let now = ms(1000 + age);
+            let load = PodLoad { cpus, busy: Busy::from_raw(busy) };
+            let to = steer(snap, now, plain, runnable, |_| load).pod(plain);
+            if to != plain {
+                prop_assert_eq!(to, home);
+                prop_assert!(runnable < cpus && load.busy <= BUSY_LIMIT);
+                prop_assert!(ms(age) < EXPIRY);
+            }
+        }
+    }
+}

@@ -1,0 +1,170 @@
+//! [`Group`]: related work items of one workqueue, steered to the pod where their data is hot
+//! (`policy::steer`; the steps are "Steering" in `README.md` beside this file).
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::here::Here;
+use crate::policy::steer;
+use crate::pool;
+
+use super::steering::{GroupState, Ticket};
+use super::task::Job;
+use super::{Work, Workqueue};
+
+/// A handle for related work on one workqueue (one connection, one key range, one tenant),
+/// made by [`Workqueue::group`]: its items go to the pod where the group's items last ran, so
+/// that the data they share is still in that pod's caches, unless that pod is loaded.
+///
+/// The rules, with every constant and its reason, are `policy::steer`'s:
+///
+/// * the group's *home* is the pod where its items last ran (a vote weighted by recency,
+///   halving every `policy::steer::HALF_LIFE`, forgotten after `policy::steer::EXPIRY`
+///   without items, moving at most once per `policy::steer::HOME_HOLD`);
+/// * an item goes to the home pod's pool, unless the home pod is busier than
+///   `policy::steer::BUSY_LIMIT` or already has as many of the group's items queued or running
+///   as it has CPUs: then it goes where [`Workqueue::queue`] would send it, and idle pods may
+///   still pull it.
+///
+/// Grouped items keep every guarantee of the workqueue: [`Group::queue`] and
+/// [`Group::queue_work`] return what [`Workqueue::queue`] and [`Workqueue::queue_work`] return
+/// in the same cases (drain, fork, already pending, being cancelled), and `flush`, `drain`,
+/// `cancel_sync`, `max_active` and ordering treat them as any other item. On a workqueue built
+/// with [`WorkqueueBuilder::steer(false)`](super::WorkqueueBuilder::steer) a group's calls are
+/// the plain ones.
+///
+/// Clones share the group; a clone is one reference count.
+///
+/// ```
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use std::sync::Arc;
+/// use podq::{AffinityScope, Workqueue};
+///
+/// let wq = Workqueue::builder("conns").scope(AffinityScope::Cpu).build()?;
+/// let conn = wq.group();
+/// let served = Arc::new(AtomicUsize::new(0));
+/// for _ in 0..10 {
+///     let served = Arc::clone(&served);
+///     conn.queue(move || {
+///         served.fetch_add(1, Ordering::Relaxed);
+///     });
+///     wq.flush();
+/// }
+/// assert_eq!(served.load(Ordering::Relaxed), 10);
+/// // Its items ran on one pod, which is its home now.
+/// assert!(conn.home().is_some());
+/// let stats = wq.stats();
+/// assert_eq!(stats.grouped_at_home + stats.grouped_elsewhere, 10);
+/// # Ok::<(), podq::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Group<'wq> {
+    /// The workqueue.
+    wq: &'wq Workqueue,
+    /// The group's preference and runnable count.
+    state: Arc<GroupState>,
+}
+
+impl Workqueue {
+    /// A new group of related work on this workqueue, with no home until one of its items
+    /// runs (see [`Group`]).
+    pub fn group(&self) -> Group<'_> {
+        Group {
+            wq: self,
+            state: Arc::new(GroupState::new(Arc::clone(&self.shared.steer))),
+        }
+    }
+}
+
+impl Group<'_> {
+    /// Queues a one-shot closure to the group's home pod, or, when the group has no home or the
+    /// home is loaded, where [`Workqueue::queue`] sends it.
+    ///
+    /// Returns `false` in the cases where [`Workqueue::queue`] does (a drain from outside the
+    /// workqueue's items; a workqueue of a parent process): the closure is then dropped
+    /// without running.
+    pub fn queue(&self, f: impl FnOnce() + Send + 'static) -> bool {
+        let wq = self.wq;
+        if wq.refused() {
+            return false;
+        }
+        let here = Here::now();
+        let plain = wq.pod_here(here);
+        if !self.steers() {
+            wq.submit(Job::Once(Box::new(f)), plain, here.index());
+            return true;
+        }
+        let pod = self.place(plain);
+        let ticket = Ticket::new(&self.state);
+        let job = Job::Once(Box::new(move || {
+            ticket.started();
+            f();
+            // `ticket` goes with the closure (S5), also when `f` panics.
+        }));
+        wq.submit(job, pod, here.index());
+        true
+    }
+
+    /// Queues `work` to the group's home pod, or, when the group has no home or the home is
+    /// loaded, where [`Workqueue::queue_work`] sends it.
+    ///
+    /// Returns `true` when this call queued it, and `false` in every case where
+    /// [`Workqueue::queue_work`] does: already pending (that execution runs once for both
+    /// requests, wherever it was queued), being cancelled, refused during a drain or in a child
+    /// process of `fork()`.
+    pub fn queue_work(&self, work: &Work) -> bool {
+        let wq = self.wq;
+        let here = Here::now();
+        let plain = wq.pod_here(here);
+        if !self.steers() {
+            return wq.queue_work_to(work, plain, here.index());
+        }
+        let pod = self.place(plain);
+        wq.queue_work_with(work, pod, here.index(), |item| {
+            item.group.put(Ticket::new(&self.state));
+        })
+    }
+
+    /// The pod (its id under the workqueue's scope) the group's items are steered to now:
+    /// where they last ran. `None` before any of them ran, after `policy::steer::EXPIRY`
+    /// without items, and on a workqueue that does not steer. An item may still go elsewhere
+    /// while the home is loaded (see [`Group`]).
+    pub fn home(&self) -> Option<usize> {
+        if !self.steers() {
+            return None;
+        }
+        self.state.snapshot().home_at(pool::clock())
+    }
+
+    /// Whether the workqueue steers its groups' items.
+    fn steers(&self) -> bool {
+        self.wq.steer
+    }
+
+    /// (S2) The pod for an item that, ungrouped, would go to `plain`: `policy::steer`'s
+    /// decision from the group's published home, its runnable items and the home pool's load
+    /// (read without a lock).
+    fn place(&self, plain: usize) -> usize {
+        let now = pool::clock();
+        let pools = &self.wq.shared.pools;
+        let group = self.state.snapshot();
+        let group = steer::Snapshot {
+            home: group.home.filter(|&h| h < pools.len()),
+            ..group
+        };
+        steer::steer(group, now, plain, self.state.runnable(), |pod| {
+            pools.load(pod, now).pod
+        })
+        .pod(plain)
+    }
+}
+
+impl fmt::Debug for Group<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Group")
+            .field("workqueue", &self.wq.name())
+            .field("home", &self.home())
+            .field("runnable", &self.state.runnable())
+            .finish()
+    }
+}
