@@ -1,0 +1,77 @@
+//! The locality workload's options (`--groups`, `--set-kb`, `--load`) and `--steer`, checked
+//! as the rest of the command line is: every bad value refused with one line.
+
+use super::{parse_bounded, parse_list, BenchArgs};
+use crate::bench::locality::{Plan, MAX_GROUPS, MAX_SET_KB};
+use crate::bench::workload::Workload;
+use crate::error::CliError;
+
+/// `--groups`, `--set-kb` and `--load`, each within its bounds, and given only when a workload
+/// measured is `locality`; the defaults otherwise. The item's cost is measured later.
+pub(super) fn parse_plan(args: &BenchArgs, workloads: &[Workload]) -> Result<Plan, CliError> {
+    let groups = args
+        .groups
+        .as_deref()
+        .map(|text| parse_bounded("--groups", text, 1, MAX_GROUPS, "groups of related items"))
+        .transpose()?;
+    let set_kb = args
+        .set_kb
+        .as_deref()
+        .map(|text| {
+            parse_bounded(
+                "--set-kb",
+                text,
+                1,
+                MAX_SET_KB,
+                "KiB of working set per group",
+            )
+        })
+        .transpose()?;
+    let load = args
+        .load
+        .as_deref()
+        .map(|text| {
+            parse_bounded(
+                "--load",
+                text,
+                1,
+                100,
+                "percent of the usable CPUs the items keep busy",
+            )
+        })
+        .transpose()?;
+    if !workloads.contains(&Workload::Locality) {
+        let given = [("--groups", groups), ("--set-kb", set_kb), ("--load", load)];
+        if let Some((flag, Some(value))) = given.into_iter().find(|(_, value)| value.is_some()) {
+            return Err(CliError::Usage(format!(
+                "{flag} {value}: only the locality workload uses it, and --workload {} leaves \
+                 it out; give --workload locality or all, or leave {flag} out",
+                args.workload
+            )));
+        }
+    }
+    let default = Plan::default();
+    Ok(Plan {
+        groups: groups.map(|g| usize::try_from(g).unwrap_or(usize::MAX)),
+        set_kb: set_kb.unwrap_or(default.set_kb),
+        load: load.unwrap_or(default.load),
+        ..default
+    })
+}
+
+/// `--steer`: `on`, `off`, or both comma-separated, in the order given, without duplicates.
+pub(super) fn parse_steers(list: &str) -> Result<Vec<bool>, CliError> {
+    let steers = parse_list(list, |value| match value {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(CliError::Usage(format!(
+            "--steer '{list}': unknown value '{value}'; expected on, off, or on,off"
+        ))),
+    })?;
+    if steers.is_empty() {
+        return Err(CliError::Usage(format!(
+            "--steer '{list}': expected on, off, or on,off"
+        )));
+    }
+    Ok(steers)
+}
