@@ -17,6 +17,7 @@
 //! * **Decay and expiry**: the home's weight halves every [`HALF_LIFE`] ([`decay`]); a group
 //!   with no item for [`EXPIRY`] has no home.
 //! * **Hysteresis**: a home moves at most once per [`HOME_HOLD`].
+//! * **Amortised**: a group's starts vote at most once per [`VOTE_INTERVAL`] ([`votes`]).
 //!
 //! Time is a [`Duration`] since an origin of the caller's choosing (the runtime's process
 //! clock, the simulator's simulated time), so tests and the simulator drive it without
@@ -43,8 +44,9 @@ pub const HOME_HOLD: Duration = Duration::from_millis(100);
 
 /// Above this busy fraction a home pod gets no more of a group's items: one half, the kernel's
 /// "stop aggregating when the domain is loaded (about 50 % utilization)" (the brief). Below it
-/// a pod has a free CPU about half the time, so a steered item rarely waits for one; above it
-/// queueing delay grows faster than the cache saves.
+/// a pod has a free CPU at least half the time; above it the wait for one grows fast (a single
+/// server's mean wait is `u / (1 - u)` service times at utilization `u`: 1 at one half, 4 at
+/// four fifths), and soon costs more than the hot cache saves.
 pub const BUSY_LIMIT: Busy = Busy(1 << 15);
 
 /// The window of the pod's busy fraction: a moving mean over about the last 8 ms. Shorter than
@@ -62,6 +64,20 @@ pub const LOAD_SAMPLES: u32 = 40;
 /// and finds the last one older than this, so a pod is sampled at most 5,000 times a second,
 /// however many items are steered to it.
 pub const SAMPLE_INTERVAL: Duration = Duration::from_micros(200);
+
+/// The least time between two votes of a group's starts ([`votes`]): 50 us. A vote takes the
+/// group's lock and writes its published home and time, a line that every CPU running the
+/// group's items would otherwise write for every item; a group whose items start more often
+/// than this votes with one start per interval. That is still 200 votes per [`HALF_LIFE`],
+/// more than the [`WEIGHT_CAP`] needs, and a thousandth of [`EXPIRY`], which it delays.
+pub const VOTE_INTERVAL: Duration = Duration::from_micros(50);
+
+/// Whether an item that starts at `now` votes ([`record`]), the group's last vote having been
+/// at `last_vote`: when [`VOTE_INTERVAL`] has passed since (or the clock went back).
+#[must_use]
+pub fn votes(last_vote: Duration, now: Duration) -> bool {
+    now < last_vote || now - last_vote >= VOTE_INTERVAL
+}
 
 /// One item's weight in a group's preference (fixed point: 256ths of an item, so that decay
 /// over a fraction of [`HALF_LIFE`] keeps precision in an integer).
@@ -256,7 +272,8 @@ pub enum Recorded {
 /// the items last ran, by a vote that decays ([`decay`]): an item at home adds an [`ITEM`] to
 /// the home's weight (up to [`WEIGHT_CAP`]), one elsewhere takes one away, and when the weight
 /// is gone the home moves to where that item ran, at most once per [`HOME_HOLD`]. A group with
-/// no home, or whose home expired ([`EXPIRY`]), takes the item's pod as its home.
+/// no home, or whose home expired ([`EXPIRY`]), takes the item's pod as its home. A driver
+/// calls it for the starts that vote ([`votes`]); the others change nothing.
 pub fn record(pref: &mut Preference, ran_on: usize, now: Duration) -> Recorded {
     let fresh = pref.home.is_none() || expired(pref.last_item, now);
     let weight = decay(pref.weight, now.saturating_sub(pref.last_item));
@@ -459,6 +476,14 @@ mod tests {
             assert_eq!(record(&mut p, 5, now), Recorded::Elsewhere);
         }
         assert_eq!(record(&mut p, 5, now), Recorded::Moved { from: 2 });
+    }
+
+    #[test]
+    fn starts_vote_once_per_interval() {
+        assert!(votes(Duration::ZERO, VOTE_INTERVAL));
+        assert!(!votes(ms(1), ms(1) + VOTE_INTERVAL / 2));
+        assert!(votes(ms(1), ms(1) + VOTE_INTERVAL));
+        assert!(votes(ms(2), ms(1)), "a clock that went back votes");
     }
 
     #[test]

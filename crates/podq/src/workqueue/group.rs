@@ -33,7 +33,9 @@ use super::{Work, Workqueue};
 /// with [`WorkqueueBuilder::steer(false)`](super::WorkqueueBuilder::steer) a group's calls are
 /// the plain ones.
 ///
-/// Clones share the group; a clone is one reference count.
+/// Clones share the group; a clone is one reference count. A group borrows its workqueue
+/// (its items are counted in the workqueue's pods, which go with the workqueue), so threads
+/// that queue through it are scoped ([`std::thread::scope`]) or hold the workqueue themselves.
 ///
 /// ```
 /// use std::sync::atomic::{AtomicUsize, Ordering};

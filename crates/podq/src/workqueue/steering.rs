@@ -102,7 +102,8 @@ pub(crate) struct GroupState {
     /// A: the home as last recorded ([`NO_HOME`]: none), for decisions to read without the
     /// lock (S3). Relaxed: a hint.
     home: AtomicUsize,
-    /// A: when the last item started, in nanoseconds on `pool::clock` (S3). Relaxed: a hint.
+    /// A: when the group last voted (S3: a start, at most one per
+    /// `policy::steer::VOTE_INTERVAL`), in nanoseconds on `pool::clock`. Relaxed: a hint.
     last_item_ns: AtomicU64,
     /// The preference, changed only by [`policy::record`]. Taken with `try_lock` by starting
     /// items: one that finds it held skips its vote (S3).
@@ -136,14 +137,18 @@ impl GroupState {
     }
 
     /// (S3) One of the group's executions starts on a worker of pod `ran_on` at `now`: counts
-    /// it at home or elsewhere, and votes for its pod, unless another start holds the
-    /// preference's lock.
+    /// it at home or elsewhere, and votes for its pod, unless the group voted less than
+    /// `policy::steer::VOTE_INTERVAL` ago or another start holds the preference's lock.
     fn started(&self, ran_on: usize, now: Duration) {
         let stripe = self.steer.mine();
-        if self.snapshot().home_at(now) == Some(ran_on) {
+        let snapshot = self.snapshot();
+        if snapshot.home_at(now) == Some(ran_on) {
             stripe.at_home.fetch_add(1, Ordering::Relaxed);
         } else {
             stripe.elsewhere.fetch_add(1, Ordering::Relaxed);
+        }
+        if snapshot.home.is_some() && !policy::votes(snapshot.last_item, now) {
+            return;
         }
         let Some(mut pref) = self.pref.try_lock() else {
             return;
@@ -200,5 +205,70 @@ impl fmt::Debug for GroupState {
             .field("home", &self.snapshot().home)
             .field("runnable", &self.runnable())
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::steer::{EXPIRY, HOME_HOLD};
+
+    fn group() -> Arc<GroupState> {
+        Arc::new(GroupState::new(Arc::new(SteerShared::new(4, 2))))
+    }
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn starts_count_at_home_or_elsewhere_and_publish_the_home() {
+        let g = group();
+        g.started(2, ms(1));
+        assert_eq!(g.snapshot().home, Some(2));
+        assert_eq!(g.snapshot().last_item, ms(1));
+        g.started(2, ms(2));
+        g.started(3, ms(3));
+        let t = g.steer.totals();
+        // The first start had no home to be at.
+        assert_eq!((t.at_home, t.elsewhere, t.home_changes), (1, 2, 0));
+        // Starts elsewhere every 10 ms outvote the home, which moves once the hold has passed.
+        let mut t = ms(3);
+        while g.snapshot().home == Some(2) {
+            t += ms(10);
+            g.started(3, t);
+        }
+        assert!(t >= HOME_HOLD && t < HOME_HOLD + ms(10), "{t:?}");
+        assert_eq!(g.snapshot().home, Some(3));
+        assert_eq!(g.steer.totals().home_changes, 1);
+        // After the expiry the published home is gone for decisions.
+        assert_eq!(g.snapshot().home_at(t + EXPIRY), None);
+    }
+
+    #[test]
+    fn a_start_that_finds_the_preference_held_counts_but_does_not_vote() {
+        let g = group();
+        g.started(1, ms(1));
+        let held = g.pref.lock();
+        g.started(0, ms(200));
+        drop(held);
+        assert_eq!(g.snapshot().home, Some(1));
+        assert_eq!(g.snapshot().last_item, ms(1));
+        assert_eq!(g.steer.totals().elsewhere, 2);
+    }
+
+    #[test]
+    fn tickets_count_runnable_executions_until_dropped() {
+        let g = group();
+        let a = Ticket::new(&g);
+        let b = Ticket::new(&g);
+        assert_eq!(g.runnable(), 2);
+        drop(a);
+        assert_eq!(g.runnable(), 1);
+        // Off a worker thread, a start learns nothing.
+        b.started();
+        assert_eq!(g.snapshot().home, None);
+        drop(b);
+        assert_eq!(g.runnable(), 0);
     }
 }
