@@ -7,7 +7,7 @@
 //! random line, reading each line's link and writing its counter, so every access depends on the
 //! one before it (as a hash-table lookup's does) and the hardware prefetcher cannot hide where
 //! the data sits. Producers on every chosen CPU queue items of random groups at a steady rate,
-//! set from the measured cost of one item with its data hot so that the items alone keep the
+//! set from the measured cost of one item ([`item_cost`]) so that the items alone keep the
 //! usable CPUs about `--load` percent busy; the CPU that queues an item therefore says nothing
 //! about where its data is.
 //!
@@ -52,9 +52,9 @@ pub(crate) const MAX_GROUPS: u64 = 65_536;
 /// Bytes of a cache line, the unit of the working set.
 const LINE_BYTES: usize = 64;
 
-/// Walks of one group's set timed to measure an item's cost (after one untimed walk that
-/// brings the set into this CPU's caches); the fastest counts.
-const COST_WALKS: usize = 5;
+/// Rounds of walks timed to measure an item's cost, each walking [`GROUPS_PER_POD`] sets in turn
+/// (after one untimed round); the median walk counts.
+const COST_ROUNDS: usize = 3;
 
 /// One cache line of a working set: the next line of the cycle, and a counter each walk
 /// writes.
@@ -126,8 +126,7 @@ pub(crate) struct Plan {
     pub(crate) set_kb: u64,
     /// Percent of the usable CPUs the items keep busy.
     pub(crate) load: u64,
-    /// One item's measured cost with its data hot ([`item_cost`]) and its work; zero until
-    /// measured.
+    /// One item's measured cost ([`item_cost`]) and its work; zero until measured.
     pub(crate) item: Duration,
     /// CPU work each item burns after its walk (`--work-ns`).
     pub(crate) work: Duration,
@@ -156,19 +155,30 @@ impl Plan {
     }
 }
 
-/// One item's cost with its data hot on this thread's CPU: the fastest of [`COST_WALKS`] walks
-/// of a fresh `set_kb` KiB set, after one untimed walk.
+/// One item's cost as a pod that runs its own groups' items sees it: the median walk when this
+/// thread walks [`GROUPS_PER_POD`] fresh `set_kb` KiB sets in turn ([`COST_ROUNDS`] rounds,
+/// after one untimed round), so each walk finds its set where the last walk of it left it,
+/// after the pod's other groups. Where a pod's cache holds its groups' sets this is the hot
+/// cost; where it does not, the cost steering cannot avoid.
 pub(crate) fn item_cost(set_kb: u64) -> Duration {
-    let set = WorkingSet::new(set_kb, &mut Rng::new(0x10ca_1157));
-    set.walk(0);
-    (0..COST_WALKS)
-        .map(|_| {
-            let t0 = Instant::now();
-            set.walk(0);
-            t0.elapsed()
+    let mut rng = Rng::new(0x10ca_1157);
+    let sets: Vec<WorkingSet> = (0..GROUPS_PER_POD)
+        .map(|_| WorkingSet::new(set_kb, &mut rng))
+        .collect();
+    sets.iter().for_each(|set| {
+        set.walk(0);
+    });
+    let mut times: Vec<Duration> = (0..COST_ROUNDS)
+        .flat_map(|_| {
+            sets.iter().map(|set| {
+                let t0 = Instant::now();
+                set.walk(0);
+                t0.elapsed()
+            })
         })
-        .min()
-        .unwrap_or_default()
+        .collect();
+    times.sort_unstable();
+    times[times.len() / 2]
 }
 
 /// One producer's items: their queue-to-start times and countdown, and their run times.

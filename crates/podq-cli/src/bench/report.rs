@@ -108,7 +108,7 @@ fn heading(workload: Workload, settings: &Settings) -> String {
             };
             format!(
                 "{} ({on} {cpus}) x {items} items of {groups} walking {} KiB each, paced for \
-                 {} % load ({} us per item hot)",
+                 {} % load ({} us per item)",
                 plural(count, "producer thread"),
                 plan.set_kb,
                 plan.load,
