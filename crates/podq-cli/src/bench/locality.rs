@@ -52,8 +52,8 @@ pub(crate) const MAX_GROUPS: u64 = 65_536;
 /// Bytes of a cache line, the unit of the working set.
 const LINE_BYTES: usize = 64;
 
-/// Rounds of walks timed to measure an item's cost, each walking [`GROUPS_PER_POD`] sets in turn
-/// (after one untimed round); the median walk counts.
+/// Rounds of walks timed to measure an item's cost, each walking a pod's sets in turn (after
+/// one untimed round); the median walk counts.
 const COST_ROUNDS: usize = 3;
 
 /// One cache line of a working set: the next line of the cycle, and a counter each walk
@@ -156,13 +156,13 @@ impl Plan {
 }
 
 /// One item's cost as a pod that runs its own groups' items sees it: the median walk when this
-/// thread walks [`GROUPS_PER_POD`] fresh `set_kb` KiB sets in turn ([`COST_ROUNDS`] rounds,
-/// after one untimed round), so each walk finds its set where the last walk of it left it,
-/// after the pod's other groups. Where a pod's cache holds its groups' sets this is the hot
-/// cost; where it does not, the cost steering cannot avoid.
-pub(crate) fn item_cost(set_kb: u64) -> Duration {
+/// thread walks `groups` fresh `set_kb` KiB sets in turn (at most [`GROUPS_PER_POD`];
+/// [`COST_ROUNDS`] rounds, after one untimed round), so each walk finds its set where the last
+/// walk of it left it, after the pod's other groups. Where a pod's cache holds its groups' sets
+/// this is the hot cost; where it does not, the cost steering cannot avoid.
+pub(crate) fn item_cost(set_kb: u64, groups: usize) -> Duration {
     let mut rng = Rng::new(0x10ca_1157);
-    let sets: Vec<WorkingSet> = (0..GROUPS_PER_POD)
+    let sets: Vec<WorkingSet> = (0..groups.clamp(1, GROUPS_PER_POD))
         .map(|_| WorkingSet::new(set_kb, &mut rng))
         .collect();
     sets.iter().for_each(|set| {
@@ -366,7 +366,7 @@ mod tests {
         // 1 producer feeding 4 CPUs at 100 %: one every 5 us.
         let full = Plan { load: 100, ..plan };
         assert_eq!(full.interval(1, 4), Duration::from_micros(5));
-        assert!(item_cost(4) > Duration::ZERO);
+        assert!(item_cost(4, 2) > Duration::ZERO);
     }
 
     #[test]

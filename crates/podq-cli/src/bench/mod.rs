@@ -59,7 +59,9 @@ pub(crate) fn run(args: &BenchArgs) -> Result<(), CliError> {
     if settings.workloads.contains(&Workload::Locality) {
         let work = Duration::from_nanos(settings.work_ns(Workload::Locality));
         settings.locality.work = work;
-        settings.locality.item = locality::item_cost(settings.locality.set_kb) + work;
+        let plan = &settings.locality;
+        let per_pod = plan.groups.unwrap_or(locality::GROUPS_PER_POD);
+        settings.locality.item = locality::item_cost(plan.set_kb, per_pod) + work;
         settings.count_peer_pods(&topology, &usable);
     }
     let machine = Machine::describe(&topology);
