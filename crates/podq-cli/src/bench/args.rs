@@ -356,19 +356,24 @@ fn parse_bounded(flag: &str, text: &str, min: u64, max: u64, what: &str) -> Resu
 
 /// `--pull`: `on`, `off`, or both comma-separated, in the order given, without duplicates.
 fn parse_pulls(list: &str) -> Result<Vec<bool>, CliError> {
-    let pulls = parse_list(list, |value| match value {
+    parse_on_off("--pull", list)
+}
+
+/// `flag`'s `on`, `off`, or both comma-separated, in the order given, without duplicates.
+fn parse_on_off(flag: &str, list: &str) -> Result<Vec<bool>, CliError> {
+    let values = parse_list(list, |value| match value {
         "on" => Ok(true),
         "off" => Ok(false),
         _ => Err(CliError::Usage(format!(
-            "--pull '{list}': unknown value '{value}'; expected on, off, or on,off"
+            "{flag} '{list}': unknown value '{value}'; expected on, off, or on,off"
         ))),
     })?;
-    if pulls.is_empty() {
+    if values.is_empty() {
         return Err(CliError::Usage(format!(
-            "--pull '{list}': expected on, off, or on,off"
+            "{flag} '{list}': expected on, off, or on,off"
         )));
     }
-    Ok(pulls)
+    Ok(values)
 }
 
 /// A comma-separated list of scopes, kept in the order given, without duplicates.

@@ -172,7 +172,7 @@ fn table(workload: Workload, rows: &[&Row], settings: &Settings) -> String {
     }
     match shape {
         Shape::Closed => header.extend(["items/sec", "min-max", "p50 ns", "p90 ns", "p95 ns"]),
-        Shape::Open => header.extend([
+        Shape::Open | Shape::Local => header.extend([
             "items/sec",
             "min-max",
             "p50 ns",
@@ -196,16 +196,9 @@ fn table(workload: Workload, rows: &[&Row], settings: &Settings) -> String {
             "short start p50",
             "short start p99",
         ]),
-        Shape::Local => header.extend([
-            "items/sec",
-            "min-max",
-            "p50 ns",
-            "p99 ns",
-            "start p50",
-            "start p99",
-            "run p50",
-            "run p99",
-        ]),
+    }
+    if shape == Shape::Local {
+        header.extend(["run p50", "run p99"]);
     }
     header.extend(["pulled", "pools", "workers"]);
     if shape == Shape::Mixed {

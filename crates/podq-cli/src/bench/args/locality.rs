@@ -1,7 +1,7 @@
 //! The locality workload's options (`--groups`, `--set-kb`, `--load`) and `--steer`, checked
 //! as the rest of the command line is: every bad value refused with one line.
 
-use super::{parse_bounded, parse_list, BenchArgs};
+use super::{parse_bounded, parse_on_off, BenchArgs};
 use crate::bench::locality::{Plan, MAX_GROUPS, MAX_SET_KB};
 use crate::bench::workload::Workload;
 use crate::error::CliError;
@@ -61,17 +61,5 @@ pub(super) fn parse_plan(args: &BenchArgs, workloads: &[Workload]) -> Result<Pla
 
 /// `--steer`: `on`, `off`, or both comma-separated, in the order given, without duplicates.
 pub(super) fn parse_steers(list: &str) -> Result<Vec<bool>, CliError> {
-    let steers = parse_list(list, |value| match value {
-        "on" => Ok(true),
-        "off" => Ok(false),
-        _ => Err(CliError::Usage(format!(
-            "--steer '{list}': unknown value '{value}'; expected on, off, or on,off"
-        ))),
-    })?;
-    if steers.is_empty() {
-        return Err(CliError::Usage(format!(
-            "--steer '{list}': expected on, off, or on,off"
-        )));
-    }
-    Ok(steers)
+    parse_on_off("--steer", list)
 }
