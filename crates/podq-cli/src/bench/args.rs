@@ -321,21 +321,39 @@ fn parse_mix(args: &BenchArgs, workloads: &[Workload]) -> Result<Mix, CliError> 
             )
         })
         .transpose()?;
-    if !workloads.contains(&Workload::Blocking) {
-        let given = [("--block-every", every), ("--block-us", block_us)];
-        if let Some((flag, Some(value))) = given.into_iter().find(|(_, value)| value.is_some()) {
-            return Err(CliError::Usage(format!(
-                "{flag} {value}: only the blocking workload uses it, and --workload {} leaves \
-                 it out; give --workload blocking or all, or leave {flag} out",
-                args.workload
-            )));
-        }
-    }
+    only_for(
+        Workload::Blocking,
+        &[("--block-every", every), ("--block-us", block_us)],
+        args,
+        workloads,
+    )?;
     let default = Mix::default();
     Ok(Mix {
         every: every.unwrap_or(default.every),
         block: block_us.map_or(default.block, Duration::from_micros),
     })
+}
+
+/// Refuses the first flag of `given` that has a value when `workload` is not among `workloads`
+/// (the flags only it uses), with one line naming the flag and `--workload`'s value.
+fn only_for(
+    workload: Workload,
+    given: &[(&str, Option<u64>)],
+    args: &BenchArgs,
+    workloads: &[Workload],
+) -> Result<(), CliError> {
+    if workloads.contains(&workload) {
+        return Ok(());
+    }
+    let name = workload.name();
+    match given.iter().find_map(|&(flag, value)| Some((flag, value?))) {
+        Some((flag, value)) => Err(CliError::Usage(format!(
+            "{flag} {value}: only the {name} workload uses it, and --workload {} leaves it \
+             out; give --workload {name} or all, or leave {flag} out",
+            args.workload
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// A whole number from `min` to `max`; the message says what it is (`what`) otherwise.

@@ -1,7 +1,7 @@
 //! The locality workload's options (`--groups`, `--set-kb`, `--load`) and `--steer`, checked
 //! as the rest of the command line is: every bad value refused with one line.
 
-use super::{parse_bounded, parse_on_off, BenchArgs};
+use super::{only_for, parse_bounded, parse_on_off, BenchArgs};
 use crate::bench::locality::{Plan, MAX_GROUPS, MAX_SET_KB};
 use crate::bench::workload::Workload;
 use crate::error::CliError;
@@ -40,16 +40,12 @@ pub(super) fn parse_plan(args: &BenchArgs, workloads: &[Workload]) -> Result<Pla
             )
         })
         .transpose()?;
-    if !workloads.contains(&Workload::Locality) {
-        let given = [("--groups", groups), ("--set-kb", set_kb), ("--load", load)];
-        if let Some((flag, Some(value))) = given.into_iter().find(|(_, value)| value.is_some()) {
-            return Err(CliError::Usage(format!(
-                "{flag} {value}: only the locality workload uses it, and --workload {} leaves \
-                 it out; give --workload locality or all, or leave {flag} out",
-                args.workload
-            )));
-        }
-    }
+    only_for(
+        Workload::Locality,
+        &[("--groups", groups), ("--set-kb", set_kb), ("--load", load)],
+        args,
+        workloads,
+    )?;
     let default = Plan::default();
     Ok(Plan {
         groups: groups.map(|g| usize::try_from(g).unwrap_or(usize::MAX)),
