@@ -1,6 +1,7 @@
 //! Tiny real runs of `podq bench`: the text report, the JSON's documented shape with every
 //! default scope and every peer, the flood and blocking workloads, the skew, fanout and rpc
-//! workloads with pull on and off, a shard-size sweep and the SVG plot.
+//! workloads with pull on and off, the locality workload with steering on and off, a
+//! shard-size sweep and the SVG plot.
 
 use std::process::Command;
 
@@ -264,7 +265,9 @@ fn every_workload_reports_its_rows_with_pull_on_and_off() {
     let threads = u64_of(&json["settings"], "threads");
     assert_eq!(json["settings"]["pull"], serde_json::json!(["on", "off"]));
     let rows = results(&json);
-    let workloads = ["queue", "flood", "skew", "fanout", "rpc", "blocking"];
+    let workloads = [
+        "queue", "flood", "skew", "fanout", "rpc", "blocking", "locality",
+    ];
     assert_eq!(rows.len(), workloads.len() * (2 + PEERS.len()));
     for (workload, rows) in workloads.iter().zip(rows.chunks(2 + PEERS.len())) {
         assert_eq!(u64_of(&json["settings"]["work_ns"], workload), 100);
@@ -518,4 +521,121 @@ fn text_report_labels_pull_and_cpu_bound_workloads_default_to_ten_microseconds()
     );
     assert!(text.contains("10000 ns of work per item"), "{text}");
     assert!(text.contains(" items/sec\tp50="), "{text}");
+}
+
+#[test]
+fn locality_json_measures_each_scope_with_steering_on_and_off_beside_the_peers() {
+    let items = 40;
+    let json = bench_json(&[
+        "--workload",
+        "locality",
+        "--items",
+        "40",
+        "--scopes",
+        "cpu,cache",
+        "--peers",
+        "channel",
+        "--steer",
+        "on,off",
+        "--set-kb",
+        "16",
+    ]);
+    let threads = u64_of(&json["settings"], "threads");
+    assert_eq!(json["settings"]["steer"], serde_json::json!(["on", "off"]));
+    let rows = results(&json);
+    let systems: Vec<(&str, &str, &str)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["system"].as_str().unwrap_or("?"),
+                r["scope"].as_str().unwrap_or("-"),
+                r["steer"].as_str().unwrap_or("-"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        systems,
+        [
+            ("podq", "cpu", "on"),
+            ("podq", "cpu", "off"),
+            ("podq", "cache", "on"),
+            ("podq", "cache", "off"),
+            ("channel", "-", "-"),
+        ],
+        "every podq scope once per steering value, then the peers"
+    );
+    let cpu_groups = u64_of(&rows[0], "groups");
+    for row in rows {
+        check_row(row, "locality", items);
+        assert_eq!(u64_of(row, "set_kb"), 16, "{row}");
+        assert_eq!(u64_of(row, "load"), 40, "the default load: {row}");
+        assert!(u64_of(row, "item_ns") > 0, "{row}");
+        assert!(
+            u64_of(row, "run_p50_ns") <= u64_of(row, "run_p99_ns"),
+            "{row}"
+        );
+        assert_eq!(
+            u64_of(row, "start_p99_ns"),
+            u64_of(row, "queue_to_start_p99_ns"),
+            "{row}"
+        );
+        if row["system"] == "podq" {
+            assert_eq!(
+                u64_of(row, "groups"),
+                4 * u64_of(row, "pools"),
+                "four groups per pod: {row}"
+            );
+            let grouped = u64_of(row, "grouped_at_home") + u64_of(row, "grouped_elsewhere");
+            if row["steer"] == "on" {
+                assert_eq!(grouped, threads * items, "every item steered: {row}");
+            } else {
+                // Without steering a group's calls are the plain ones.
+                assert_eq!(grouped + u64_of(row, "home_changes"), 0, "{row}");
+            }
+        } else {
+            assert_eq!(
+                u64_of(row, "groups"),
+                cpu_groups,
+                "the peers run the first scope's groups: {row}"
+            );
+            assert!(row.get("grouped_at_home").is_none(), "{row}");
+        }
+    }
+}
+
+#[test]
+fn locality_overload_runs_one_group_at_full_load_and_the_text_labels_steering() {
+    let out = bench(&[
+        "--workload",
+        "locality",
+        "--items",
+        "30",
+        "--scopes",
+        "cpu",
+        "--peers",
+        "none",
+        "--steer",
+        "on,off",
+        "--load",
+        "100",
+        "--groups",
+        "1",
+        "--set-kb",
+        "8",
+    ]);
+    assert!(
+        out.contains("x 30 items of 1 group walking 8 KiB each, paced for 100 % load"),
+        "{out}"
+    );
+    for label in ["cpu steer=on", "cpu steer=off"] {
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(label))
+            .unwrap_or_else(|| panic!("no line for {label}: {out}"));
+        assert!(
+            line.contains("start_p99=") && line.contains("run_p50=") && line.contains("run_p99="),
+            "{line}"
+        );
+    }
+    assert!(out.contains("steer") && out.contains("run p50"), "{out}");
 }

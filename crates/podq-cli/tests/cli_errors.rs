@@ -144,7 +144,7 @@ fn unknown_workloads_name_every_workload() {
         2,
         &[
             "'hackbench'",
-            "queue, flood, skew, fanout, rpc, blocking, all",
+            "queue, flood, skew, fanout, rpc, blocking, locality, all",
         ],
     );
 }
@@ -186,6 +186,63 @@ fn bad_blocking_mixes_name_the_input_and_the_valid_range() {
             );
         }
         assert_one_line_error(&["bench", "--workload", "blocking", flag], 2, &[flag]);
+    }
+}
+
+#[test]
+fn bad_locality_values_name_the_input_and_the_valid_range() {
+    let cases: [(&str, &[&str], &str); 3] = [
+        (
+            "--groups",
+            &["0", "65537", "four", "-1", ""],
+            "give 1 to 65536",
+        ),
+        (
+            "--set-kb",
+            &["0", "65537", "256k", "-8", ""],
+            "give 1 to 65536",
+        ),
+        (
+            "--load",
+            &["0", "101", "40%", "-40", "0.5"],
+            "give 1 to 100",
+        ),
+    ];
+    for (flag, values, range) in cases {
+        for bad in values {
+            let line = assert_one_line_error(
+                &["bench", "--workload", "locality", "--items", "1", flag, bad],
+                2,
+                &[flag, range],
+            );
+            assert!(
+                line.contains(&format!("{flag} '{bad}'"))
+                    || line.contains(&format!("{flag} {bad}:")),
+                "the line names the input: {line}"
+            );
+        }
+    }
+    for bad in ["yes", "on,maybe", "", "OFF"] {
+        assert_one_line_error(
+            &["bench", "--items", "1", "--steer", bad],
+            2,
+            &[&format!("--steer '{bad}'"), "expected on, off, or on,off"],
+        );
+    }
+}
+
+#[test]
+fn locality_flags_are_refused_without_the_locality_workload() {
+    for (flag, value) in [("--groups", "2"), ("--set-kb", "64"), ("--load", "50")] {
+        assert_one_line_error(
+            &["bench", "--workload", "flood", "--items", "1", flag, value],
+            2,
+            &[
+                &format!("{flag} {value}:"),
+                "--workload flood",
+                "--workload locality or all",
+            ],
+        );
     }
 }
 

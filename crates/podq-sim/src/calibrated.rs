@@ -8,14 +8,17 @@ pub(crate) const KERNEL: Costs = Costs {
     lines_per_handover: 4.0,
     contended_factor: 1.9,
     critical_section_ns: 217.9,
+    // Not a parameter of the kernel fit: an item's own lines are part of its fitted per-item
+    // costs.
+    item_lines: 0.0,
     wake_call_ns: 425.7,
     wake_idle_ns: 3891.0,
     switch_ns: 8494.3,
     producer_item_ns: 3261.3,
     worker_item_ns: 670.7,
-    // The scheduler's base slice: 0.75 ms x (1 + log2(min(CPUs, 8))) = 3 ms (EEVDF's
-    // `sysctl_sched_base_slice` with the default logarithmic scaling).
-    slice_ns: 3_000_000.0,
+    // EEVDF's `sysctl_sched_base_slice` before its scaling by the CPU count
+    // (`Costs::slice_for`).
+    slice_ns: 750_000.0,
     // A kthread start, about 50 us.
     spawn_ns: 50_000.0,
     spin_ns: 0.0,

@@ -116,6 +116,11 @@ pub struct Costs {
     pub contended_factor: f64,
     /// Work inside the pool lock per critical section (list and count updates).
     pub critical_section_ns: f64,
+    /// Cache lines of an item's own data (the item, its closure, the completion it signals)
+    /// that move from the CPU that queued it to the CPU that runs it, and, when its producer
+    /// queues it again (the closed loop), back to the producer's CPU; each at the two CPUs'
+    /// [`Distance`].
+    pub item_lines: f64,
     /// What waking a sleeping thread costs the waker (`try_to_wake_up`).
     pub wake_call_ns: f64,
     /// From a wake-up to the woken thread running on an idle CPU (the interrupt and the
@@ -128,7 +133,8 @@ pub struct Costs {
     pub producer_item_ns: f64,
     /// The worker's own work per item outside the lock (dequeue bookkeeping, the call).
     pub worker_item_ns: f64,
-    /// How long a thread runs before the scheduler gives its CPU to a waiting one.
+    /// The scheduler's base time slice before it is scaled by the machine's CPU count
+    /// ([`Costs::slice_for`]).
     pub slice_ns: f64,
     /// Starting a new worker thread.
     pub spawn_ns: f64,
@@ -148,6 +154,8 @@ pub enum Param {
     ContendedFactor,
     /// [`Costs::critical_section_ns`].
     CriticalSection,
+    /// [`Costs::item_lines`].
+    ItemLines,
     /// [`Costs::wake_call_ns`].
     WakeCall,
     /// [`Costs::wake_idle_ns`].
@@ -165,10 +173,11 @@ pub enum Param {
 impl Param {
     /// The parameters moved by `--uncertainty` and offered to the fits. The time slice, the
     /// worker start and the jitter are left out: they barely touch the workloads' throughput.
-    pub const ALL: [Param; 9] = [
+    pub const ALL: [Param; 10] = [
         Param::LinesPerHandover,
         Param::ContendedFactor,
         Param::CriticalSection,
+        Param::ItemLines,
         Param::WakeCall,
         Param::WakeIdle,
         Param::Switch,
@@ -183,6 +192,7 @@ impl Param {
             Param::LinesPerHandover => "lines_per_handover",
             Param::ContendedFactor => "contended_factor",
             Param::CriticalSection => "critical_section_ns",
+            Param::ItemLines => "item_lines",
             Param::WakeCall => "wake_call_ns",
             Param::WakeIdle => "wake_idle_ns",
             Param::Switch => "switch_ns",
@@ -209,12 +219,22 @@ impl Costs {
         }
     }
 
+    /// How long a thread runs before the scheduler gives its CPU to a waiting one, on a
+    /// machine of `cpus` CPUs: [`Costs::slice_ns`] x (1 + log2(min(`cpus`, 8))), rounded down,
+    /// the default logarithmic scaling of Linux's `sysctl_sched_base_slice` (3 ms from 8 CPUs
+    /// on, 1.5 ms on 2).
+    pub fn slice_for(&self, cpus: usize) -> f64 {
+        let factor = 1 + cpus.clamp(1, 8).ilog2();
+        self.slice_ns * f64::from(factor)
+    }
+
     /// The value of `param`.
     pub fn get(&self, param: Param) -> f64 {
         match param {
             Param::LinesPerHandover => self.lines_per_handover,
             Param::ContendedFactor => self.contended_factor,
             Param::CriticalSection => self.critical_section_ns,
+            Param::ItemLines => self.item_lines,
             Param::WakeCall => self.wake_call_ns,
             Param::WakeIdle => self.wake_idle_ns,
             Param::Switch => self.switch_ns,
@@ -230,6 +250,7 @@ impl Costs {
             Param::LinesPerHandover => &mut self.lines_per_handover,
             Param::ContendedFactor => &mut self.contended_factor,
             Param::CriticalSection => &mut self.critical_section_ns,
+            Param::ItemLines => &mut self.item_lines,
             Param::WakeCall => &mut self.wake_call_ns,
             Param::WakeIdle => &mut self.wake_idle_ns,
             Param::Switch => &mut self.switch_ns,

@@ -114,6 +114,15 @@ pub fn nelder_mead(
     simplex.swap_remove(0)
 }
 
+/// `start` with its `free` parameters at the unit-cube point `unit` of their `bounds`.
+fn at_point(start: &Costs, free: &[Bound], bounds: &[(f64, f64)], unit: &[f64]) -> Costs {
+    let mut costs = *start;
+    for (b, v) in free.iter().zip(to_values(bounds, unit)) {
+        costs.set(b.param, v);
+    }
+    costs
+}
+
 /// Fits the `free` parameters of `start` to minimise `objective(costs)`, for at most
 /// `evaluations` calls; returns the best costs and their objective.
 pub fn fit(
@@ -123,13 +132,7 @@ pub fn fit(
     evaluations: usize,
 ) -> (Costs, f64) {
     let bounds: Vec<(f64, f64)> = free.iter().map(|b| (b.low, b.high)).collect();
-    let with = |unit: &[f64]| -> Costs {
-        let mut costs = *start;
-        for (b, v) in free.iter().zip(to_values(&bounds, unit)) {
-            costs.set(b.param, v);
-        }
-        costs
-    };
+    let with = |unit: &[f64]| at_point(start, free, &bounds, unit);
     let values: Vec<f64> = free.iter().map(|b| start.get(b.param)).collect();
     let (best, value) = nelder_mead(
         |unit| objective(&with(unit)),
@@ -138,6 +141,39 @@ pub fn fit(
         evaluations,
     );
     (with(&best), value)
+}
+
+/// Like [`fit`], for a rough objective with false minima (a simulation that switches between
+/// regimes as its costs move): first `samples` points drawn uniformly (seeded, so the fit is
+/// deterministic) from the bounds' logarithmic cube besides `start`, then Nelder-Mead from the
+/// best of them, started again once from its own best point with a fresh simplex,
+/// `evaluations` calls each.
+pub fn fit_rough(
+    start: &Costs,
+    free: &[Bound],
+    mut objective: impl FnMut(&Costs) -> f64,
+    samples: usize,
+    evaluations: usize,
+) -> (Costs, f64) {
+    let bounds: Vec<(f64, f64)> = free.iter().map(|b| (b.low, b.high)).collect();
+    let with = |unit: &[f64]| at_point(start, free, &bounds, unit);
+    let mut rng = crate::rng::Rng::new(1);
+    let mut best = (*start, objective(start));
+    for _ in 0..samples {
+        let unit: Vec<f64> = free.iter().map(|_| 0.5 + 0.5 * rng.symmetric()).collect();
+        let costs = with(&unit);
+        let value = objective(&costs);
+        if value < best.1 {
+            best = (costs, value);
+        }
+    }
+    for _ in 0..2 {
+        let found = fit(&best.0, free, &mut objective, evaluations);
+        if found.1 < best.1 {
+            best = found;
+        }
+    }
+    best
 }
 
 /// The sum over `(simulated, measured)` pairs of the squared logarithm of their ratio.

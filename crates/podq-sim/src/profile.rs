@@ -28,6 +28,15 @@ pub struct Mechanism {
     /// Whether the runtime has pull (idle workers taking waiting items of sibling pools,
     /// podq's `src/pool/README.md`, "Pull"); the Linux workqueue has none.
     pub pulls: bool,
+    /// The `spin_loop` pauses a producer of the closed loop spends on its item's completion
+    /// before it sleeps, each [`WORKER_SPINS`]th of [`Costs::spin_ns`](crate::Costs::spin_ns);
+    /// 0: it sleeps at once (the kernel's `wait_for_completion`).
+    pub waiter_spins: u32,
+    /// The cache lines a hand-over of podq's head or lane lock moves: the lock word with the
+    /// queue it guards, in one `CachePadded` block (`pool/core/mod.rs`), which the
+    /// adjacent-line prefetcher fetches as one; `None`: the pool lock's
+    /// [`Costs::lines_per_handover`](crate::Costs::lines_per_handover) (the kernel's one lock).
+    pub queue_lock_lines: Option<u32>,
 }
 
 /// A runtime's costs and mechanisms.
@@ -40,6 +49,14 @@ pub struct Profile {
     /// The mechanisms.
     pub mechanism: Mechanism,
 }
+
+/// The `spin_loop` pauses of a `podq bench` producer's wait on its item's completion before it
+/// parks (`SPIN_CHECKS` in `crates/podq-cli/src/bench/executor.rs`).
+pub const BENCH_WAITER_SPINS: u32 = 32;
+
+/// The `spin_loop` pauses of a podq worker's spin-only rounds (`sync::SPIN_ONLY_ROUNDS`, 9
+/// doubling rounds: 2^9 - 1), which [`Costs::spin_ns`](crate::Costs::spin_ns) lasts.
+pub const WORKER_SPINS: u32 = 511;
 
 /// The profile names `--profile` takes.
 pub const PROFILES: [&str; 2] = ["kernel", "podq"];
@@ -70,18 +87,24 @@ impl Profile {
                 max_workers: 512,
                 eager_workers: Some(512),
                 pulls: false,
+                waiter_spins: 0,
+                queue_lock_lines: None,
             },
         }
     }
 
     /// podq, with costs to be fitted by `--calibrate` on a `podq bench --json` run; before
-    /// that, the kernel's fitted costs stand in, with workers that spin 20 us before parking
-    /// (podq's `pool::SPIN_ROUNDS` of doubling spins and yields, in the order of 10-50 us).
+    /// that, the kernel's fitted costs stand in, with workers whose spin-only rounds last 20 us
+    /// before their closing yields (podq's `sync::SPIN_ONLY_ROUNDS`, [`WORKER_SPINS`] pauses:
+    /// about 10 us on the 2-CPU development VM, longer where a pause takes more cycles) and an
+    /// item's own data on one cache line.
     pub fn podq() -> Profile {
         Profile {
             name: "podq",
             costs: Costs {
                 spin_ns: 20_000.0,
+                // The item's line (a boxed closure's pointer and state).
+                item_lines: 1.0,
                 ..crate::calibrated::KERNEL
             },
             mechanism: Mechanism {
@@ -93,6 +116,8 @@ impl Profile {
                 max_workers: 256,
                 eager_workers: None,
                 pulls: true,
+                waiter_spins: BENCH_WAITER_SPINS,
+                queue_lock_lines: Some(1),
             },
         }
     }

@@ -8,6 +8,7 @@ use clap::Args;
 use podq::{AffinityScope, CpuSet};
 
 use super::blocking::{Mix, MAX_BLOCK_EVERY, MAX_BLOCK_US};
+use super::locality::{Plan, GROUPS_PER_POD};
 use super::peers::Peer;
 use super::sweep::Sweep;
 use super::system::{System, KERNEL_ORDER};
@@ -25,7 +26,8 @@ pub(crate) const DEFAULT_ITEMS: u64 = 50_000;
 pub(crate) struct BenchArgs {
     /// Workload: queue (the kernel's test_workqueue closed loop), flood (open loop), skew (open
     /// loop from one producer), fanout (senders queueing receivers, hackbench-like), rpc (pairs
-    /// of items queueing each other), blocking (open loop, one item in N blocks), or all.
+    /// of items queueing each other), blocking (open loop, one item in N blocks), locality
+    /// (groups of items walking their group's data, at a steady load), or all.
     #[arg(long, value_name = "NAME", default_value = "queue")]
     pub(crate) workload: String,
     /// Scopes to measure, comma-separated [default: cpu,smt,cache_shard,cache,numa,system].
@@ -59,6 +61,21 @@ pub(crate) struct BenchArgs {
     /// every podq configuration with each.
     #[arg(long, value_name = "LIST", default_value = "on")]
     pub(crate) pull: String,
+    /// Whether podq's groups steer their items to their home pods: on, off, or on,off to
+    /// measure every podq configuration with each.
+    #[arg(long, value_name = "LIST", default_value = "on")]
+    pub(crate) steer: String,
+    /// The locality workload's groups of related items [default: four per pod of the measured
+    /// scope; for the peers, of the first scope measured].
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub(crate) groups: Option<String>,
+    /// KiB of working set per group of the locality workload (1 to 65536) [default: 256].
+    #[arg(long, value_name = "KB", allow_negative_numbers = true)]
+    pub(crate) set_kb: Option<String>,
+    /// Percent of the usable CPUs the locality workload's items keep busy (1 to 100)
+    /// [default: 40].
+    #[arg(long, value_name = "PCT", allow_negative_numbers = true)]
+    pub(crate) load: Option<String>,
     /// Vary a parameter: shard-size=2,4,8,16 measures cache_shard at each size.
     #[arg(long, value_name = "PARAM=LIST")]
     pub(crate) sweep: Option<String>,
@@ -82,6 +99,14 @@ pub(crate) struct Settings {
     pub(crate) sweeping: bool,
     /// The pull settings measured, in the order given (`true`: on).
     pub(crate) pulls: Vec<bool>,
+    /// The steering settings measured, in the order given (`true`: on).
+    pub(crate) steers: Vec<bool>,
+    /// The locality workload's groups, working set and load, and its item's measured cost.
+    pub(crate) locality: Plan,
+    /// The locality workload's groups on the peers when `--groups` is not given:
+    /// [`GROUPS_PER_POD`] per pod of the first podq configuration measured with a usable CPU
+    /// (the same items as that row), or per usable CPU when no scope is measured.
+    pub(crate) default_peer_groups: usize,
     /// The CPU each producer thread is pinned to, one per thread.
     pub(crate) producer_cpus: Vec<usize>,
     /// Worker threads for each peer: the usable CPUs.
@@ -111,6 +136,7 @@ impl Settings {
     pub(crate) fn from_args(args: &BenchArgs, usable: &CpuSet) -> Result<Settings, CliError> {
         let workloads = Workload::parse(&args.workload)?;
         let pulls = parse_pulls(&args.pull)?;
+        let steers = locality::parse_steers(&args.steer)?;
         let sweep = args.sweep.as_deref().map(Sweep::parse).transpose()?;
         let scopes = match &args.scopes {
             Some(list) => parse_scopes(list)?,
@@ -132,11 +158,14 @@ impl Settings {
                 &[podq::scope::DEFAULT_SHARD_SIZE][..]
             };
             for &shard_size in sizes {
-                systems.extend(pulls.iter().map(|&pull| System::Podq {
-                    scope: *scope,
-                    shard_size,
-                    pull,
-                }));
+                for &pull in &pulls {
+                    systems.extend(steers.iter().map(|&steer| System::Podq {
+                        scope: *scope,
+                        shard_size,
+                        pull,
+                        steer,
+                    }));
+                }
             }
         }
         if sweep.is_some() && !scopes.contains(&AffinityScope::CacheShard) {
@@ -168,6 +197,7 @@ impl Settings {
         let threads = usize::try_from(threads).unwrap_or(usable_count);
         let runs = parse_count("--runs", &args.runs, "run")?;
         let mix = parse_mix(args, &workloads)?;
+        let locality = locality::parse_plan(args, &workloads)?;
         let plot = args.plot.clone();
         if let Some(path) = &plot {
             let is_svg = path
@@ -185,6 +215,9 @@ impl Settings {
             sweeping: shard_sizes.len() > 1,
             systems,
             pulls,
+            steers,
+            locality,
+            default_peer_groups: GROUPS_PER_POD * usable_count,
             producer_cpus: usable.iter().take(threads).collect(),
             peer_workers: usable_count,
             items: parse_count("--items", &args.items, "item per thread")?,
@@ -219,6 +252,44 @@ impl Settings {
     pub(crate) fn show_pull(&self) -> bool {
         self.pulls != [true]
     }
+
+    /// Whether labels name the steering setting: whenever it is not the default alone.
+    pub(crate) fn show_steer(&self) -> bool {
+        self.steers != [true]
+    }
+
+    /// The locality workload's groups on the peers: `--groups`, or
+    /// [`Settings::default_peer_groups`].
+    pub(crate) fn peer_groups(&self) -> usize {
+        self.locality.groups.unwrap_or(self.default_peer_groups)
+    }
+
+    /// Counts the pods of the first podq configuration on `topology` for
+    /// [`Settings::default_peer_groups`]: those with a CPU of `usable`.
+    pub(crate) fn count_peer_pods(&mut self, topology: &podq::Topology, usable: &CpuSet) {
+        let first = self.systems.iter().find_map(|system| match *system {
+            System::Podq {
+                scope, shard_size, ..
+            } => Some((scope, shard_size)),
+            System::Peer(_) => None,
+        });
+        let Some((scope, shard_size)) = first else {
+            return;
+        };
+        if let Ok(pods) = podq::Pods::new(topology, scope, shard_size) {
+            let count = pods
+                .pods()
+                .iter()
+                .filter(|pod| !pod.cpus().intersection(usable).is_empty())
+                .count();
+            self.default_peer_groups = GROUPS_PER_POD * count.max(1);
+        }
+    }
+
+    /// `system`'s name in the kernel lines, the table and the plot.
+    pub(crate) fn label(&self, system: System) -> String {
+        system.label_with(self.sweeping, self.show_pull(), self.show_steer())
+    }
 }
 
 /// `--block-every` and `--block-us`, each within its bounds, and given only when a workload
@@ -250,20 +321,39 @@ fn parse_mix(args: &BenchArgs, workloads: &[Workload]) -> Result<Mix, CliError> 
             )
         })
         .transpose()?;
-    if !workloads.contains(&Workload::Blocking) {
-        let given = [("--block-every", every), ("--block-us", block_us)];
-        if let Some((flag, Some(value))) = given.into_iter().find(|(_, value)| value.is_some()) {
-            return Err(CliError::Usage(format!(
-                "{flag} {value}: only the blocking workload uses it, and --workload {} leaves                  it out; give --workload blocking or all, or leave {flag} out",
-                args.workload
-            )));
-        }
-    }
+    only_for(
+        Workload::Blocking,
+        &[("--block-every", every), ("--block-us", block_us)],
+        args,
+        workloads,
+    )?;
     let default = Mix::default();
     Ok(Mix {
         every: every.unwrap_or(default.every),
         block: block_us.map_or(default.block, Duration::from_micros),
     })
+}
+
+/// Refuses the first flag of `given` that has a value when `workload` is not among `workloads`
+/// (the flags only it uses), with one line naming the flag and `--workload`'s value.
+fn only_for(
+    workload: Workload,
+    given: &[(&str, Option<u64>)],
+    args: &BenchArgs,
+    workloads: &[Workload],
+) -> Result<(), CliError> {
+    if workloads.contains(&workload) {
+        return Ok(());
+    }
+    let name = workload.name();
+    match given.iter().find_map(|&(flag, value)| Some((flag, value?))) {
+        Some((flag, value)) => Err(CliError::Usage(format!(
+            "{flag} {value}: only the {name} workload uses it, and --workload {} leaves it \
+             out; give --workload {name} or all, or leave {flag} out",
+            args.workload
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// A whole number from `min` to `max`; the message says what it is (`what`) otherwise.
@@ -284,19 +374,24 @@ fn parse_bounded(flag: &str, text: &str, min: u64, max: u64, what: &str) -> Resu
 
 /// `--pull`: `on`, `off`, or both comma-separated, in the order given, without duplicates.
 fn parse_pulls(list: &str) -> Result<Vec<bool>, CliError> {
-    let pulls = parse_list(list, |value| match value {
+    parse_on_off("--pull", list)
+}
+
+/// `flag`'s `on`, `off`, or both comma-separated, in the order given, without duplicates.
+fn parse_on_off(flag: &str, list: &str) -> Result<Vec<bool>, CliError> {
+    let values = parse_list(list, |value| match value {
         "on" => Ok(true),
         "off" => Ok(false),
         _ => Err(CliError::Usage(format!(
-            "--pull '{list}': unknown value '{value}'; expected on, off, or on,off"
+            "{flag} '{list}': unknown value '{value}'; expected on, off, or on,off"
         ))),
     })?;
-    if pulls.is_empty() {
+    if values.is_empty() {
         return Err(CliError::Usage(format!(
-            "--pull '{list}': expected on, off, or on,off"
+            "{flag} '{list}': expected on, off, or on,off"
         )));
     }
-    Ok(pulls)
+    Ok(values)
 }
 
 /// A comma-separated list of scopes, kept in the order given, without duplicates.
@@ -351,5 +446,6 @@ fn parse_count(flag: &str, text: &str, what: &str) -> Result<u64, CliError> {
     }
 }
 
+mod locality;
 #[cfg(test)]
 mod tests;

@@ -58,6 +58,25 @@ pub(crate) struct Measurement {
     pub(crate) seen_blocked: Option<u64>,
     /// Workers started because busy ones were blocked (podq only).
     pub(crate) started_for_blocked: Option<u64>,
+    /// Each item's own run time, from its start to its end (locality only).
+    pub(crate) run_time: Option<Percentiles>,
+    /// Groups whose items were queued (locality only).
+    pub(crate) groups: Option<usize>,
+    /// Grouped items that ran on their group's home pod, those sent elsewhere, and the
+    /// groups' home changes (podq, locality only).
+    pub(crate) steering: Option<Steering>,
+}
+
+/// podq's steering counts of one run (`WorkqueueStats::grouped_at_home`, `grouped_elsewhere`,
+/// `home_changes`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Steering {
+    /// Grouped items queued to their group's home pod.
+    pub(crate) at_home: u64,
+    /// Grouped items queued elsewhere (no home yet, the home loaded, or steering off).
+    pub(crate) elsewhere: u64,
+    /// Times a group's home moved.
+    pub(crate) home_changes: u64,
 }
 
 impl Measurement {
@@ -111,6 +130,12 @@ pub(crate) struct Summary {
     pub(crate) seen_blocked: Option<u64>,
     /// Median count of workers started for blocked ones.
     pub(crate) started_for_blocked: Option<u64>,
+    /// Median of each percentile of the items' own run time (locality only).
+    pub(crate) run_time: Option<Percentiles>,
+    /// Groups (locality only).
+    pub(crate) groups: Option<usize>,
+    /// Median of each steering count (podq, locality only).
+    pub(crate) steering: Option<Steering>,
 }
 
 impl Summary {
@@ -143,6 +168,17 @@ impl Summary {
             pulled: median_of(runs, |m| m.pulled),
             seen_blocked: median_of(runs, |m| m.seen_blocked),
             started_for_blocked: median_of(runs, |m| m.started_for_blocked),
+            run_time: percentiles(&|m| m.run_time),
+            groups: first.groups,
+            steering: first.steering.map(|_| Steering {
+                at_home: median_u64(runs.iter().filter_map(|m| m.steering).map(|s| s.at_home)),
+                elsewhere: median_u64(runs.iter().filter_map(|m| m.steering).map(|s| s.elsewhere)),
+                home_changes: median_u64(
+                    runs.iter()
+                        .filter_map(|m| m.steering)
+                        .map(|s| s.home_changes),
+                ),
+            }),
         })
     }
 }

@@ -13,6 +13,7 @@ mod executor;
 mod fanout;
 mod flood;
 mod harness;
+mod locality;
 mod machine;
 mod measurement;
 mod peers;
@@ -53,7 +54,16 @@ use crate::error::CliError;
 pub(crate) fn run(args: &BenchArgs) -> Result<(), CliError> {
     let topology = Topology::discover()
         .map_err(|err| CliError::Failed(format!("cannot read this machine's topology: {err}")))?;
-    let settings = Settings::from_args(args, &topology.cpu_set())?;
+    let usable = topology.cpu_set();
+    let mut settings = Settings::from_args(args, &usable)?;
+    if settings.workloads.contains(&Workload::Locality) {
+        let work = Duration::from_nanos(settings.work_ns(Workload::Locality));
+        settings.locality.work = work;
+        let plan = &settings.locality;
+        let per_pod = plan.groups.unwrap_or(locality::GROUPS_PER_POD);
+        settings.locality.item = locality::item_cost(plan.set_kb, per_pod) + work;
+        settings.count_peer_pods(&topology, &usable);
+    }
     let machine = Machine::describe(&topology);
     let rows = measure_all(&settings)?;
     if let Some(path) = &settings.plot {
@@ -87,11 +97,7 @@ fn measure_all(settings: &Settings) -> Result<Vec<Row>, CliError> {
         vec![Vec::with_capacity(settings.runs); configurations.len()];
     for _ in 0..settings.runs {
         for (measured, &(workload, system)) in runs.iter_mut().zip(&configurations) {
-            progress.set_message(format!(
-                "{} {}",
-                workload.name(),
-                system.label(settings.sweeping, settings.show_pull())
-            ));
+            progress.set_message(format!("{} {}", workload.name(), settings.label(system)));
             measured.push(measure(workload, system, settings)?);
             progress.inc(1);
         }
@@ -134,9 +140,24 @@ fn measure(
             scope,
             shard_size,
             pull,
+            steer,
         } => {
-            let executor = PodqExecutor::new(scope, shard_size, pull)?;
-            let mut measurement = drive(&executor, workload, settings)?;
+            let executor = PodqExecutor::with_steer(scope, shard_size, pull, steer)?;
+            let mut measurement = if workload == Workload::Locality {
+                let wq = executor.workqueue();
+                let count = settings
+                    .locality
+                    .groups
+                    .unwrap_or(locality::GROUPS_PER_POD * wq.pools());
+                let groups: Vec<podq::Group<'_>> = (0..count).map(|_| wq.group()).collect();
+                let queue =
+                    |group: &podq::Group<'_>, item: locality::Item| group.queue(move || item.run());
+                let mut measured = drive_locality(&executor, &groups, queue, settings)?;
+                measured.steering = Some(executor.steering());
+                measured
+            } else {
+                drive(&executor, workload, settings)?
+            };
             let counts = executor.pool_counts();
             measurement.pools = Some(counts.pools);
             measurement.workers = Some(counts.workers_created);
@@ -160,9 +181,38 @@ fn peer_run<E: Executor>(
     workload: Workload,
     settings: &Settings,
 ) -> Result<Measurement, CliError> {
-    let mut measurement = drive(peer, workload, settings)?;
+    let mut measurement = if workload == Workload::Locality {
+        // The peers have no groups: the same items, queued as plain closures.
+        let groups = vec![(); settings.peer_groups()];
+        let queue = |_: &(), item: locality::Item| peer.spawn(move || item.run());
+        drive_locality(peer, &groups, queue, settings)?
+    } else {
+        drive(peer, workload, settings)?
+    };
     measurement.workers = Some(settings.peer_workers as u64);
     Ok(measurement)
+}
+
+/// Drives `executor` through the locality workload, queueing each item of `groups` with
+/// `queue`, at the pace of `settings.locality`.
+fn drive_locality<E: Executor, G: Sync>(
+    executor: &E,
+    groups: &[G],
+    queue: impl Fn(&G, locality::Item) -> bool + Sync,
+    settings: &Settings,
+) -> Result<Measurement, CliError> {
+    let cpus = settings.producers(Workload::Locality);
+    let plan = &settings.locality;
+    let interval = plan.interval(cpus.len(), settings.peer_workers);
+    locality::run(
+        executor,
+        groups,
+        queue,
+        cpus,
+        settings.items,
+        plan,
+        interval,
+    )
 }
 
 /// Drives `executor` through `workload`.
@@ -181,5 +231,9 @@ fn drive<E: Executor>(
         Workload::Fanout => fanout::run(executor, cpus, items, work),
         Workload::Rpc => rpc::run(executor, cpus, items, work),
         Workload::Blocking => blocking::run(executor, cpus, items, work, settings.mix),
+        // Its items need their groups: `drive_locality`.
+        Workload::Locality => Err(CliError::Failed(
+            "the locality workload is driven with its groups".into(),
+        )),
     }
 }

@@ -28,7 +28,7 @@ pub(crate) struct Row {
 impl Row {
     /// The name in the kernel lines, the table and the plot.
     pub(crate) fn label(&self, settings: &Settings) -> String {
-        self.system.label(settings.sweeping, settings.show_pull())
+        settings.label(self.system)
     }
 
     /// Round trips per second: half the hops per second (rpc only).
@@ -100,6 +100,21 @@ fn heading(workload: Workload, settings: &Settings) -> String {
             settings.mix.every,
             settings.mix.block_us()
         ),
+        Workload::Locality => {
+            let plan = &settings.locality;
+            let groups = match plan.groups {
+                Some(groups) => plural(groups, "group"),
+                None => format!("{} groups per pod", super::locality::GROUPS_PER_POD),
+            };
+            format!(
+                "{} ({on} {cpus}) x {items} items of {groups} walking {} KiB each, paced for \
+                 {} % load ({} us per item)",
+                plural(count, "producer thread"),
+                plan.set_kb,
+                plan.load,
+                plan.item.as_micros()
+            )
+        }
     };
     format!(
         "{}: {what}, peers with {} workers{work}, {runs}",
@@ -124,6 +139,13 @@ fn kernel_line(row: &Row, settings: &Settings, width: usize) -> String {
             s.items_per_sec, s.queue.p50, s.queue.p99, short.p50, short.p99
         );
     }
+    if let (Some(run), Some(start)) = (s.run_time, s.queue_to_start) {
+        return format!(
+            "{label:<width$}{:>12.0} items/sec\tp50={}\tp99={}\tstart_p50={}\tstart_p99={}\t\
+             run_p50={}\trun_p99={} ns",
+            s.items_per_sec, s.queue.p50, s.queue.p99, start.p50, start.p99, run.p50, run.p99
+        );
+    }
     match (s.queue_to_start, row.round_trips_per_sec()) {
         (None, _) => format!(
             "{label:<width$}{:>12.0} items/sec\tp50={}\tp90={}\tp95={} ns",
@@ -145,9 +167,12 @@ fn kernel_line(row: &Row, settings: &Settings, width: usize) -> String {
 fn table(workload: Workload, rows: &[&Row], settings: &Settings) -> String {
     let shape = workload.shape();
     let mut header = vec!["system", "scope", "pull"];
+    if shape == Shape::Local {
+        header.push("steer");
+    }
     match shape {
         Shape::Closed => header.extend(["items/sec", "min-max", "p50 ns", "p90 ns", "p95 ns"]),
-        Shape::Open => header.extend([
+        Shape::Open | Shape::Local => header.extend([
             "items/sec",
             "min-max",
             "p50 ns",
@@ -172,6 +197,9 @@ fn table(workload: Workload, rows: &[&Row], settings: &Settings) -> String {
             "short start p99",
         ]),
     }
+    if shape == Shape::Local {
+        header.extend(["run p50", "run p99"]);
+    }
     header.extend(["pulled", "pools", "workers"]);
     if shape == Shape::Mixed {
         header.push("seen blocked");
@@ -189,29 +217,42 @@ fn table(workload: Workload, rows: &[&Row], settings: &Settings) -> String {
             row.system
                 .pull()
                 .map_or_else(dash, |p| on_off(p).to_owned()),
+        ];
+        if shape == Shape::Local {
+            line.push(
+                row.system
+                    .steer()
+                    .map_or_else(dash, |p| on_off(p).to_owned()),
+            );
+        }
+        line.extend([
             format!("{:.0}", s.items_per_sec * scale),
             format!(
                 "{:.0}-{:.0}",
                 s.items_per_sec_min * scale,
                 s.items_per_sec_max * scale
             ),
-        ];
+        ]);
         let start = match shape {
             Shape::Mixed => s.short_start,
-            Shape::Closed | Shape::Open | Shape::RoundTrips => s.queue_to_start,
+            Shape::Closed | Shape::Open | Shape::RoundTrips | Shape::Local => s.queue_to_start,
         };
         match (shape, start) {
-            (Shape::Open | Shape::RoundTrips | Shape::Mixed, Some(start)) => line.extend([
-                s.queue.p50.to_string(),
-                s.queue.p99.to_string(),
-                start.p50.to_string(),
-                start.p99.to_string(),
-            ]),
+            (Shape::Open | Shape::RoundTrips | Shape::Mixed | Shape::Local, Some(start)) => line
+                .extend([
+                    s.queue.p50.to_string(),
+                    s.queue.p99.to_string(),
+                    start.p50.to_string(),
+                    start.p99.to_string(),
+                ]),
             _ => line.extend([
                 s.queue.p50.to_string(),
                 s.queue.p90.to_string(),
                 s.queue.p95.to_string(),
             ]),
+        }
+        if let (Shape::Local, Some(run)) = (shape, s.run_time) {
+            line.extend([run.p50.to_string(), run.p99.to_string()]);
         }
         line.push(s.pulled.map_or_else(dash, |p| p.to_string()));
         line.push(s.pools.map_or_else(dash, |p| p.to_string()));
@@ -268,6 +309,8 @@ struct JsonSettings<'a> {
     work_ns: serde_json::Map<String, Value>,
     /// The pull settings measured: `on`, `off`.
     pull: Vec<&'static str>,
+    /// The steering settings measured: `on`, `off`.
+    steer: Vec<&'static str>,
     peer_workers: usize,
 }
 
@@ -288,6 +331,7 @@ pub(crate) fn json(machine: &Machine, settings: &Settings, rows: &[Row]) -> Valu
                 .map(|&w| (w.name().to_owned(), settings.work_ns(w).into()))
                 .collect(),
             pull: settings.pulls.iter().map(|&p| on_off(p)).collect(),
+            steer: settings.steers.iter().map(|&p| on_off(p)).collect(),
             peer_workers: settings.peer_workers,
         },
         "results": results,
@@ -327,6 +371,9 @@ fn json_row(row: &Row, settings: &Settings) -> Value {
     if let Some(pull) = row.system.pull() {
         map.insert("pull".into(), on_off(pull).into());
     }
+    if let Some(steer) = row.system.steer() {
+        map.insert("steer".into(), on_off(steer).into());
+    }
     if let Some(pulled) = s.pulled {
         map.insert("pulled".into(), pulled.into());
     }
@@ -353,6 +400,30 @@ fn json_row(row: &Row, settings: &Settings) -> Value {
         map.insert("block_us".into(), settings.mix.block_us().into());
         map.insert("short_start_p50_ns".into(), short.p50.into());
         map.insert("short_start_p99_ns".into(), short.p99.into());
+    }
+    if let Some(run) = s.run_time {
+        let plan = &settings.locality;
+        map.insert("set_kb".into(), plan.set_kb.into());
+        map.insert("load".into(), plan.load.into());
+        map.insert(
+            "item_ns".into(),
+            u64::try_from(plan.item.as_nanos())
+                .unwrap_or(u64::MAX)
+                .into(),
+        );
+        map.insert("run_p50_ns".into(), run.p50.into());
+        map.insert("run_p99_ns".into(), run.p99.into());
+        if let Some(start) = s.queue_to_start {
+            map.insert("start_p99_ns".into(), start.p99.into());
+        }
+    }
+    if let Some(groups) = s.groups {
+        map.insert("groups".into(), groups.into());
+    }
+    if let Some(steering) = s.steering {
+        map.insert("grouped_at_home".into(), steering.at_home.into());
+        map.insert("grouped_elsewhere".into(), steering.elsewhere.into());
+        map.insert("home_changes".into(), steering.home_changes.into());
     }
     if let Some(blocking) = s.blocking_items {
         map.insert("blocking_items".into(), blocking.into());
@@ -389,6 +460,7 @@ mod tests {
                 scope: podq::AffinityScope::CacheShard,
                 shard_size: 8,
                 pull: true,
+                steer: true,
             },
             summary: Summary {
                 runs: 1,
@@ -423,6 +495,7 @@ mod tests {
                 scope: podq::AffinityScope::System,
                 shard_size: 8,
                 pull: true,
+                steer: true,
             },
             summary: Summary {
                 runs: 1,
@@ -481,6 +554,7 @@ mod tests {
                     scope: podq::AffinityScope::Cpu,
                     shard_size: 8,
                     pull: false,
+                    steer: true,
                 },
                 summary: Summary {
                     runs: 1,
@@ -521,6 +595,9 @@ mod tests {
             systems: Vec::new(),
             sweeping: false,
             pulls: vec![true],
+            steers: vec![true],
+            locality: crate::bench::locality::Plan::default(),
+            default_peer_groups: 8,
             producer_cpus: vec![0, 1],
             peer_workers: 2,
             items: 10,

@@ -25,6 +25,8 @@ pub(crate) enum System {
         shard_size: usize,
         /// Whether idle workers pull work from other pods (`WorkqueueBuilder::pull`).
         pull: bool,
+        /// Whether groups steer their items to their home pods (`WorkqueueBuilder::steer`).
+        steer: bool,
     },
     /// One of the runtimes a user would pick instead.
     Peer(Peer),
@@ -67,10 +69,31 @@ impl System {
         }
     }
 
+    /// Whether podq's groups steer; `None` for peers.
+    pub(crate) fn steer(self) -> Option<bool> {
+        match self {
+            System::Podq { steer, .. } => Some(steer),
+            System::Peer(_) => None,
+        }
+    }
+
     /// The name in the kernel lines and the table: the scope (with `/S` when several shard sizes
     /// are measured, and ` pull=on` or ` pull=off` when asked) or the peer.
     pub(crate) fn label(self, show_shard_size: bool, show_pull: bool) -> String {
-        let System::Podq { scope, pull, .. } = self else {
+        self.label_with(show_shard_size, show_pull, false)
+    }
+
+    /// [`System::label`], with ` steer=on` or ` steer=off` when `show_steer`.
+    pub(crate) fn label_with(
+        self,
+        show_shard_size: bool,
+        show_pull: bool,
+        show_steer: bool,
+    ) -> String {
+        let System::Podq {
+            scope, pull, steer, ..
+        } = self
+        else {
             return self.name().to_owned();
         };
         let mut label = match self.shard_size() {
@@ -81,11 +104,15 @@ impl System {
             label.push_str(" pull=");
             label.push_str(on_off(pull));
         }
+        if show_steer {
+            label.push_str(" steer=");
+            label.push_str(on_off(steer));
+        }
         label
     }
 }
 
-/// `on` or `off`: how `--pull`, the labels and the JSON write a pull setting.
+/// `on` or `off`: how `--pull` and `--steer`, the labels and the JSON write a setting.
 pub(crate) fn on_off(pull: bool) -> &'static str {
     if pull {
         "on"

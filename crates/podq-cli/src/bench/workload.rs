@@ -27,17 +27,21 @@ pub(crate) enum Workload {
     /// Flood's open loop with one item in N that blocks ([`blocking`](super::blocking)):
     /// whether blocked items hold up the short ones.
     Blocking,
+    /// Items of related groups walking their group's working set, at a steady rate
+    /// ([`locality`](super::locality)): whether they run where their data is hot.
+    Locality,
 }
 
 impl Workload {
     /// Every workload, in the order `--workload all` measures them.
-    pub(crate) const ALL: [Workload; 6] = [
+    pub(crate) const ALL: [Workload; 7] = [
         Workload::Queue,
         Workload::Flood,
         Workload::Skew,
         Workload::Fanout,
         Workload::Rpc,
         Workload::Blocking,
+        Workload::Locality,
     ];
 
     /// The name on the command line and in the JSON.
@@ -49,6 +53,7 @@ impl Workload {
             Workload::Fanout => "fanout",
             Workload::Rpc => "rpc",
             Workload::Blocking => "blocking",
+            Workload::Locality => "locality",
         }
     }
 
@@ -76,11 +81,15 @@ impl Workload {
 
     /// Busy-wait per item when `--work-ns` is not given: [`CPU_BOUND_WORK_NS`] for `skew` and
     /// `fanout`, none for the others (for `blocking`, the short items'; the blocking ones only
-    /// sleep).
+    /// sleep; `locality`'s items walk their group's data instead).
     pub(crate) fn default_work_ns(self) -> u64 {
         match self {
             Workload::Skew | Workload::Fanout => CPU_BOUND_WORK_NS,
-            Workload::Queue | Workload::Flood | Workload::Rpc | Workload::Blocking => 0,
+            Workload::Queue
+            | Workload::Flood
+            | Workload::Rpc
+            | Workload::Blocking
+            | Workload::Locality => 0,
         }
     }
 
@@ -93,7 +102,8 @@ impl Workload {
             | Workload::Flood
             | Workload::Fanout
             | Workload::Rpc
-            | Workload::Blocking => cpus,
+            | Workload::Blocking
+            | Workload::Locality => cpus,
         }
     }
 
@@ -104,6 +114,7 @@ impl Workload {
             Workload::Flood | Workload::Skew | Workload::Fanout => Shape::Open,
             Workload::Rpc => Shape::RoundTrips,
             Workload::Blocking => Shape::Mixed,
+            Workload::Locality => Shape::Local,
         }
     }
 }
@@ -119,6 +130,9 @@ pub(crate) enum Shape {
     RoundTrips,
     /// The queue call's p50/p99 and the short items' queue-to-start p50/p99.
     Mixed,
+    /// The queue call's p50/p99, the queue-to-start p50/p99 and the items' own run time
+    /// p50/p99.
+    Local,
 }
 
 #[cfg(test)]
@@ -136,7 +150,7 @@ mod tests {
         };
         assert!(
             message.contains("'Skew'")
-                && message.contains("queue, flood, skew, fanout, rpc, blocking, all"),
+                && message.contains("queue, flood, skew, fanout, rpc, blocking, locality, all"),
             "{message}"
         );
     }
@@ -147,7 +161,7 @@ mod tests {
             .into_iter()
             .map(Workload::default_work_ns)
             .collect();
-        assert_eq!(defaults, [0, 0, 10_000, 10_000, 0, 0]);
+        assert_eq!(defaults, [0, 0, 10_000, 10_000, 0, 0, 0]);
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use podq::{AffinityScope, Work, Workqueue};
 
 use super::executor::{ClosedJob, Executor, Spawn};
+use super::measurement::Steering;
 use crate::error::CliError;
 
 /// Counts summed over a workqueue's pools.
@@ -33,20 +34,38 @@ pub(crate) struct PodqExecutor {
 }
 
 impl PodqExecutor {
-    /// Builds a workqueue with `scope`, `shard_size` and `pull` (everything else default).
+    /// Builds a workqueue with `scope`, `shard_size` and `pull`, steering on (everything else
+    /// default).
     ///
     /// # Errors
     ///
     /// [`CliError::Failed`] with podq's reason when the workqueue cannot be built.
+    #[cfg(test)]
     pub(crate) fn new(
         scope: AffinityScope,
         shard_size: usize,
         pull: bool,
     ) -> Result<PodqExecutor, CliError> {
+        PodqExecutor::with_steer(scope, shard_size, pull, true)
+    }
+
+    /// Builds a workqueue with `scope`, `shard_size`, `pull` and `steer` (everything else
+    /// default).
+    ///
+    /// # Errors
+    ///
+    /// [`CliError::Failed`] with podq's reason when the workqueue cannot be built.
+    pub(crate) fn with_steer(
+        scope: AffinityScope,
+        shard_size: usize,
+        pull: bool,
+        steer: bool,
+    ) -> Result<PodqExecutor, CliError> {
         let wq = Workqueue::builder("podq-bench")
             .scope(scope)
             .shard_size(shard_size)
             .pull(pull)
+            .steer(steer)
             .build()
             .map_err(|err| CliError::Failed(format!("cannot build a {scope} workqueue: {err}")))?;
         Ok(PodqExecutor { wq: Arc::new(wq) })
@@ -65,6 +84,21 @@ impl PodqExecutor {
             pulled: sum(|pool| pool.pulled_out),
             seen_blocked: sum(|pool| pool.workers_seen_blocked),
             started_for_blocked: sum(|pool| pool.workers_started_for_blocked),
+        }
+    }
+
+    /// The workqueue, for the groups of the locality workload.
+    pub(crate) fn workqueue(&self) -> &Workqueue {
+        &self.wq
+    }
+
+    /// The steering counts of the run (`WorkqueueStats`).
+    pub(crate) fn steering(&self) -> Steering {
+        let stats = self.wq.stats();
+        Steering {
+            at_home: stats.grouped_at_home,
+            elsewhere: stats.grouped_elsewhere,
+            home_changes: stats.home_changes,
         }
     }
 

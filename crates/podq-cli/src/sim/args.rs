@@ -61,7 +61,8 @@ pub(crate) struct SimArgs {
     /// else kernel].
     #[arg(long, value_name = "NAME")]
     pub(crate) profile: Option<String>,
-    /// Fit the podq profile to this `podq bench --json` file of the machine first.
+    /// Fit the podq profile to this `podq bench --json` file of the machine first (each podq
+    /// row's best run and queue-call p50).
     #[arg(long, value_name = "FILE")]
     pub(crate) calibrate: Option<PathBuf>,
     /// Whether podq's idle workers pull waiting items from other pools: on, off, or on,off to

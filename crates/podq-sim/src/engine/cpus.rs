@@ -8,7 +8,7 @@ use super::threads::Role;
 use super::Engine;
 
 /// One CPU: the thread on it and the threads waiting for it.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub(super) struct Cpu {
     /// The thread running (or spinning, or switching in) on this CPU.
     pub(super) current: Option<u32>,
@@ -16,6 +16,29 @@ pub(super) struct Cpu {
     pub(super) runq: VecDeque<u32>,
     /// When `current` began its time slice.
     pub(super) slice_start: u64,
+    /// The scheduler's average idle period of this CPU (`rq->avg_idle`), in ns.
+    pub(super) avg_idle: f64,
+    /// When it last went idle.
+    pub(super) idle_since: u64,
+}
+
+/// Linux's `sysctl_sched_migration_cost` (0.5 ms): a CPU whose average idle period
+/// ([`Cpu::avg_idle`]) is shorter does not balance when it goes idle (`newidle_balance`), as
+/// moving a thread would cost more than the idle period it fills. The average starts at twice
+/// this (`rq->avg_idle` at boot) and is capped there.
+pub(super) const MIGRATION_COST_NS: f64 = 500_000.0;
+
+impl Cpu {
+    /// A CPU that has been idle for long.
+    pub(super) fn new() -> Cpu {
+        Cpu {
+            current: None,
+            runq: VecDeque::new(),
+            slice_start: 0,
+            avg_idle: 2.0 * MIGRATION_COST_NS,
+            idle_since: 0,
+        }
+    }
 }
 
 /// A set of dense CPU indices, 64 to a word.
@@ -90,6 +113,13 @@ impl Engine<'_> {
 
     /// Puts `tid` on dense CPU `cpu` now, running after `delay_ns` (a switch or an idle exit).
     pub(super) fn run_on(&mut self, tid: u32, cpu: usize, delay_ns: f64) {
+        if contains(&self.idle_cpus, cpu) {
+            // The scheduler's `update_avg` of the idle period that ends (an eighth of the
+            // difference), capped at twice the migration cost.
+            let c = &mut self.cpus[cpu];
+            let idle = ((self.now - c.idle_since) as f64).min(2.0 * MIGRATION_COST_NS);
+            c.avg_idle += (idle - c.avg_idle) / 8.0;
+        }
         self.cpus[cpu].current = Some(tid);
         self.cpus[cpu].slice_start = self.now;
         assign(&mut self.idle_cpus, cpu, false);
@@ -108,15 +138,49 @@ impl Engine<'_> {
         self.cpus[cpu].current = None;
         match self.cpus[cpu].runq.pop_front() {
             Some(next) => self.run_on(next, cpu, self.costs.switch_ns),
-            None => assign(&mut self.idle_cpus, cpu, true),
+            None => match self.idle_pull(cpu) {
+                Some(next) => self.run_on(next, cpu, self.costs.switch_ns),
+                None => {
+                    assign(&mut self.idle_cpus, cpu, true);
+                    self.cpus[cpu].idle_since = self.now;
+                }
+            },
         }
+    }
+
+    /// The scheduler's balance on going idle (`newidle_balance`): dense CPU `cpu` has nothing
+    /// to run, so, unless its idle periods are short ([`MIGRATION_COST_NS`]), it takes the
+    /// first thread waiting in another CPU's run queue that may run on it (a worker whose pool
+    /// allows it; producers are pinned), searching from the next CPU on. The thread's cache
+    /// lines follow it as its own costs do, not modelled here.
+    fn idle_pull(&mut self, cpu: usize) -> Option<u32> {
+        if self.cpus[cpu].avg_idle < MIGRATION_COST_NS {
+            return None;
+        }
+        let n = self.cpus.len();
+        for other in (1..n).map(|k| (cpu + k) % n) {
+            let at =
+                self.cpus[other]
+                    .runq
+                    .iter()
+                    .position(|&t| match self.threads[t as usize].role {
+                        Role::Worker { pool, .. } => {
+                            contains(&self.pools[pool as usize].allowed, cpu)
+                        }
+                        Role::Producer { .. } => false,
+                    });
+            if let Some(at) = at {
+                return self.cpus[other].runq.remove(at);
+            }
+        }
+        None
     }
 
     /// Whether `tid` gives its CPU up at this step: its slice is over and others wait.
     pub(super) fn yields(&mut self, tid: u32) -> bool {
         let cpu = self.threads[tid as usize].cpu as usize;
         let c = &self.cpus[cpu];
-        if c.runq.is_empty() || ((self.now - c.slice_start) as f64) < self.costs.slice_ns {
+        if c.runq.is_empty() || ((self.now - c.slice_start) as f64) < self.slice_ns {
             return false;
         }
         self.yield_cpu(tid);

@@ -14,6 +14,8 @@ pub(super) struct Lock {
     pub(super) waiters: VecDeque<u32>,
     /// The dense CPU of its last holder: where its cache lines are.
     pub(super) last_cpu: u32,
+    /// The cache lines that move with it to its next holder.
+    pub(super) lines: f64,
 }
 
 impl Engine<'_> {
@@ -35,7 +37,7 @@ impl Engine<'_> {
         let cpu = self.threads[tid as usize].cpu as usize;
         let from = self.locks[lock as usize].last_cpu as usize;
         let line = self.machine.platform().at(self.machine.distance(from, cpu));
-        let mut handover = line * self.costs.lines_per_handover;
+        let mut handover = line * self.locks[lock as usize].lines;
         if contended {
             handover *= self.costs.contended_factor;
         }

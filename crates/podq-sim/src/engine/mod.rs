@@ -11,9 +11,9 @@
 //! A thread is a small state machine (`threads::Phase`); an event resumes one thread at one time
 //! (or looks at one pool, for the watchdog). A lock is a FIFO of spinning waiters: a holder's
 //! critical section takes effect when the lock is granted, and the lock passes to the next
-//! waiter when the holder's release event runs. Moving the lock costs
-//! [`Costs::lines_per_handover`] cache lines at the distance between the last holder's CPU and
-//! the new one's.
+//! waiter when the holder's release event runs. Moving the lock costs its cache lines
+//! ([`Costs::lines_per_handover`] for a pool lock, [`Mechanism::queue_lock_lines`] for podq's
+//! head and lanes) at the distance between the last holder's CPU and the new one's.
 
 mod cpus;
 mod fanout;
@@ -67,6 +67,10 @@ struct Item {
     queued_at: u64,
     /// The lane lock it was pushed under (podq), whose lines a worker's refill touches.
     lane: u32,
+    /// The dense CPU it was queued from, where its own lines are.
+    from: u32,
+    /// Moved from its lane to the head by a refill (podq's step W3).
+    in_head: bool,
     /// A `fanout` sender (it queues messages and itself) rather than an item of work.
     sender: bool,
 }
@@ -77,13 +81,21 @@ impl Pool {
         self.lanes.iter().position(|&l| l == lock)
     }
 
-    /// Takes the oldest waiting item, uncounting it from its lane.
-    fn pop(&mut self) -> Option<Item> {
+    /// Takes the oldest waiting item. An item still in its lane makes the taker refill (step
+    /// W3): every waiting item of that lane moves to the head at once, and the lane's length
+    /// is 0 again; the second value says whether it did, so the lane's lines moved to the taker.
+    fn pop(&mut self) -> Option<(Item, bool)> {
         let item = self.queue.pop_front()?;
-        if let Some(lane) = self.lane_of(item.lane) {
-            self.lane_waiting[lane] -= 1;
+        if item.in_head {
+            return Some((item, false));
         }
-        Some(item)
+        if let Some(lane) = self.lane_of(item.lane) {
+            self.lane_waiting[lane] = 0;
+        }
+        for waiting in self.queue.iter_mut().filter(|i| i.lane == item.lane) {
+            waiting.in_head = true;
+        }
+        Some((item, true))
     }
 }
 
@@ -105,8 +117,7 @@ struct Pool {
     /// Waiting items, FIFO.
     queue: VecDeque<Item>,
     /// Waiting items per lane, by position in `lanes` (podq only): what a push reads as its
-    /// lane's length (the runtime's lanes keep an item until a refill moves it to the head;
-    /// here it is counted until it is taken, which the one FIFO cannot tell apart).
+    /// lane's length, until a refill moves them to the head.
     lane_waiting: Vec<usize>,
     /// The counts the policy reads.
     workers: Workers,
@@ -145,6 +156,8 @@ struct Engine<'m> {
     workload: Workload,
     /// Work per item.
     work_ns: f64,
+    /// The scheduler's time slice on this machine ([`Costs::slice_for`]).
+    slice_ns: f64,
     /// Simulated time now.
     now: u64,
     /// Events scheduled so far (the next event's `seq`).
@@ -247,11 +260,12 @@ impl<'m> Engine<'m> {
             mech: profile.mechanism,
             workload: scenario.workload,
             work_ns: scenario.work_ns as f64,
+            slice_ns: profile.costs.slice_for(n),
             now: 0,
             seq: 0,
             heap: BinaryHeap::new(),
             rng: Rng::new(scenario.seed),
-            cpus: vec![Cpu::default(); n],
+            cpus: vec![Cpu::new(); n],
             idle_cpus: mask_of(n, 0..n),
             threads: Vec::new(),
             locks: Vec::new(),
@@ -314,16 +328,20 @@ impl<'m> Engine<'m> {
             )
         };
         let first = cpus[0];
-        let head = self.new_lock(first);
+        let pool_lines = self.costs.lines_per_handover;
+        let queue_lines = self.mech.queue_lock_lines.map_or(pool_lines, f64::from);
+        let head = self.new_lock(first, queue_lines);
         let synced = if self.mech.push_lanes {
-            self.new_lock(first)
+            self.new_lock(first, pool_lines)
         } else {
             head
         };
         let lanes = if self.mech.push_lanes {
             // podq's lanes: one per CPU of the pod, at most 16, then CPUs share them.
             let count = cpus.len().min(16);
-            (0..count).map(|i| self.new_lock(cpus[i])).collect()
+            (0..count)
+                .map(|i| self.new_lock(cpus[i], queue_lines))
+                .collect()
         } else {
             Vec::new()
         };
@@ -356,12 +374,13 @@ impl<'m> Engine<'m> {
         self.workers_started += 1;
     }
 
-    /// A new lock whose lines sit on dense CPU `cpu`.
-    fn new_lock(&mut self, cpu: u32) -> u32 {
+    /// A new lock whose `lines` cache lines sit on dense CPU `cpu`.
+    fn new_lock(&mut self, cpu: u32, lines: f64) -> u32 {
         self.locks.push(Lock {
             held: false,
             waiters: VecDeque::new(),
             last_cpu: cpu,
+            lines,
         });
         (self.locks.len() - 1) as u32
     }

@@ -177,8 +177,8 @@ impl Engine<'_> {
             // The sibling's pool lock: its lines come over, the decision is made inside.
             let synced = self.pools[sib].synced as usize;
             let from = std::mem::replace(&mut self.locks[synced].last_cpu, cpu);
-            cost += self.line(from, cpu) * self.costs.lines_per_handover
-                + self.costs.critical_section_ns;
+            cost +=
+                self.line(from, cpu) * self.locks[synced].lines + self.costs.critical_section_ns;
             let action = match pull::kick(self.pools[sib].workers, self.pools[sib].limits) {
                 Kick::No => continue,
                 Kick::Wake => Action::Wake(self.take_idle(sib)),
@@ -366,11 +366,12 @@ impl Engine<'_> {
             unreachable!("only workers steal")
         };
         let victim = search.victim as usize;
-        let item = self.pools[victim].pop();
+        let popped = self.pools[victim].pop();
+        let item = popped.map(|(item, _)| item);
         let mut action = None;
-        if let Some(item) = item {
+        if let Some((item, refilled)) = popped {
             self.pools[victim].started += 1;
-            if self.mech.push_lanes {
+            if self.mech.push_lanes && refilled {
                 self.locks[item.lane as usize].last_cpu = cpu;
             }
             if self.pools[victim].queue.is_empty() {

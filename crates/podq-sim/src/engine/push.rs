@@ -106,11 +106,14 @@ impl Engine<'_> {
     pub(super) fn enter_push(&mut self, tid: u32) -> f64 {
         let job = self.threads[tid as usize].job;
         let lane = self.push_lock(tid, job.pool);
+        let from = self.threads[tid as usize].cpu;
         let p = &mut self.pools[job.pool as usize];
         p.queue.push_back(Item {
             producer: job.pair,
             queued_at: job.t0,
             lane,
+            from,
+            in_head: false,
             sender: job.sender,
         });
         if let Some(at) = p.lane_of(lane) {

@@ -6,6 +6,12 @@ use super::push::Job;
 use super::{Action, Engine, Item};
 use crate::scenario::Workload;
 
+/// The yields that close a worker's spin when other threads wait for its CPU: podq's
+/// `pool::SPIN_ROUNDS` (13) less `sync::SPIN_ONLY_ROUNDS` (9), the rounds of
+/// `sync::spin_until` that call `yield_now` instead of spinning. The spin-only rounds are
+/// [`Costs::spin_ns`](crate::Costs::spin_ns).
+const SPIN_YIELDS: u32 = 4;
+
 /// What kind of thread, and its own state.
 #[derive(Clone, Copy, Debug)]
 pub(super) enum Role {
@@ -20,6 +26,8 @@ pub(super) enum Role {
         senders: u64,
         /// Whether its item has run (queue workload).
         done: bool,
+        /// The dense CPU its item last ran on, where the item's lines are (queue workload).
+        ran_on: u32,
         /// Whether it sleeps until its item has run.
         waiting: bool,
         /// The action its critical section decided.
@@ -43,6 +51,8 @@ pub(super) enum Role {
         search: Search,
         /// The queue calls made so far in the `fanout` sender round it is in, if any.
         round: Option<u64>,
+        /// Yields left in its spin (podq's closing rounds of `sync::spin_until`).
+        yields: u32,
         /// The action its critical section decided.
         action: Option<Action>,
     },
@@ -65,6 +75,8 @@ pub(super) enum Phase {
     HelpRelease,
     /// Queue call: it has returned.
     Queued,
+    /// Producer (podq's bench): spinning on its item's completion before it sleeps.
+    WaitSpin,
     /// Producer: asleep until its item has run.
     Wait,
     /// Producer: all items queued and run.
@@ -128,6 +140,7 @@ impl Thread {
                 left: items,
                 senders,
                 done: false,
+                ran_on: cpu as u32,
                 waiting: false,
                 action: None,
             },
@@ -152,6 +165,7 @@ impl Thread {
                 pulled: false,
                 search: Search::default(),
                 round: None,
+                yields: 0,
                 action: None,
             },
             phase: Phase::Take,
@@ -183,7 +197,14 @@ impl Engine<'_> {
                         return;
                     }
                     self.set_phase(tid, Phase::Push);
-                    self.after(tid, self.costs.producer_item_ns);
+                    // The closed loop queues its item again: its lines come back first.
+                    let back = match self.threads[tid as usize].role {
+                        Role::Producer { ran_on, .. } if self.workload == Workload::Queue => {
+                            self.item_lines(ran_on, cpu)
+                        }
+                        _ => 0.0,
+                    };
+                    self.after(tid, back + self.costs.producer_item_ns);
                     return;
                 }
                 (Role::Producer { pool, .. }, Phase::Push) => {
@@ -217,10 +238,29 @@ impl Engine<'_> {
                         }
                         if self.workload == Workload::Queue && !done {
                             *waiting = true;
-                            self.threads[tid as usize].phase = Phase::Wait;
-                            self.block(tid);
+                            let spin = self.costs.spin_ns * f64::from(self.mech.waiter_spins)
+                                / f64::from(crate::profile::WORKER_SPINS);
+                            if spin > 0.0 {
+                                self.set_phase(tid, Phase::WaitSpin);
+                                self.after(tid, spin);
+                            } else {
+                                self.set_phase(tid, Phase::Wait);
+                                self.block(tid);
+                            }
                             return;
                         }
+                    }
+                    self.set_phase(tid, Phase::Start);
+                }
+                (Role::Producer { done, .. }, Phase::WaitSpin) => {
+                    if !done {
+                        // The spin is over: it sleeps until the item has run.
+                        self.set_phase(tid, Phase::Wait);
+                        self.block(tid);
+                        return;
+                    }
+                    if let Role::Producer { waiting, .. } = &mut self.threads[tid as usize].role {
+                        *waiting = false;
                     }
                     self.set_phase(tid, Phase::Start);
                 }
@@ -251,7 +291,8 @@ impl Engine<'_> {
                     self.record_start(item);
                     self.set_phase(tid, Phase::Ran);
                     let work = self.work_of(item);
-                    self.after(tid, extra + self.costs.worker_item_ns + work);
+                    let lines = item.map_or(0.0, |i| self.item_lines(i.from, cpu));
+                    self.after(tid, extra + lines + self.costs.worker_item_ns + work);
                     return;
                 }
                 (Role::Worker { item, .. }, Phase::Ran) => {
@@ -271,9 +312,26 @@ impl Engine<'_> {
                         Workload::Queue => {
                             let producer = &mut self.threads[item.producer as usize];
                             let mut sleeping = false;
-                            if let Role::Producer { done, waiting, .. } = &mut producer.role {
+                            if let Role::Producer {
+                                done,
+                                waiting,
+                                ran_on,
+                                ..
+                            } = &mut producer.role
+                            {
                                 *done = true;
+                                *ran_on = cpu;
                                 sleeping = *waiting && !producer.on_cpu;
+                            }
+                            if producer.on_cpu && producer.phase == Phase::WaitSpin {
+                                // The spinning producer sees the completion's line.
+                                producer.token = producer.token.wrapping_add(1);
+                                let at = producer.cpu as usize;
+                                let line = self
+                                    .machine
+                                    .platform()
+                                    .at(self.machine.distance(cpu as usize, at));
+                                self.after(item.producer, line);
                             }
                             if sleeping {
                                 self.wake(item.producer, cpu, false);
@@ -317,16 +375,24 @@ impl Engine<'_> {
                     self.release(tid, lock);
                     self.pools[pool as usize].spinners.push(tid);
                     self.set_phase(tid, Phase::Spin);
-                    if self.cpus[cpu as usize].runq.is_empty() {
-                        self.after(tid, self.costs.spin_ns);
-                    } else {
-                        // podq's spin yields: others waiting for this CPU run first, and
-                        // the spinner looks once more when it is back.
-                        self.yield_cpu(tid);
+                    if let Role::Worker { yields, .. } = &mut self.threads[tid as usize].role {
+                        *yields = SPIN_YIELDS;
                     }
+                    // podq's spin-only rounds hold the CPU whoever waits for it.
+                    self.after(tid, self.costs.spin_ns);
                     return;
                 }
-                (Role::Worker { pool, .. }, Phase::Spin) => {
+                (Role::Worker { pool, yields, .. }, Phase::Spin) => {
+                    let spinning = self.pools[pool as usize].spinners.contains(&tid);
+                    if spinning && yields > 0 && !self.cpus[cpu as usize].runq.is_empty() {
+                        // The closing rounds yield: others waiting for this CPU run first,
+                        // and the spinner looks once more when it is back.
+                        if let Role::Worker { yields, .. } = &mut self.threads[tid as usize].role {
+                            *yields -= 1;
+                        }
+                        self.yield_cpu(tid);
+                        return;
+                    }
                     self.pools[pool as usize].spinners.retain(|&s| s != tid);
                     if let Role::Worker { spun, .. } = &mut self.threads[tid as usize].role {
                         *spun = true;
@@ -387,12 +453,8 @@ impl Engine<'_> {
                         (*spun, *asked, *pulled) = (false, false, true);
                     }
                     self.record_start(item);
-                    // The item's line comes from the CPU that queued it.
-                    let from = self.threads[taken.producer as usize].cpu as usize;
-                    let line = self
-                        .machine
-                        .platform()
-                        .at(self.machine.distance(from, cpu as usize));
+                    // The item's lines come from the CPU that queued it.
+                    let line = self.item_lines(taken.from, cpu);
                     self.set_phase(tid, Phase::Ran);
                     let work = self.work_of(item);
                     self.after(tid, extra + line + self.costs.worker_item_ns + work);
@@ -421,13 +483,14 @@ impl Engine<'_> {
                 if coming {
                     p.workers.coming -= 1;
                 }
-                let item = p.pop();
+                let popped = p.pop();
+                let item = popped.map(|(item, _)| item);
                 if item.is_some() {
                     p.started += 1;
                 }
                 let mut action = None;
-                let next = if let Some(item) = item {
-                    if self.mech.push_lanes {
+                let next = if let Some((item, refilled)) = popped {
+                    if self.mech.push_lanes && refilled {
                         // A refill moves the lane's lines to the worker.
                         let cpu = self.threads[tid as usize].cpu;
                         self.locks[item.lane as usize].last_cpu = cpu;
@@ -474,6 +537,18 @@ impl Engine<'_> {
             (Role::Worker { .. }, Phase::Steal) => self.steal(tid),
             (role, phase) => unreachable!("{role:?} takes no lock in {phase:?}"),
         }
+    }
+
+    /// What moving an item's own lines ([`Costs::item_lines`]) from dense CPU `from` to `to`
+    /// costs.
+    ///
+    /// [`Costs::item_lines`]: crate::Costs::item_lines
+    fn item_lines(&self, from: u32, to: u32) -> f64 {
+        let line = self
+            .machine
+            .platform()
+            .at(self.machine.distance(from as usize, to as usize));
+        line * self.costs.item_lines
     }
 
     /// The work of running `item`: none for a `fanout` sender, which only queues.

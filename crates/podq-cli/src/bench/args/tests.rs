@@ -14,6 +14,10 @@ fn args(extra: &[(&str, &str)]) -> BenchArgs {
         block_every: None,
         block_us: None,
         pull: "on".into(),
+        steer: "on".into(),
+        groups: None,
+        set_kb: None,
+        load: None,
         sweep: None,
         plot: None,
         json: false,
@@ -31,6 +35,10 @@ fn args(extra: &[(&str, &str)]) -> BenchArgs {
             "block-every" => args.block_every = Some(value),
             "block-us" => args.block_us = Some(value),
             "pull" => args.pull = value,
+            "steer" => args.steer = value,
+            "groups" => args.groups = Some(value),
+            "set-kb" => args.set_kb = Some(value),
+            "load" => args.load = Some(value),
             "sweep" => args.sweep = Some(value),
             "plot" => args.plot = Some(value.into()),
             other => panic!("no flag {other}"),
@@ -123,7 +131,7 @@ fn work_defaults_per_workload_and_an_explicit_value_overrides_all() {
         .into_iter()
         .map(|w| settings.work_ns(w))
         .collect();
-    assert_eq!(work, [0, 0, 10_000, 10_000, 0, 0]);
+    assert_eq!(work, [0, 0, 10_000, 10_000, 0, 0, 0]);
     let settings =
         Settings::from_args(&args(&[("workload", "all"), ("work-ns", "500")]), &usable())
             .expect("valid");
@@ -303,4 +311,68 @@ fn bad_values_name_the_value_and_the_choices() {
     ] {
         assert!(!message.contains('\n'), "one line: {message}");
     }
+}
+
+#[test]
+fn steer_on_off_measures_every_podq_configuration_once_per_value() {
+    let usable: CpuSet = [0, 1].into_iter().collect();
+    let settings = Settings::from_args(
+        &args(&[
+            ("workload", "locality"),
+            ("scopes", "cpu,cache"),
+            ("peers", "channel"),
+            ("steer", "on,off"),
+        ]),
+        &usable,
+    )
+    .expect("valid");
+    let labels: Vec<String> = settings
+        .systems
+        .iter()
+        .map(|&s| settings.label(s))
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            "cpu steer=on",
+            "cpu steer=off",
+            "cache steer=on",
+            "cache steer=off",
+            "channel"
+        ]
+    );
+    assert!(settings.show_steer());
+    let default = Settings::from_args(&args(&[]), &usable).expect("valid");
+    assert_eq!(default.steers, [true]);
+    assert!(!default.show_steer());
+    assert_eq!(default.label(default.systems[0]), "cpu");
+}
+
+#[test]
+fn locality_options_are_checked_and_only_for_locality() {
+    let usable: CpuSet = [0, 1].into_iter().collect();
+    let usage = |extra: &[(&str, &str)]| match Settings::from_args(&args(extra), &usable) {
+        Err(CliError::Usage(message)) => message,
+        other => panic!("expected a usage error, got {other:?}"),
+    };
+    let plan = Settings::from_args(
+        &args(&[
+            ("workload", "locality"),
+            ("groups", "1"),
+            ("set-kb", "64"),
+            ("load", "100"),
+        ]),
+        &usable,
+    )
+    .expect("valid")
+    .locality;
+    assert_eq!((plan.groups, plan.set_kb, plan.load), (Some(1), 64, 100));
+    let locality = ("workload", "locality");
+    assert!(usage(&[locality, ("load", "0")]).contains("--load 0: give 1 to 100"));
+    assert!(usage(&[locality, ("load", "101")]).contains("--load 101"));
+    assert!(usage(&[locality, ("groups", "0")]).contains("--groups 0: give 1 to"));
+    assert!(usage(&[locality, ("set-kb", "lots")]).contains("--set-kb 'lots'"));
+    assert!(usage(&[("groups", "4")]).contains("only the locality workload uses it"));
+    assert!(usage(&[("steer", "maybe")]).contains("--steer 'maybe': unknown value 'maybe'"));
+    assert!(usage(&[("steer", "")]).contains("expected on, off, or on,off"));
 }

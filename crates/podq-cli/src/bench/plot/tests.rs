@@ -16,6 +16,9 @@ fn settings(workloads: Vec<Workload>, sweeping: bool) -> Settings {
         work_ns: None,
         mix: crate::bench::blocking::Mix::default(),
         pulls: vec![true],
+        steers: vec![true],
+        locality: crate::bench::locality::Plan::default(),
+        default_peer_groups: 8,
         plot: None,
         json: false,
     }
@@ -63,6 +66,7 @@ fn cache_shard(shard_size: usize) -> System {
         scope: podq::AffinityScope::CacheShard,
         shard_size,
         pull: true,
+        steer: true,
     }
 }
 

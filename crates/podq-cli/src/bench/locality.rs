@@ -1,0 +1,418 @@
+//! The `locality` workload: items of related groups, each group with a working set its items
+//! walk, queued at a steady rate from every producer, so that where an item runs decides
+//! whether its group's data is in that CPU's caches.
+//!
+//! Each group owns a working set of `--set-kb` KiB: cache lines linked in one random cycle (a
+//! random permutation made with Sattolo's algorithm). An item walks the whole cycle once from a
+//! random line, reading each line's link and writing its counter, so every access depends on the
+//! one before it (as a hash-table lookup's does) and the hardware prefetcher cannot hide where
+//! the data sits. Producers on every chosen CPU queue items of random groups at a steady rate,
+//! set from the measured cost of one item ([`item_cost`]) so that the items alone keep the
+//! usable CPUs about `--load` percent busy; the CPU that queues an item therefore says nothing
+//! about where its data is.
+//!
+//! podq queues each item through its group's handle (`Workqueue::group`, steered or not as the
+//! workqueue is built); the peers, which have no groups, queue the same items as plain closures.
+//! Reported: items/sec (all items over the wall time until the last has run), the queue call's
+//! latency, each item's queue-to-start time and each item's own run time (the walk alone).
+
+use std::hint::black_box;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use podq_sim::Rng;
+
+use super::executor::{burn, Executor};
+use super::harness::{merge_histograms, nanos, new_histogram, run_producers, StartGate};
+use super::measurement::{Measurement, Percentiles};
+use super::tally::{record_slots, slots, Tally};
+use crate::error::CliError;
+
+/// Groups per pod of the measured scope when `--groups` is not given: enough that a pod serves
+/// several groups, few enough that each group's items come often.
+pub(crate) const GROUPS_PER_POD: usize = 4;
+
+/// KiB of working set per group when `--set-kb` is not given: a core's L2 on today's servers
+/// (1-2 MiB) holds several groups, its L1 (32-64 KiB) none.
+pub(crate) const DEFAULT_SET_KB: u64 = 256;
+
+/// The largest `--set-kb`: 64 MiB per group, beyond any cache domain's share a group could
+/// keep hot.
+pub(crate) const MAX_SET_KB: u64 = 64 * 1024;
+
+/// Percent of the usable CPUs the items keep busy when `--load` is not given: a machine with
+/// room, where steering is meant to help.
+pub(crate) const DEFAULT_LOAD: u64 = 40;
+
+/// The largest `--groups`.
+pub(crate) const MAX_GROUPS: u64 = 65_536;
+
+/// Bytes of a cache line, the unit of the working set.
+const LINE_BYTES: usize = 64;
+
+/// Rounds of walks timed to measure an item's cost, each walking a pod's sets in turn (after
+/// one untimed round); the median walk counts.
+const COST_ROUNDS: usize = 3;
+
+/// One cache line of a working set: the next line of the cycle, and a counter each walk
+/// writes.
+#[repr(align(64))]
+struct Line {
+    /// Index of the next line in the cycle.
+    next: AtomicU32,
+    /// Written by every walk that passes (a load and a store, not an atomic add: the items of
+    /// a group may run at once, and a lost count does not matter).
+    visits: AtomicU64,
+}
+
+/// One group's working set: its cache lines in one random cycle.
+pub(crate) struct WorkingSet {
+    /// The lines.
+    lines: Box<[Line]>,
+}
+
+impl WorkingSet {
+    /// A set of `kb` KiB (at least one line) whose cycle `rng` draws.
+    pub(crate) fn new(kb: u64, rng: &mut Rng) -> WorkingSet {
+        let count = (usize::try_from(kb)
+            .unwrap_or(usize::MAX)
+            .saturating_mul(1024)
+            / LINE_BYTES)
+            .clamp(1, u32::MAX as usize);
+        // Sattolo's algorithm: a uniformly random permutation with a single cycle.
+        let mut next: Vec<u32> = (0..count as u32).collect();
+        for i in (1..count).rev() {
+            let j = (rng.next_u64() % i as u64) as usize;
+            next.swap(i, j);
+        }
+        let lines = next
+            .into_iter()
+            .map(|n| Line {
+                next: AtomicU32::new(n),
+                visits: AtomicU64::new(0),
+            })
+            .collect();
+        WorkingSet { lines }
+    }
+
+    /// Lines in the set.
+    pub(crate) fn len(&self) -> usize {
+        self.lines.len()
+    }
+
+    /// Walks the whole cycle once from line `from`: each step reads the line's link and writes
+    /// its counter. Returns where it ended (`from` again), so the walk is not optimised away.
+    pub(crate) fn walk(&self, from: usize) -> usize {
+        let mut at = from % self.lines.len();
+        for _ in 0..self.lines.len() {
+            let line = &self.lines[at];
+            let visits = line.visits.load(Ordering::Relaxed);
+            line.visits.store(visits.wrapping_add(1), Ordering::Relaxed);
+            at = line.next.load(Ordering::Relaxed) as usize;
+        }
+        black_box(at)
+    }
+}
+
+/// What a run of the workload is given: the checked `--groups`, `--set-kb` and `--load`, and
+/// the pace they make.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Plan {
+    /// `--groups`; `None`: [`GROUPS_PER_POD`] per pod of the measured scope.
+    pub(crate) groups: Option<usize>,
+    /// KiB of working set per group.
+    pub(crate) set_kb: u64,
+    /// Percent of the usable CPUs the items keep busy.
+    pub(crate) load: u64,
+    /// One item's measured cost ([`item_cost`]) and its work; zero until measured.
+    pub(crate) item: Duration,
+    /// CPU work each item burns after its walk (`--work-ns`).
+    pub(crate) work: Duration,
+}
+
+impl Default for Plan {
+    /// The defaults, not yet measured.
+    fn default() -> Plan {
+        Plan {
+            groups: None,
+            set_kb: DEFAULT_SET_KB,
+            load: DEFAULT_LOAD,
+            item: Duration::ZERO,
+            work: Duration::ZERO,
+        }
+    }
+}
+
+impl Plan {
+    /// The time between two items of one of `producers` producers, so that their items keep
+    /// `cpus` CPUs [`Plan::load`] percent busy: the item's cost x producers / (cpus x load).
+    pub(crate) fn interval(&self, producers: usize, cpus: usize) -> Duration {
+        let per_item = self.item.as_nanos() as f64 * producers as f64 * 100.0
+            / (cpus.max(1) as f64 * self.load.max(1) as f64);
+        Duration::from_nanos(per_item.round() as u64)
+    }
+}
+
+/// One item's cost as a pod that runs its own groups' items sees it: the median walk when this
+/// thread walks `groups` fresh `set_kb` KiB sets in turn (at most [`GROUPS_PER_POD`];
+/// [`COST_ROUNDS`] rounds, after one untimed round), so each walk finds its set where the last
+/// walk of it left it, after the pod's other groups. Where a pod's cache holds its groups' sets
+/// this is the hot cost; where it does not, the cost steering cannot avoid.
+pub(crate) fn item_cost(set_kb: u64, groups: usize) -> Duration {
+    let mut rng = Rng::new(0x10ca_1157);
+    let sets: Vec<WorkingSet> = (0..groups.clamp(1, GROUPS_PER_POD))
+        .map(|_| WorkingSet::new(set_kb, &mut rng))
+        .collect();
+    sets.iter().for_each(|set| {
+        set.walk(0);
+    });
+    let mut times: Vec<Duration> = (0..COST_ROUNDS)
+        .flat_map(|_| {
+            sets.iter().map(|set| {
+                let t0 = Instant::now();
+                set.walk(0);
+                t0.elapsed()
+            })
+        })
+        .collect();
+    times.sort_unstable();
+    times[times.len() / 2]
+}
+
+/// One producer's items: their queue-to-start times and countdown, and their run times.
+struct Produced {
+    /// Every item's queue-to-start time, and the items not yet run.
+    tally: Tally,
+    /// Every item's own run time (its walk), in nanoseconds.
+    run_ns: Box<[AtomicU64]>,
+}
+
+/// One item: a walk of its group's set, with what it reports into.
+pub(crate) struct Item {
+    /// Every group's set.
+    sets: Arc<[WorkingSet]>,
+    /// Its producer's report.
+    produced: Arc<Produced>,
+    /// Its group.
+    group: usize,
+    /// The line its walk starts from.
+    from: usize,
+    /// Its number among its producer's items.
+    n: usize,
+    /// When its queue call began.
+    queued: Instant,
+    /// CPU work after the walk (`--work-ns`).
+    work: Duration,
+}
+
+impl Item {
+    /// Runs the item: records its start, walks its group's set and burns its work, records
+    /// that time, and counts itself done.
+    pub(crate) fn run(self) {
+        let produced = &self.produced;
+        produced.tally.start(self.n, self.queued);
+        let t0 = Instant::now();
+        self.sets[self.group].walk(self.from);
+        burn(self.work);
+        produced.run_ns[self.n].store(nanos(t0.elapsed()), Ordering::Relaxed);
+        produced.tally.finish();
+    }
+}
+
+/// Runs the workload on `executor`: `items` per producer, one producer per CPU of `cpus`, each
+/// item of a random group of `groups` queued with `queue` (podq: through the group's handle;
+/// the peers: a plain closure) and burning the plan's work after its walk, one item every
+/// `interval` per producer.
+///
+/// # Errors
+///
+/// [`CliError::Failed`] when a producer cannot be started or pinned, the times do not fit in
+/// memory, or the system refuses an item.
+pub(crate) fn run<E: Executor, G: Sync>(
+    executor: &E,
+    groups: &[G],
+    queue: impl Fn(&G, Item) -> bool + Sync,
+    cpus: &[usize],
+    items: u64,
+    plan: &Plan,
+    interval: Duration,
+) -> Result<Measurement, CliError> {
+    let work = plan.work;
+    if groups.is_empty() {
+        return Err(CliError::Failed(
+            "locality: no group to queue items of".into(),
+        ));
+    }
+    let mut rng = Rng::new(0x5e75);
+    let sets: Arc<[WorkingSet]> = groups
+        .iter()
+        .map(|_| WorkingSet::new(plan.set_kb, &mut rng))
+        .collect();
+    let timer = thread::current();
+    let producers = cpus.len().max(1) as u32;
+    let producer = |index: usize, gate: &StartGate| {
+        let made = Tally::new(items, timer.clone(), "locality").and_then(|tally| {
+            Ok(Produced {
+                tally,
+                run_ns: slots(items, "locality", "run times")?,
+            })
+        });
+        let produced = match made {
+            Ok(produced) => Arc::new(produced),
+            Err(err) => {
+                gate.wait();
+                return Err(err);
+            }
+        };
+        let mut latency = new_histogram();
+        let mut rng = Rng::new(index as u64 + 1);
+        gate.wait();
+        // Producers start a fraction of an interval apart, so their items do not arrive in
+        // bursts of one per producer.
+        let mut due = Instant::now() + interval * index as u32 / producers;
+        for n in 0..produced.tally.len() {
+            let now = Instant::now();
+            if due > now {
+                thread::sleep(due - now);
+            }
+            due += interval;
+            let group = (rng.next_u64() % groups.len() as u64) as usize;
+            let from = (rng.next_u64() % sets[group].len() as u64) as usize;
+            let t0 = Instant::now();
+            let item = Item {
+                sets: Arc::clone(&sets),
+                produced: Arc::clone(&produced),
+                group,
+                from,
+                n,
+                queued: t0,
+                work,
+            };
+            let queued = queue(&groups[group], item);
+            let t1 = Instant::now();
+            if !queued {
+                return Err(CliError::Failed(format!(
+                    "locality: item {n} of a producer was refused"
+                )));
+            }
+            latency.saturating_record(nanos(t1 - t0));
+        }
+        Ok((latency, produced))
+    };
+    let wait_all = |results: &[(_, Arc<Produced>)]| {
+        results
+            .iter()
+            .for_each(|(_, produced)| produced.tally.wait_all_run());
+    };
+    let (results, wall) = run_producers(executor, cpus, producer, wait_all)?;
+
+    let latency = merge_histograms(results.iter().map(|(histogram, _)| histogram))?;
+    let mut queue_to_start = new_histogram();
+    let mut run_time = new_histogram();
+    for (_, produced) in &results {
+        produced.tally.record_into(&mut queue_to_start);
+        record_slots(&produced.run_ns, &mut run_time);
+    }
+    Ok(Measurement {
+        queue_to_start: Some(Percentiles::of(&queue_to_start)),
+        run_time: Some(Percentiles::of(&run_time)),
+        groups: Some(groups.len()),
+        ..Measurement::of_run(items, cpus.len(), wall, &latency)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use podq::AffinityScope;
+
+    use super::*;
+    use crate::bench::harness::test_cpus;
+    use crate::bench::peers::ChannelPeer;
+    use crate::bench::workqueue::PodqExecutor;
+
+    #[test]
+    fn a_walk_visits_every_line_once_and_returns_to_its_start() {
+        let set = WorkingSet::new(4, &mut Rng::new(3));
+        assert_eq!(set.len(), 4 * 1024 / LINE_BYTES);
+        assert_eq!(set.walk(5), 5, "one cycle through every line");
+        assert!(
+            set.lines
+                .iter()
+                .all(|line| line.visits.load(Ordering::Relaxed) == 1),
+            "every line visited once"
+        );
+        // One cycle: following the links from 0 meets every line before 0 again.
+        let mut seen = vec![false; set.len()];
+        let mut at = 0;
+        for _ in 0..set.len() {
+            assert!(!seen[at], "line {at} came twice");
+            seen[at] = true;
+            at = set.lines[at].next.load(Ordering::Relaxed) as usize;
+        }
+        assert_eq!(at, 0);
+    }
+
+    #[test]
+    fn the_interval_keeps_the_cpus_at_the_load() {
+        let plan = Plan {
+            load: 40,
+            item: Duration::from_micros(20),
+            ..Plan::default()
+        };
+        // 2 producers on 2 CPUs at 40 %: one 20 us item every 50 us from each.
+        assert_eq!(plan.interval(2, 2), Duration::from_micros(50));
+        // 1 producer feeding 4 CPUs at 100 %: one every 5 us.
+        let full = Plan { load: 100, ..plan };
+        assert_eq!(full.interval(1, 4), Duration::from_micros(5));
+        assert!(item_cost(4, 2) > Duration::ZERO);
+    }
+
+    #[test]
+    fn every_item_runs_once_on_podq_groups_and_on_a_peer() {
+        let cpus = test_cpus();
+        let plan = Plan {
+            set_kb: 8,
+            ..Plan::default()
+        };
+        let interval = Duration::from_micros(20);
+        let podq = PodqExecutor::new(AffinityScope::Cpu, 8, true).expect("a workqueue");
+        let wq = podq.workqueue();
+        let groups: Vec<podq::Group<'_>> = (0..3).map(|_| wq.group()).collect();
+        let measured = run(
+            &podq,
+            &groups,
+            |group, item| group.queue(move || item.run()),
+            &cpus,
+            30,
+            &plan,
+            interval,
+        )
+        .expect("the podq run");
+        let total = cpus.len() as u64 * 30;
+        assert_eq!(podq.completed(), total, "every item ran once");
+        let stats = wq.stats();
+        assert_eq!(stats.grouped_at_home + stats.grouped_elsewhere, total);
+        assert_eq!(measured.groups, Some(3));
+        let run_time = measured.run_time.expect("run times");
+        assert!(run_time.p50 > 0 && run_time.p50 <= run_time.p99);
+
+        let channel = ChannelPeer::new(2).expect("channel");
+        let plain = [(); 2];
+        let measured = run(
+            &channel,
+            &plain,
+            |_, item| channel.spawn(move || item.run()),
+            &cpus,
+            20,
+            &Plan {
+                work: Duration::from_nanos(100),
+                ..plan
+            },
+            interval,
+        )
+        .expect("the channel run");
+        assert!(measured.queue_to_start.is_some() && measured.items_per_sec > 0.0);
+    }
+}
