@@ -55,6 +55,8 @@ struct Moved {
     to: CpuSet,
     /// What it had before.
     from: CpuSet,
+    /// The CPU it moved off.
+    left: usize,
 }
 
 thread_local! {
@@ -79,10 +81,10 @@ pub(super) fn kept<T>(shared: &Shared<T>) {
         let Some(before) = apart.preempted.replace(now) else {
             return;
         };
-        if now.saturating_sub(before) < PREEMPTED_OF
-            || apart.moved.is_some()
-            || !shared.core.has_room()
-        {
+        if apart.moved.is_some() || !ping_pong(now.saturating_sub(before)) {
+            return;
+        }
+        if !shared.core.has_room() {
             return;
         }
         if let Some(moved) = move_off_this_cpu() {
@@ -127,6 +129,12 @@ fn move_back(moved: Moved) {
     }
 }
 
+/// Whether a worker preempted `preempted` times over its last [`CHECK_EVERY`] kept items is
+/// in the ping-pong with their producer.
+fn ping_pong(preempted: u64) -> bool {
+    preempted >= PREEMPTED_OF
+}
+
 /// Restricts the calling thread to the CPUs it may use less the one it runs on, within the
 /// CPUs the process may use now; `None` (and nothing changed) when there is no other CPU or the
 /// affinity cannot be read or set.
@@ -143,5 +151,70 @@ fn move_off_this_cpu() -> Option<Moved> {
     }
     let ids: Vec<usize> = to.iter().collect();
     crate::sys::pin_current_thread(&ids).ok()?;
-    Some(Moved { to, from })
+    Some(Moved {
+        to,
+        from,
+        left: here,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn three_preemptions_in_four_kept_items_is_the_ping_pong() {
+        assert!(!ping_pong(0));
+        assert!(!ping_pong(PREEMPTED_OF - 1));
+        assert!(ping_pong(PREEMPTED_OF));
+        assert!(ping_pong(u64::from(CHECK_EVERY)));
+        assert_eq!(PREEMPTED_OF * 4, u64::from(CHECK_EVERY) * 3);
+    }
+
+    /// The calling thread's affinity.
+    fn affinity() -> CpuSet {
+        crate::sys::allowed_cpus()
+            .expect("affinity")
+            .into_iter()
+            .collect()
+    }
+
+    #[test]
+    fn a_move_leaves_out_the_cpu_it_ran_on_and_is_undone_after() {
+        if crate::sys::current_cpu().is_none() || affinity().len() < 2 {
+            eprintln!("skipped: needs a system that tells the CPU, and 2 CPUs to use");
+            return;
+        }
+        // On a thread of its own: only that thread's affinity changes.
+        std::thread::spawn(|| {
+            let before = affinity();
+            let moved = move_off_this_cpu().expect("another CPU to move to");
+            assert!(before.contains(moved.left));
+            assert!(!moved.to.contains(moved.left));
+            assert_eq!(affinity(), moved.to);
+            assert_ne!(crate::sys::current_cpu(), Some(moved.left));
+            move_back(moved);
+            assert_eq!(affinity(), before);
+        })
+        .join()
+        .expect("thread");
+    }
+
+    #[test]
+    fn a_mask_someone_else_set_is_never_widened() {
+        if crate::sys::current_cpu().is_none() || affinity().len() < 2 {
+            eprintln!("skipped: needs a system that tells the CPU, and 2 CPUs to use");
+            return;
+        }
+        std::thread::spawn(|| {
+            let moved = move_off_this_cpu().expect("another CPU to move to");
+            // Someone narrows it to a CPU other than the ones it moved to.
+            let theirs = moved.left;
+            crate::sys::pin_current_thread(&[theirs]).expect("pin");
+            move_back(moved);
+            assert_eq!(affinity().iter().collect::<Vec<_>>(), vec![theirs]);
+        })
+        .join()
+        .expect("thread");
+    }
 }
