@@ -55,8 +55,6 @@ struct Moved {
     to: CpuSet,
     /// What it had before.
     from: CpuSet,
-    /// The CPU it moved off.
-    left: usize,
 }
 
 thread_local! {
@@ -87,7 +85,7 @@ pub(super) fn kept<T>(shared: &Shared<T>) {
         if !shared.core.has_room() {
             return;
         }
-        if let Some(moved) = move_off_this_cpu() {
+        if let Some((moved, _left)) = move_off_this_cpu() {
             apart.moved = Some((moved, apart.wakes));
         }
     });
@@ -136,9 +134,9 @@ fn ping_pong(preempted: u64) -> bool {
 }
 
 /// Restricts the calling thread to the CPUs it may use less the one it runs on, within the
-/// CPUs the process may use now; `None` (and nothing changed) when there is no other CPU or the
-/// affinity cannot be read or set.
-fn move_off_this_cpu() -> Option<Moved> {
+/// CPUs the process may use now; returns the new affinity and the CPU it left, or `None` (and
+/// nothing changed) when there is no other CPU or the affinity cannot be read or set.
+fn move_off_this_cpu() -> Option<(Moved, usize)> {
     let here = crate::sys::current_cpu()?;
     let from: CpuSet = crate::sys::allowed_cpus().ok()?.into_iter().collect();
     let mut to = from.clone();
@@ -151,11 +149,7 @@ fn move_off_this_cpu() -> Option<Moved> {
     }
     let ids: Vec<usize> = to.iter().collect();
     crate::sys::pin_current_thread(&ids).ok()?;
-    Some(Moved {
-        to,
-        from,
-        left: here,
-    })
+    Some((Moved { to, from }, here))
 }
 
 #[cfg(test)]
@@ -188,11 +182,11 @@ mod tests {
         // On a thread of its own: only that thread's affinity changes.
         std::thread::spawn(|| {
             let before = affinity();
-            let moved = move_off_this_cpu().expect("another CPU to move to");
-            assert!(before.contains(moved.left));
-            assert!(!moved.to.contains(moved.left));
+            let (moved, left) = move_off_this_cpu().expect("another CPU to move to");
+            assert!(before.contains(left));
+            assert!(!moved.to.contains(left));
             assert_eq!(affinity(), moved.to);
-            assert_ne!(crate::sys::current_cpu(), Some(moved.left));
+            assert_ne!(crate::sys::current_cpu(), Some(left));
             move_back(moved);
             assert_eq!(affinity(), before);
         })
@@ -207,9 +201,9 @@ mod tests {
             return;
         }
         std::thread::spawn(|| {
-            let moved = move_off_this_cpu().expect("another CPU to move to");
+            let (moved, left) = move_off_this_cpu().expect("another CPU to move to");
             // Someone narrows it to a CPU other than the ones it moved to.
-            let theirs = moved.left;
+            let theirs = left;
             crate::sys::pin_current_thread(&[theirs]).expect("pin");
             move_back(moved);
             assert_eq!(affinity().iter().collect::<Vec<_>>(), vec![theirs]);
