@@ -173,14 +173,19 @@ mod tests {
             .collect()
     }
 
-    #[test]
-    fn a_move_leaves_out_the_cpu_it_ran_on_and_is_undone_after() {
+    /// Runs `check` on a thread of its own (only that thread's affinity changes), where the
+    /// system tells the CPU and the test may use 2 CPUs; says it skipped otherwise.
+    fn on_own_thread_with_two_cpus(check: fn()) {
         if crate::sys::current_cpu().is_none() || affinity().len() < 2 {
             eprintln!("skipped: needs a system that tells the CPU, and 2 CPUs to use");
             return;
         }
-        // On a thread of its own: only that thread's affinity changes.
-        std::thread::spawn(|| {
+        std::thread::spawn(check).join().expect("thread");
+    }
+
+    #[test]
+    fn a_move_leaves_out_the_cpu_it_ran_on_and_is_undone_after() {
+        on_own_thread_with_two_cpus(|| {
             let before = affinity();
             let (moved, left) = move_off_this_cpu().expect("another CPU to move to");
             assert!(before.contains(left));
@@ -189,26 +194,17 @@ mod tests {
             assert_ne!(crate::sys::current_cpu(), Some(left));
             move_back(moved);
             assert_eq!(affinity(), before);
-        })
-        .join()
-        .expect("thread");
+        });
     }
 
     #[test]
     fn a_mask_someone_else_set_is_never_widened() {
-        if crate::sys::current_cpu().is_none() || affinity().len() < 2 {
-            eprintln!("skipped: needs a system that tells the CPU, and 2 CPUs to use");
-            return;
-        }
-        std::thread::spawn(|| {
+        on_own_thread_with_two_cpus(|| {
             let (moved, left) = move_off_this_cpu().expect("another CPU to move to");
-            // Someone narrows it to a CPU other than the ones it moved to.
-            let theirs = left;
-            crate::sys::pin_current_thread(&[theirs]).expect("pin");
+            // Someone narrows it to the CPU it left, not one it moved to.
+            crate::sys::pin_current_thread(&[left]).expect("pin");
             move_back(moved);
-            assert_eq!(affinity().iter().collect::<Vec<_>>(), vec![theirs]);
-        })
-        .join()
-        .expect("thread");
+            assert_eq!(affinity().iter().collect::<Vec<_>>(), vec![left]);
+        });
     }
 }
