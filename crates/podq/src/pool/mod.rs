@@ -22,6 +22,7 @@
 //!   idle.
 //! * When the last user of a pool lets go, its workers run everything still queued and exit.
 
+mod apart;
 mod core;
 mod lanes;
 mod load;
@@ -227,6 +228,7 @@ impl<T: Runnable> Pool<T> {
     /// and returns what that returns.
     pub(crate) fn push_after_run(&self, task: T) -> bool {
         if worker::is_worker_of(&self.shared) {
+            apart::kept(&self.shared);
             self.shared
                 .core
                 .push_for_self(self.shared.lanes.here(), task);

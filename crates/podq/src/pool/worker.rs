@@ -142,11 +142,16 @@ fn work<T: Runnable>(
 ) {
     let mut slot = WorkerSlot::new();
     let mut runs = 0u64;
+    let mut wakes = 0u64;
     while let Next::Run { item, grow } =
         shared
             .core
             .next(&mut slot, || shared.lanes.here(), siblings)
     {
+        if slot.wakes() != wakes {
+            wakes = slot.wakes();
+            super::apart::woken(wakes);
+        }
         grow_pool(shared, grow);
         if let Some(probe) = probe {
             runs += 1;

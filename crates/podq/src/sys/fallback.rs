@@ -13,6 +13,11 @@ pub(crate) fn current_cpu() -> Option<usize> {
     None
 }
 
+/// Unknown on this system.
+pub(crate) fn preemptions() -> Option<u64> {
+    None
+}
+
 /// Every CPU the standard library reports, numbered from 0.
 pub(crate) fn allowed_cpus() -> io::Result<Vec<usize>> {
     let n = std::thread::available_parallelism().map_or(1, |n| n.get());

@@ -75,6 +75,19 @@ pub(crate) fn current_cpu() -> Option<usize> {
     usize::try_from(cpu).ok()
 }
 
+/// How often the calling thread has been preempted (involuntary context switches, from
+/// `getrusage(RUSAGE_THREAD)`), or `None` when the kernel cannot tell. One system call.
+pub(crate) fn preemptions() -> Option<u64> {
+    // SAFETY: rusage is plain integers; all zeroes is a valid value.
+    let mut usage: libc::rusage = unsafe { mem::zeroed() };
+    // SAFETY: `usage` is a live, writable rusage; RUSAGE_THREAD names the calling thread.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) };
+    if rc != 0 {
+        return None;
+    }
+    u64::try_from(usage.ru_nivcsw).ok()
+}
+
 /// The CPUs the calling thread may run on (`sched_getaffinity`), ascending.
 pub(crate) fn allowed_cpus() -> io::Result<Vec<usize>> {
     affinity_of(0)

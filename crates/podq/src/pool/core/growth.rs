@@ -70,6 +70,14 @@ impl<T> Core<T> {
         grow
     }
 
+    /// Whether the pool has room for another running worker: one parked, or fewer workers
+    /// than its eager size, so that a CPU of its pod is not used by it (W13). Takes the pool
+    /// lock; called once per `pool::apart::CHECK_EVERY` items at most.
+    pub(crate) fn has_room(&self) -> bool {
+        let synced = self.lock();
+        !synced.idle.is_empty() || synced.workers < self.limits.eager_workers
+    }
+
     /// (W4) Counts a task taken from the head and, if more wait there and the hint asks for
     /// help, hands them on: wakes an idle worker, or asks for one more worker (the kernel's
     /// `need_more_worker` chain), so that a batch moved to the head does not wait for this

@@ -137,6 +137,8 @@ pub(crate) struct WorkerSlot {
     /// Whether the last task this worker took was pulled from a sibling (W7p): it then asks
     /// its siblings again before it spins.
     pub(super) pulled: bool,
+    /// Times this worker was woken from parking (W11), for the worker thread's placement (W13).
+    pub(super) wakes: u64,
 }
 
 impl WorkerSlot {
@@ -149,7 +151,13 @@ impl WorkerSlot {
             coming: true,
             ran: 0,
             pulled: false,
+            wakes: 0,
         }
+    }
+
+    /// Times this worker was woken from parking (W11).
+    pub(crate) fn wakes(&self) -> u64 {
+        self.wakes
     }
 
     /// Counts a task this worker ran to the end; the pool's count gets it at the worker's next

@@ -360,6 +360,7 @@ impl<T> Core<T> {
             // (W9-W12) Park until woken, or retire.
             match self.park(head, synced, slot) {
                 Parked::Woken(mut synced) => {
+                    slot.wakes += 1;
                     synced.arrive(slot);
                     self.publish(&synced);
                     // Woken, perhaps by a sibling's kick (O2): a new look at the siblings.
