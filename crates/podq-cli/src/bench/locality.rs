@@ -155,28 +155,49 @@ impl Plan {
     }
 }
 
-/// One item's cost as a pod that runs its own groups' items sees it: the median walk when this
-/// thread walks `groups` fresh `set_kb` KiB sets in turn (at most [`GROUPS_PER_POD`];
-/// [`COST_ROUNDS`] rounds, after one untimed round), so each walk finds its set where the last
-/// walk of it left it, after the pod's other groups. Where a pod's cache holds its groups' sets
-/// this is the hot cost; where it does not, the cost steering cannot avoid.
-pub(crate) fn item_cost(set_kb: u64, groups: usize) -> Duration {
-    let mut rng = Rng::new(0x10ca_1157);
-    let sets: Vec<WorkingSet> = (0..groups.clamp(1, GROUPS_PER_POD))
-        .map(|_| WorkingSet::new(set_kb, &mut rng))
-        .collect();
-    sets.iter().for_each(|set| {
-        set.walk(0);
-    });
-    let mut times: Vec<Duration> = (0..COST_ROUNDS)
-        .flat_map(|_| {
-            sets.iter().map(|set| {
-                let t0 = Instant::now();
-                set.walk(0);
-                t0.elapsed()
+/// One item's cost as a pod that runs its own groups' items sees it while every CPU of the run
+/// does the same: the median walk when each of `cpus` threads at once walks `groups` fresh
+/// `set_kb` KiB sets of its own in turn (at most [`GROUPS_PER_POD`]; [`COST_ROUNDS`] rounds,
+/// after one untimed round), so each walk finds its set where the last walk of it left it,
+/// after the pod's other groups, and shares the last-level cache and the memory with the other
+/// CPUs' walks as the run's items do. Where a pod's cache holds its groups' sets this is the
+/// hot cost; where it does not, the cost steering cannot avoid.
+pub(crate) fn item_cost(set_kb: u64, groups: usize, cpus: usize) -> Duration {
+    let cpus = cpus.max(1);
+    let start = std::sync::Barrier::new(cpus);
+    let mut times: Vec<Duration> = thread::scope(|s| {
+        let walkers: Vec<_> = (0..cpus)
+            .map(|k| {
+                let start = &start;
+                s.spawn(move || {
+                    let mut rng = Rng::new(0x10ca_1157 + k as u64);
+                    let sets: Vec<WorkingSet> = (0..groups.clamp(1, GROUPS_PER_POD))
+                        .map(|_| WorkingSet::new(set_kb, &mut rng))
+                        .collect();
+                    start.wait();
+                    sets.iter().for_each(|set| {
+                        set.walk(0);
+                    });
+                    (0..COST_ROUNDS)
+                        .flat_map(|_| {
+                            sets.iter().map(|set| {
+                                let t0 = Instant::now();
+                                set.walk(0);
+                                t0.elapsed()
+                            })
+                        })
+                        .collect::<Vec<_>>()
+                })
             })
-        })
-        .collect();
+            .collect();
+        walkers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap_or_default())
+            .collect()
+    });
+    if times.is_empty() {
+        return Duration::ZERO;
+    }
     times.sort_unstable();
     times[times.len() / 2]
 }
@@ -366,7 +387,7 @@ mod tests {
         // 1 producer feeding 4 CPUs at 100 %: one every 5 us.
         let full = Plan { load: 100, ..plan };
         assert_eq!(full.interval(1, 4), Duration::from_micros(5));
-        assert!(item_cost(4, 2) > Duration::ZERO);
+        assert!(item_cost(4, 2, 2) > Duration::ZERO);
     }
 
     #[test]

@@ -61,7 +61,7 @@ pub(crate) fn run(args: &BenchArgs) -> Result<(), CliError> {
         settings.locality.work = work;
         let plan = &settings.locality;
         let per_pod = plan.groups.unwrap_or(locality::GROUPS_PER_POD);
-        settings.locality.item = locality::item_cost(plan.set_kb, per_pod) + work;
+        settings.locality.item = locality::item_cost(plan.set_kb, per_pod, usable.len()) + work;
         settings.count_peer_pods(&topology, &usable);
     }
     let machine = Machine::describe(&topology);

@@ -288,14 +288,13 @@ impl fmt::Debug for Task {
     }
 }
 
-#[cfg(test)]
+/// Without the `tracing` feature: its queue-time stamp (8 bytes) takes the mailbox past one
+/// line, a cost of that opt-in feature.
+#[cfg(all(test, not(feature = "tracing")))]
 mod tests {
     use super::Task;
 
-    /// Without the `tracing` feature: its queue-time stamp (8 bytes) takes the mailbox past one
-    /// line, a cost of that opt-in feature.
     #[test]
-    #[cfg(not(feature = "tracing"))]
     fn the_pools_task_and_the_state_fit_one_cache_line() {
         assert!(crate::pool::mailbox_size::<Task>() <= 64);
     }
