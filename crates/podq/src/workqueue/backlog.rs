@@ -149,18 +149,23 @@ impl Backlog {
 }
 
 impl Workqueue {
-    /// Step 28 for a queue call that waits: takes room in the backlog, waiting for it (or
-    /// over the limit, from one of this workqueue's own items). Returns `false` when a drain
-    /// began meanwhile: then nothing is counted and the call is refused.
+    /// Whether a queue call that may wait goes on (every plain and grouped queue call asks
+    /// this first): it is not refused ([`Workqueue::refused`]), and with a `max_backlog` it
+    /// takes room (step 28), waiting for it, or over the limit from one of this workqueue's
+    /// own items. `false`: refused, also when a drain began while it waited; nothing is then
+    /// counted.
     #[inline]
-    pub(super) fn wait_for_room(&self) -> bool {
+    pub(super) fn admit(&self) -> bool {
+        if self.refused() {
+            return false;
+        }
         match &self.shared.backlog {
             None => true,
             Some(backlog) => self.wait_in(backlog),
         }
     }
 
-    /// [`Workqueue::wait_for_room`] on a workqueue with a bound.
+    /// [`Workqueue::admit`]'s room on a workqueue with a bound.
     fn wait_in(&self, backlog: &Backlog) -> bool {
         if self.called_from_own_item() {
             // Waiting here could wait for this very worker (every worker may be an item
@@ -179,7 +184,7 @@ impl Workqueue {
         true
     }
 
-    /// Gives back room taken by [`Workqueue::wait_for_room`] for an item that was not queued.
+    /// Gives back room taken by [`Workqueue::admit`] for an item that was not queued.
     pub(super) fn give_back_room(&self) {
         if let Some(backlog) = &self.shared.backlog {
             backlog.leave();

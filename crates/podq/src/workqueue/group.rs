@@ -89,8 +89,7 @@ impl Group<'_> {
     /// [`Workqueue::queue`] does.
     pub fn queue(&self, f: impl FnOnce() + Send + 'static) -> bool {
         let wq = self.wq;
-        // With a `max_backlog`, room first (step 28), as the workqueue's own calls take it.
-        if wq.refused() || !wq.wait_for_room() {
+        if !wq.admit() {
             return false;
         }
         let here = Here::now();

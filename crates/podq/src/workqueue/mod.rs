@@ -324,7 +324,7 @@ impl Workqueue {
     /// [`Workqueue::queue`] of a task's job (a closure, or a spawned closure).
     #[inline]
     fn queue_job(&self, job: Job) -> bool {
-        if self.refused() || !self.wait_for_room() {
+        if !self.admit() {
             return false;
         }
         let here = Here::now();
@@ -352,7 +352,7 @@ impl Workqueue {
     ///   by its parent.
     pub fn queue_on(&self, cpu: usize, f: impl FnOnce() + Send + 'static) -> Result<bool> {
         self.check_cpu(cpu)?;
-        if self.refused() || !self.wait_for_room() {
+        if !self.admit() {
             return self.refusal();
         }
         self.submit(
@@ -381,7 +381,7 @@ impl Workqueue {
                 nodes: list(placement.nodes()),
             });
         }
-        if self.refused() || !self.wait_for_room() {
+        if !self.admit() {
             return self.refusal();
         }
         // The node's pod in the layout current when the execution is counted; should a
@@ -563,7 +563,7 @@ impl Workqueue {
         claimed: impl FnOnce(&WorkInner),
     ) -> bool {
         // With a `max_backlog`, room first (step 28): a claim is never held while waiting.
-        if self.refused() || !self.wait_for_room() {
+        if !self.admit() {
             return false;
         }
         let item = &work.inner;
