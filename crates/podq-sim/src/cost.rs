@@ -271,9 +271,11 @@ impl Costs {
 pub struct Caches {
     /// A line in the running core's private cache (an L2 hit): the set is hot.
     pub private_hit_ns: f64,
-    /// A line in the running core's cache domain but not in its private cache: in the
-    /// last-level cache, or dirty in another core's private cache of the domain (a load of
-    /// either goes through the last-level cache's tags).
+    /// A line dirty in the private cache of another core of the running core's cache domain
+    /// (the set's last item ran there): moved from core to core.
+    pub peer_hit_ns: f64,
+    /// A line in the running core's cache domain's last-level cache only (the set was evicted
+    /// from the private cache it was in).
     pub llc_hit_ns: f64,
     /// A line in no cache: from memory.
     pub memory_ns: f64,
@@ -297,8 +299,9 @@ impl Caches {
     /// sizes and measured latencies, or sizes read from sysfs by the caller
     /// ([`Caches::with_sizes`]).
     pub fn for_machine(name: &str) -> (Caches, &'static str) {
-        let caches = |private_hit_ns, llc_hit_ns, private_kb, llc_kb| Caches {
+        let caches = |private_hit_ns, peer_hit_ns, llc_hit_ns, private_kb, llc_kb| Caches {
             private_hit_ns,
+            peer_hit_ns,
             llc_hit_ns,
             memory_ns: 90.0,
             private_kb,
@@ -307,40 +310,41 @@ impl Caches {
         };
         match name {
             // Neoverse V2: 1 MiB L2 per core, 117 MB L3 (Chips and Cheese, Hot Chips 2023); no
-            // published L2 latency at hand (the VM's Zen 4 figure stands in); an L3 line from
-            // the mesh at the low end of the brief's 30-60 ns bounce range.
+            // published L2 latency at hand (the VM's Zen 4 figure stands in); a line from a
+            // peer core at the middle of the brief's 30-60 ns, from the L3 at its low end.
             "grace" => (
-                caches(3.9, 30.0, 1024, 117 * 1024),
+                caches(3.9, 45.0, 30.0, 1024, 117 * 1024),
                 "Grace: L2 1 MiB, L3 117 MB (Chips and Cheese); L2 hit from Zen 4, L3 30 ns",
             ),
             // Skylake-SP / Cascade Lake: L2 1 MiB 11-13 cycles, L3 1.375 MiB per core
             // (AnandTech, Skylake-X review); lmbench's L3 25-27 ns and memory 89-91 ns
-            // (AnandTech, Xeon 8176).
+            // (AnandTech, Xeon 8176); a peer core's line at the brief's Xeon 8358 51 ns.
             "xeon-8321hc" => (
-                caches(4.5, 26.0, 1024, 26 * 1408),
+                caches(4.5, 51.0, 26.0, 1024, 26 * 1408),
                 "Skylake-SP (AnandTech): L2 1 MiB 11-13 cycles, L3 1.375 MiB/core 26 ns",
             ),
             "skylake-18c" => (
-                caches(4.5, 26.0, 1024, 18 * 1408),
+                caches(4.5, 51.0, 26.0, 1024, 18 * 1408),
                 "Skylake-SP (AnandTech): L2 1 MiB 11-13 cycles, L3 1.375 MiB/core 26 ns",
             ),
             // Zen 2: L2 512 KiB, L3 16 MiB per CCX (AnandTech, Ryzen 3000 review); AMD's
-            // Zen+ latencies stand in: L2 3.0 ns, L3 9.2 ns, memory 66-74 ns.
+            // Zen+ latencies stand in: L2 3.0 ns, L3 9.2 ns, memory 66-74 ns; a peer core's
+            // line at the brief's EPYC 7763 (Zen 3) 26 ns.
             "ryzen-3900x" => (
                 Caches {
                     memory_ns: 70.0,
-                    ..caches(3.0, 9.2, 512, 16 * 1024)
+                    ..caches(3.0, 26.0, 9.2, 512, 16 * 1024)
                 },
                 "Zen 2: L2 512 KiB, L3 16 MiB/CCX; latencies of AMD's Zen+ figures",
             ),
             // Zen 4: L2 1 MiB, L3 32 MiB per CCD; the latencies measured on the development VM
             // (a Zen 4 EPYC guest).
             "epyc-9d64" | "ryzen-7950x" => (
-                caches(3.9, 11.5, 1024, 32 * 1024),
+                caches(3.9, 17.5, 11.5, 1024, 32 * 1024),
                 "Zen 4: L2 1 MiB, L3 32 MiB/CCD; latencies measured on a Zen 4 VM",
             ),
             _ => (
-                caches(3.9, 11.5, 1024, 32 * 1024),
+                caches(3.9, 17.5, 11.5, 1024, 32 * 1024),
                 "the development VM (Zen 4): L2 1 MiB, L3 32 MiB, measured latencies",
             ),
         }

@@ -104,8 +104,8 @@ impl Report<'_> {
             let c = m.caches();
             out.push_str(&format!(
                 "locality: {} groups of {} KiB at {} % load (pace from an item of {} ns), steer {}; \
-                 caches: L2 {} KiB, LLC {} KiB, a line {} ns hot, {} ns from the LLC, {} ns \
-                 from memory ({})\n",
+                 caches: L2 {} KiB, LLC {} KiB, a line {} ns hot, {} ns from a peer core, {} ns \
+                 from the LLC, {} ns from memory ({})\n",
                 loc.groups,
                 l.set_kb,
                 l.load,
@@ -114,6 +114,7 @@ impl Report<'_> {
                 c.private_kb,
                 c.llc_kb,
                 c.private_hit_ns,
+                c.peer_hit_ns,
                 c.llc_hit_ns,
                 c.memory_ns,
                 m.caches_source()

@@ -364,6 +364,8 @@ impl LocalityState {
         let g = self.groups[group];
         let line = if g.core == core {
             self.caches.private_hit_ns
+        } else if g.domain == domain && g.core != NOWHERE {
+            self.caches.peer_hit_ns
         } else if g.domain == domain {
             self.caches.llc_hit_ns
         } else if g.domain != NOWHERE {
