@@ -33,24 +33,12 @@ impl Report<'_> {
 
     /// `--pull` as given: `on`, `off`, or both in order, comma-separated.
     fn pull_setting(&self) -> String {
-        let names: Vec<&str> = self
-            .settings
-            .pulls
-            .iter()
-            .map(|&p| if p { "on" } else { "off" })
-            .collect();
-        names.join(",")
+        on_off_list(&self.settings.pulls)
     }
 
     /// `--steer` as given: `on`, `off`, or both in order, comma-separated.
     fn steer_setting(&self) -> String {
-        let names: Vec<&str> = self
-            .settings
-            .steers
-            .iter()
-            .map(|&p| if p { "on" } else { "off" })
-            .collect();
-        names.join(",")
+        on_off_list(&self.settings.steers)
     }
 
     /// The text report: the machine, the settings, the kernel's lines, the flips.
@@ -352,6 +340,15 @@ impl Report<'_> {
         }
         value
     }
+}
+
+/// `values` as `on` and `off`, in order, comma-separated.
+fn on_off_list(values: &[bool]) -> String {
+    let names: Vec<&str> = values
+        .iter()
+        .map(|&on| if on { "on" } else { "off" })
+        .collect();
+    names.join(",")
 }
 
 /// `1 core`, `2 cores`.

@@ -385,32 +385,37 @@ impl LocalityState {
         self.groups[group].last_cpu = cpu;
         self.groups[group].core = NOWHERE;
         self.groups[group].domain = NOWHERE;
-        if self.llc_cap > 0 {
-            let held = &mut self.domains[domain as usize];
-            held.push_back(id);
-            self.groups[group].domain = domain;
-            while held.len() > self.llc_cap {
-                let out = held.pop_front().expect("over capacity") as usize;
-                self.groups[out].domain = NOWHERE;
-                // The last-level cache is taken as inclusive: what leaves it leaves the core.
-                let at = self.groups[out].core;
-                if at != NOWHERE {
-                    remove(&mut self.cores[at as usize], out as u32);
-                    self.groups[out].core = NOWHERE;
-                }
+        for out in admit(&mut self.domains[domain as usize], id, self.llc_cap) {
+            self.groups[out as usize].domain = NOWHERE;
+            // The last-level cache is taken as inclusive: what leaves it leaves the core.
+            let at = self.groups[out as usize].core;
+            if at != NOWHERE {
+                remove(&mut self.cores[at as usize], out);
+                self.groups[out as usize].core = NOWHERE;
             }
         }
+        if self.llc_cap > 0 {
+            self.groups[group].domain = domain;
+        }
+        for out in admit(&mut self.cores[core as usize], id, self.private_cap) {
+            self.groups[out as usize].core = NOWHERE;
+        }
         if self.private_cap > 0 {
-            let held = &mut self.cores[core as usize];
-            held.push_back(id);
             self.groups[group].core = core;
-            while held.len() > self.private_cap {
-                let out = held.pop_front().expect("over capacity") as usize;
-                self.groups[out].core = NOWHERE;
-            }
         }
         line
     }
+}
+
+/// Puts set `id` in a cache holding `held` (least recently used first) of `cap` sets: last, if
+/// the cache holds any; returns the sets pushed out.
+fn admit(held: &mut VecDeque<u32>, id: u32, cap: usize) -> Vec<u32> {
+    if cap == 0 {
+        return Vec::new();
+    }
+    held.push_back(id);
+    let over = held.len().saturating_sub(cap);
+    held.drain(..over).collect()
 }
 
 /// Removes `id` from `held`, if there.
