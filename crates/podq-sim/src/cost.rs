@@ -261,3 +261,131 @@ impl Costs {
         *slot = value;
     }
 }
+
+/// What fetching a group's working set costs on a machine (the `locality` workload): the
+/// caches' sizes, and the latency of one dependent load of a line by where the line sits. A
+/// set's lines are fetched one after the other (each access depends on the one before, as
+/// `podq bench`'s walk does), so a walk costs its lines times one of these latencies. Where
+/// each value comes from is in `docs/simulator.md`, "Steering".
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Caches {
+    /// A line in the running core's private cache (an L2 hit): the set is hot.
+    pub private_hit_ns: f64,
+    /// A line dirty in the private cache of another core of the running core's cache domain
+    /// (the set's last item ran there): moved from core to core.
+    pub peer_hit_ns: f64,
+    /// A line in the running core's cache domain's last-level cache only (the set was evicted
+    /// from the private cache it was in).
+    pub llc_hit_ns: f64,
+    /// A line in no cache: from memory.
+    pub memory_ns: f64,
+    /// KiB of private cache (L2) per core.
+    pub private_kb: u64,
+    /// KiB of last-level cache per cache domain.
+    pub llc_kb: u64,
+    /// The share of a cache that holds working sets: the rest holds code, stacks and the
+    /// queues' lines, and a random cycle's lines conflict in a set-associative cache before the
+    /// cache is full. Fitted to one measurement on the development VM (`docs/simulator.md`):
+    /// two 256 KiB sets walked in turn stay hot in its 1 MiB L2, four do not.
+    pub usable_share: f64,
+}
+
+/// Bytes of a cache line: a working set is `KiB x 1024 / 64` lines.
+pub const LINE_BYTES: u64 = 64;
+
+impl Caches {
+    /// The caches of the machine called `name` (as [`Platform::for_machine`]), with where
+    /// their figures come from; any other machine gets the development VM's (AMD EPYC, Zen 4)
+    /// sizes and measured latencies, or sizes read from sysfs by the caller
+    /// ([`Caches::with_sizes`]).
+    pub fn for_machine(name: &str) -> (Caches, &'static str) {
+        let caches = |private_hit_ns, peer_hit_ns, llc_hit_ns, private_kb, llc_kb| Caches {
+            private_hit_ns,
+            peer_hit_ns,
+            llc_hit_ns,
+            memory_ns: 90.0,
+            private_kb,
+            llc_kb,
+            usable_share: 0.75,
+        };
+        match name {
+            // Neoverse V2: 1 MiB L2 per core, 117 MB L3 (Chips and Cheese, Hot Chips 2023); no
+            // published L2 latency at hand (the VM's Zen 4 figure stands in); a line from a
+            // peer core at the middle of the brief's 30-60 ns, from the L3 at its low end.
+            "grace" => (
+                caches(3.9, 45.0, 30.0, 1024, 117 * 1024),
+                "Grace: L2 1 MiB, L3 117 MB (Chips and Cheese); L2 hit from Zen 4, L3 30 ns",
+            ),
+            // Skylake-SP / Cascade Lake: L2 1 MiB 11-13 cycles, L3 1.375 MiB per core
+            // (AnandTech, Skylake-X review); lmbench's L3 25-27 ns and memory 89-91 ns
+            // (AnandTech, Xeon 8176); a peer core's line at the brief's Xeon 8358 51 ns.
+            "xeon-8321hc" => (
+                caches(4.5, 51.0, 26.0, 1024, 26 * 1408),
+                "Skylake-SP (AnandTech): L2 1 MiB 11-13 cycles, L3 1.375 MiB/core 26 ns",
+            ),
+            "skylake-18c" => (
+                caches(4.5, 51.0, 26.0, 1024, 18 * 1408),
+                "Skylake-SP (AnandTech): L2 1 MiB 11-13 cycles, L3 1.375 MiB/core 26 ns",
+            ),
+            // Zen 2: L2 512 KiB, L3 16 MiB per CCX (AnandTech, Ryzen 3000 review); AMD's
+            // Zen+ latencies stand in: L2 3.0 ns, L3 9.2 ns, memory 66-74 ns; a peer core's
+            // line at the brief's EPYC 7763 (Zen 3) 26 ns.
+            "ryzen-3900x" => (
+                Caches {
+                    memory_ns: 70.0,
+                    ..caches(3.0, 26.0, 9.2, 512, 16 * 1024)
+                },
+                "Zen 2: L2 512 KiB, L3 16 MiB/CCX; latencies of AMD's Zen+ figures",
+            ),
+            // Zen 4: L2 1 MiB, L3 32 MiB per CCD; the latencies measured on the development VM
+            // (a Zen 4 EPYC guest).
+            "epyc-9d64" | "ryzen-7950x" => (
+                caches(3.9, 17.5, 11.5, 1024, 32 * 1024),
+                "Zen 4: L2 1 MiB, L3 32 MiB/CCD; latencies measured on a Zen 4 VM",
+            ),
+            _ => (
+                caches(3.9, 17.5, 11.5, 1024, 32 * 1024),
+                "the development VM (Zen 4): L2 1 MiB, L3 32 MiB, measured latencies",
+            ),
+        }
+    }
+
+    /// These caches with `private_kb` of private cache per core and `llc_kb` of last-level
+    /// cache per domain (as sysfs gives them), where known.
+    pub fn with_sizes(self, private_kb: Option<u64>, llc_kb: Option<u64>) -> Caches {
+        Caches {
+            private_kb: private_kb.unwrap_or(self.private_kb),
+            llc_kb: llc_kb.unwrap_or(self.llc_kb),
+            ..self
+        }
+    }
+
+    /// Lines of a `set_kb` KiB working set (at least one).
+    pub fn lines(set_kb: u64) -> u64 {
+        (set_kb.saturating_mul(1024) / LINE_BYTES).max(1)
+    }
+
+    /// Working sets of `set_kb` KiB that a cache of `cache_kb` KiB keeps
+    /// ([`Caches::usable_share`] of it).
+    pub fn sets_held(&self, cache_kb: u64, set_kb: u64) -> usize {
+        (cache_kb as f64 * self.usable_share / set_kb.max(1) as f64) as usize
+    }
+
+    /// One item's cost as the pace of `podq bench`'s locality workload measures it
+    /// (`bench::locality::item_cost`): a walk of a `set_kb` KiB set when each of a domain's
+    /// `domain_cpus` CPUs walks `groups` sets of its own in turn (at most
+    /// [`GROUPS_PER_POD`](crate::scenario::GROUPS_PER_POD)), plus `work_ns`: hot when they fit
+    /// its private cache, from the last-level cache when all of the domain's fit there, else
+    /// from memory.
+    pub fn item_ns(&self, set_kb: u64, groups: usize, domain_cpus: usize, work_ns: u64) -> f64 {
+        let own = groups.clamp(1, crate::scenario::GROUPS_PER_POD);
+        let line = if own <= self.sets_held(self.private_kb, set_kb) {
+            self.private_hit_ns
+        } else if own * domain_cpus.max(1) <= self.sets_held(self.llc_kb, set_kb) {
+            self.llc_hit_ns
+        } else {
+            self.memory_ns
+        };
+        Caches::lines(set_kb) as f64 * line + work_ns as f64
+    }
+}

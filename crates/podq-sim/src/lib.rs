@@ -2,7 +2,8 @@
 //!
 //! It answers "what would this scope, shard size or policy do on a machine I do not have?"
 //! by running the kernel's `test_workqueue` (the `queue` workload), an open-loop `flood`, a
-//! one-producer `skew`, the hackbench-like `fanout` or request/response `rpc` on a modelled
+//! one-producer `skew`, the hackbench-like `fanout`, request/response `rpc` or the grouped
+//! `locality` (with podq's steering, `podq::policy::steer`) on a modelled
 //! machine: CPUs, cores, cache domains and nodes from any [`podq::Topology`],
 //! producers, pools with their locks and queues, workers, wake-ups and items.
 //!
@@ -40,14 +41,15 @@ pub mod rng;
 pub mod scenario;
 pub mod uncertainty;
 
-pub use cost::{Costs, Distance, Param, Platform};
+pub use cost::{Caches, Costs, Distance, Param, Platform};
 pub use engine::simulate;
 pub use machine::SimMachine;
-pub use outcome::{Outcome, Percentiles, PullCounts};
+pub use outcome::{LocalityCounts, Outcome, Percentiles, PullCounts};
 pub use profile::{Mechanism, Profile, PROFILES};
 pub use rng::Rng;
 pub use scenario::{
-    Scenario, ShardRule, Workload, CPU_BOUND_WORK_NS, FANOUT_RECEIVERS, FANOUT_SENDERS,
+    Locality, Scenario, ShardRule, Workload, CPU_BOUND_WORK_NS, DEFAULT_LOAD, DEFAULT_SET_KB,
+    FANOUT_RECEIVERS, FANOUT_SENDERS, GROUPS_PER_POD,
 };
 
 /// Why a simulation could not run.

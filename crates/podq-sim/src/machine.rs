@@ -3,7 +3,7 @@
 
 use podq::Topology;
 
-use crate::cost::{Distance, Platform};
+use crate::cost::{Caches, Distance, Platform};
 
 /// A machine to simulate: its topology, densely numbered, and the latencies of moving a cache
 /// line between its CPUs.
@@ -17,6 +17,10 @@ pub struct SimMachine {
     lines: Platform,
     /// Where `lines` come from, in words.
     lines_source: &'static str,
+    /// The caches' sizes and latencies (the `locality` workload).
+    caches: Caches,
+    /// Where `caches` come from, in words.
+    caches_source: &'static str,
     /// `ids[i]`: the Linux id of dense CPU `i`.
     ids: Vec<usize>,
     /// `(core, cache domain, node)` of each dense CPU; a core is named by its lowest CPU.
@@ -31,7 +35,8 @@ impl SimMachine {
         SimMachine::with_lines(topology, name, lines, source)
     }
 
-    /// `topology` named `name`, with the given latencies.
+    /// `topology` named `name`, with the given latencies (and the caches
+    /// [`Caches::for_machine`] gives for `name`).
     pub fn with_lines(
         topology: Topology,
         name: &str,
@@ -49,14 +54,34 @@ impl SimMachine {
                 (small(core), small(cache), small(c.node()))
             })
             .collect();
+        let (caches, caches_source) = Caches::for_machine(name);
         SimMachine {
             topology,
             name: name.to_owned(),
             lines,
             lines_source,
+            caches,
+            caches_source,
             ids,
             place,
         }
+    }
+
+    /// This machine with `caches`, from `source` (in words).
+    pub fn with_caches(mut self, caches: Caches, source: &'static str) -> SimMachine {
+        self.caches = caches;
+        self.caches_source = source;
+        self
+    }
+
+    /// The caches' sizes and latencies.
+    pub fn caches(&self) -> &Caches {
+        &self.caches
+    }
+
+    /// Where the caches' figures come from.
+    pub fn caches_source(&self) -> &'static str {
+        self.caches_source
     }
 
     /// The topology.
@@ -116,6 +141,12 @@ impl SimMachine {
         } else {
             Distance::OtherNode
         }
+    }
+
+    /// The core of dense CPU `i`, named by its lowest Linux CPU id.
+    #[inline]
+    pub(crate) fn core_of(&self, i: usize) -> u32 {
+        self.place[i].0
     }
 
     /// The cache domain of dense CPU `i`.

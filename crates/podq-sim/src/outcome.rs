@@ -54,6 +54,33 @@ pub struct PullCounts {
     pub capped: u64,
 }
 
+/// What the `locality` workload saw: its pace, its items' own run times, and where steering
+/// sent them (the counts of `podq::WorkqueueStats`' steering fields; 0 without steering).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LocalityCounts {
+    /// Groups.
+    pub groups: usize,
+    /// One item's cost the pace was taken from, in ns (`Caches::item_ns`).
+    pub item_ns: u64,
+    /// Each item's own run time: its walk of its group's set and its work.
+    pub run_time: Percentiles,
+    /// Grouped items that started on their group's home pod.
+    pub at_home: u64,
+    /// Grouped items that started elsewhere, or while their group had no home.
+    pub elsewhere: u64,
+    /// Moves of a group's home from one pod to another.
+    pub home_changes: u64,
+    /// Queue calls that steering sent to their group's home pod, other than the pod where a
+    /// plain item issued there goes.
+    pub steered: u64,
+    /// Queue calls of a group with a home that steering sent where plain items go, because the
+    /// home pod had as many of the group's items as CPUs or was busier than
+    /// `podq::policy::steer::BUSY_LIMIT`.
+    pub refused: u64,
+    /// Items run by the pool that ran the most: how much of the work one pod took.
+    pub most_on_one_pod: u64,
+}
+
 /// One simulated run.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Outcome {
@@ -76,6 +103,8 @@ pub struct Outcome {
     pub events: u64,
     /// What pull did.
     pub pull: PullCounts,
+    /// What the `locality` workload saw (`None` for the others).
+    pub locality: Option<LocalityCounts>,
 }
 
 #[cfg(test)]

@@ -25,6 +25,54 @@ pub enum Workload {
     /// team has sent [`Scenario::items`] messages. Messages are the CPU-bound items
     /// ([`CPU_BOUND_WORK_NS`]); senders only queue.
     Fanout,
+    /// Related work whose data is hot where it last ran: items of random groups
+    /// ([`Locality::groups`]), each group with a working set of [`Locality::set_kb`] KiB that
+    /// its items walk, queued at a steady pace from every producer so that the items keep the
+    /// machine about [`Locality::load`] percent busy, as `podq bench --workload locality`
+    /// does. An item's run time is its work plus fetching its group's set from where it sits
+    /// ([`Caches`](crate::Caches)); with [`Scenario::steer`] the groups' items are steered as
+    /// `podq::policy::steer` decides.
+    Locality,
+}
+
+/// Groups per pod of the scope when [`Locality::groups`] is not given: four, as
+/// `podq bench`'s locality workload.
+pub const GROUPS_PER_POD: usize = 4;
+
+/// KiB of working set per group when none is given: 256, as `podq bench`'s.
+pub const DEFAULT_SET_KB: u64 = 256;
+
+/// Percent of the CPUs the locality items keep busy when none is given: 40, as
+/// `podq bench`'s.
+pub const DEFAULT_LOAD: u64 = 40;
+
+/// The most groups `podq sim --groups` takes, as `podq bench`.
+pub const MAX_GROUPS: u64 = 65_536;
+
+/// The most KiB of working set per group `podq sim --set-kb` takes (64 MiB), as `podq bench`.
+pub const MAX_SET_KB: u64 = 64 * 1024;
+
+/// The `locality` workload's groups, working sets and load.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Locality {
+    /// Groups of related items; `None`: [`GROUPS_PER_POD`] per pod of the scope.
+    pub groups: Option<usize>,
+    /// KiB of working set per group.
+    pub set_kb: u64,
+    /// Percent of the CPUs the items keep busy (1 to 100), the pace taken from an item's cost
+    /// where its pod's groups are hot ([`Caches::item_ns`](crate::Caches::item_ns)).
+    pub load: u64,
+}
+
+impl Default for Locality {
+    /// [`GROUPS_PER_POD`] per pod, [`DEFAULT_SET_KB`], [`DEFAULT_LOAD`].
+    fn default() -> Locality {
+        Locality {
+            groups: None,
+            set_kb: DEFAULT_SET_KB,
+            load: DEFAULT_LOAD,
+        }
+    }
 }
 
 /// Sender items per `fanout` team, as `podq bench`'s.
@@ -47,6 +95,7 @@ impl Workload {
             Workload::Skew => "skew",
             Workload::Rpc => "rpc",
             Workload::Fanout => "fanout",
+            Workload::Locality => "locality",
         }
     }
 
@@ -61,16 +110,20 @@ impl Workload {
     pub fn items_per_item(self) -> u64 {
         match self {
             Workload::Rpc => 2,
-            Workload::Queue | Workload::Flood | Workload::Skew | Workload::Fanout => 1,
+            Workload::Queue
+            | Workload::Flood
+            | Workload::Skew
+            | Workload::Fanout
+            | Workload::Locality => 1,
         }
     }
 
     /// Work per item when none is given: [`CPU_BOUND_WORK_NS`] for `skew` and `fanout`, none
-    /// for the others.
+    /// for the others (a `locality` item's walk is its work).
     pub fn default_work_ns(self) -> u64 {
         match self {
             Workload::Skew | Workload::Fanout => CPU_BOUND_WORK_NS,
-            Workload::Queue | Workload::Flood | Workload::Rpc => 0,
+            Workload::Queue | Workload::Flood | Workload::Rpc | Workload::Locality => 0,
         }
     }
 }
@@ -110,12 +163,17 @@ pub struct Scenario {
     ///
     /// [`Mechanism::pulls`]: crate::Mechanism::pulls
     pub pull: bool,
+    /// Whether a group's items are steered to its home pod (`podq::policy::steer`); only the
+    /// [`Workload::Locality`] items belong to groups.
+    pub steer: bool,
+    /// The `locality` workload's groups, working sets and load.
+    pub locality: Locality,
 }
 
 impl Scenario {
     /// The kernel's test: the `queue` workload, one producer per CPU of a `cpus`-CPU machine,
     /// 50,000 items each, no work per item, `scope` at the default shard size, seed 1, no pull
-    /// (the kernel's workqueue has none).
+    /// (the kernel's workqueue has none), no steering, the default locality settings.
     pub fn kernel_test(scope: AffinityScope, cpus: usize) -> Scenario {
         Scenario {
             workload: Workload::Queue,
@@ -127,6 +185,8 @@ impl Scenario {
             work_ns: 0,
             seed: 1,
             pull: false,
+            steer: false,
+            locality: Locality::default(),
         }
     }
 
@@ -134,7 +194,11 @@ impl Scenario {
     pub fn producers(&self) -> usize {
         match self.workload {
             Workload::Skew => 1,
-            Workload::Queue | Workload::Flood | Workload::Rpc | Workload::Fanout => self.threads,
+            Workload::Queue
+            | Workload::Flood
+            | Workload::Rpc
+            | Workload::Fanout
+            | Workload::Locality => self.threads,
         }
     }
 }

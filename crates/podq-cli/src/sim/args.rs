@@ -5,7 +5,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 use podq::AffinityScope;
-use podq_sim::{ShardRule, Workload, PROFILES};
+use podq_sim::scenario::{MAX_GROUPS, MAX_SET_KB};
+use podq_sim::{Locality, ShardRule, Workload, DEFAULT_LOAD, DEFAULT_SET_KB, PROFILES};
 
 use crate::bench::args::DEFAULT_ITEMS;
 use crate::bench::system::KERNEL_ORDER;
@@ -27,8 +28,9 @@ pub(crate) struct SimArgs {
     pub(crate) sysfs: Option<PathBuf>,
     /// Workload: queue (the kernel's test_workqueue closed loop), flood (open loop), skew
     /// (the open loop from one producer on the first CPU, CPU-bound items), fanout (teams of
-    /// senders queueing CPU-bound messages; --items messages per team) or rpc (pairs of items
-    /// queueing each other; --items round trips per pair).
+    /// senders queueing CPU-bound messages; --items messages per team), rpc (pairs of items
+    /// queueing each other; --items round trips per pair) or locality (paced items of groups,
+    /// each group's working set hot where it last ran; steered with --steer).
     #[arg(long, value_name = "NAME", default_value = "queue")]
     pub(crate) workload: String,
     /// Scopes to simulate, comma-separated [default: cpu,smt,cache_shard,cache,numa,system].
@@ -70,6 +72,21 @@ pub(crate) struct SimArgs {
     /// workqueue has no pull].
     #[arg(long, value_name = "LIST")]
     pub(crate) pull: Option<String>,
+    /// Whether groups steer their items to their home pods (locality): on, off, or on,off to
+    /// simulate every scope with each [default: on for the podq profile, off for kernel, whose
+    /// workqueue has no groups].
+    #[arg(long, value_name = "LIST")]
+    pub(crate) steer: Option<String>,
+    /// The locality workload's groups (1 to 65536) [default: four per pod of the scope].
+    #[arg(long, value_name = "N")]
+    pub(crate) groups: Option<String>,
+    /// KiB of working set per group of the locality workload (1 to 65536) [default: 256].
+    #[arg(long, value_name = "KIB")]
+    pub(crate) set_kb: Option<String>,
+    /// Percent of the CPUs the locality workload's items keep busy, at the cost of an item
+    /// whose set is hot (1 to 100) [default: 40].
+    #[arg(long, value_name = "PCT")]
+    pub(crate) load: Option<String>,
     /// Rerun with every cost parameter moved by up to P percent; report each result's range
     /// and the orders that flip.
     #[arg(long, value_name = "P")]
@@ -107,6 +124,12 @@ pub(crate) struct Settings {
     pub(crate) pulls: Vec<bool>,
     /// Whether labels name the pull setting: when it is not the profile's default alone.
     pub(crate) show_pull: bool,
+    /// Steering settings, each simulated for every scope (locality only).
+    pub(crate) steers: Vec<bool>,
+    /// Whether labels name the steering setting: when it is not the profile's default alone.
+    pub(crate) show_steer: bool,
+    /// The locality workload's groups, working set and load.
+    pub(crate) locality: Locality,
     /// Seed.
     pub(crate) seed: u64,
     /// Profile name.
@@ -132,9 +155,11 @@ impl Settings {
             "skew" => Workload::Skew,
             "rpc" => Workload::Rpc,
             "fanout" => Workload::Fanout,
+            "locality" => Workload::Locality,
             other => {
                 return Err(CliError::Usage(format!(
-                    "unknown workload '{other}': expected one of queue, flood, skew, fanout, rpc"
+                    "unknown workload '{other}': expected one of queue, flood, skew, fanout, \
+                     rpc, locality"
                 )))
             }
         };
@@ -220,6 +245,12 @@ impl Settings {
             None => None,
             Some(text) => Some(usize::try_from(parse_count("--threads", text)?).unwrap_or(0)),
         };
+        let steer_default = profile == "podq";
+        let steers = match &args.steer {
+            None => vec![steer_default],
+            Some(list) => parse_on_off("--steer", list)?,
+        };
+        let locality = parse_locality(args, workload)?;
         Ok(Settings {
             workload,
             scopes,
@@ -230,6 +261,9 @@ impl Settings {
             work_ns,
             show_pull: pulls != [pull_default],
             pulls,
+            show_steer: steers != [steer_default],
+            steers,
+            locality,
             seed: parse_number("--seed", &args.seed)?,
             profile,
             uncertainty,
@@ -241,22 +275,64 @@ impl Settings {
 
 /// `--pull`: `on`, `off`, or both comma-separated, in the order given, without duplicates.
 fn parse_pulls(list: &str) -> Result<Vec<bool>, CliError> {
-    let mut pulls = Vec::new();
+    parse_on_off("--pull", list)
+}
+
+/// `flag`'s `on`, `off`, or both comma-separated, in the order given, without duplicates.
+fn parse_on_off(flag: &str, list: &str) -> Result<Vec<bool>, CliError> {
+    let mut values = Vec::new();
     for value in list.split(',').map(str::trim) {
-        let pull = match value {
+        let on = match value {
             "on" => true,
             "off" => false,
             _ => {
                 return Err(CliError::Usage(format!(
-                    "--pull '{list}': unknown value '{value}'; expected on, off, or on,off"
+                    "{flag} '{list}': unknown value '{value}'; expected on, off, or on,off"
                 )))
             }
         };
-        if !pulls.contains(&pull) {
-            pulls.push(pull);
+        if !values.contains(&on) {
+            values.push(on);
         }
     }
-    Ok(pulls)
+    Ok(values)
+}
+
+/// `--steer`, `--groups`, `--set-kb` and `--load`: each within its bounds, and given only for
+/// the locality workload (no other has groups).
+fn parse_locality(args: &SimArgs, workload: Workload) -> Result<Locality, CliError> {
+    let given = [
+        ("--steer", args.steer.is_some()),
+        ("--groups", args.groups.is_some()),
+        ("--set-kb", args.set_kb.is_some()),
+        ("--load", args.load.is_some()),
+    ];
+    if workload != Workload::Locality {
+        if let Some((flag, _)) = given.iter().find(|(_, given)| *given) {
+            return Err(CliError::Usage(format!(
+                "{flag} applies to the locality workload only (no other workload has groups); \
+                 give --workload locality or leave {flag} out"
+            )));
+        }
+    }
+    let bounded = |flag: &str, text: &Option<String>, max: u64, default: u64| {
+        let Some(text) = text else {
+            return Ok(default);
+        };
+        match parse_number(flag, text)? {
+            n if (1..=max).contains(&n) => Ok(n),
+            n => Err(CliError::Usage(format!("{flag} {n}: give 1 to {max}"))),
+        }
+    };
+    let groups = match &args.groups {
+        None => None,
+        some => Some(bounded("--groups", some, MAX_GROUPS, 1)? as usize),
+    };
+    Ok(Locality {
+        groups,
+        set_kb: bounded("--set-kb", &args.set_kb, MAX_SET_KB, DEFAULT_SET_KB)?,
+        load: bounded("--load", &args.load, 100, DEFAULT_LOAD)?,
+    })
 }
 
 /// A comma-separated list of scopes, kept in the order given, without duplicates.

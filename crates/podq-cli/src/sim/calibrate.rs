@@ -6,7 +6,7 @@ use std::path::Path;
 
 use podq::AffinityScope;
 use podq_sim::fit::{fit_rough, log_error, Bound};
-use podq_sim::{simulate, Param, Profile, Scenario, ShardRule, SimMachine, Workload};
+use podq_sim::{simulate, Locality, Param, Profile, Scenario, ShardRule, SimMachine, Workload};
 use serde_json::{json, Value};
 
 use crate::error::CliError;
@@ -258,6 +258,8 @@ pub(crate) fn fit(
             work_ns,
             seed: 1,
             pull: row["pull"].as_str() == Some("on"),
+            steer: false,
+            locality: Locality::default(),
         };
         targets.push((scenario, measured));
     }

@@ -7,6 +7,7 @@
 //! bench's JSON rows with `"system": "sim"`.
 
 mod args;
+mod caches;
 mod calibrate;
 mod plot;
 mod published;
@@ -14,7 +15,7 @@ mod report;
 
 use podq::{AffinityScope, Topology};
 use podq_sim::published::XEON_8321HC;
-use podq_sim::{simulate, Outcome, Profile, Scenario, ShardRule, SimMachine};
+use podq_sim::{simulate, Outcome, Profile, Scenario, ShardRule, SimMachine, Workload};
 
 use self::args::Settings;
 pub(crate) use self::args::SimArgs;
@@ -29,11 +30,14 @@ pub(crate) struct Row {
     pub(crate) outcome: Outcome,
     /// Least and greatest items/sec under `--uncertainty`.
     pub(crate) range: Option<(f64, f64)>,
+    /// Whether its label names its steering setting.
+    pub(crate) show_steer: bool,
 }
 
 impl Row {
     /// The name in the kernel lines: the scope, with `/S` for `cache_shard` when several shard
-    /// sizes are simulated, and ` pull=on` or ` pull=off` when `show_pull`.
+    /// sizes are simulated, ` pull=on` or ` pull=off` when `show_pull`, and ` steer=on` or
+    /// ` steer=off` when the settings show steering.
     pub(crate) fn label(&self, sweeping: bool, show_pull: bool) -> String {
         let mut label = match self.scenario.scope {
             AffinityScope::CacheShard if sweeping => {
@@ -46,6 +50,13 @@ impl Row {
                 " pull=on"
             } else {
                 " pull=off"
+            });
+        }
+        if self.show_steer {
+            label.push_str(if self.scenario.steer {
+                " steer=on"
+            } else {
+                " steer=off"
             });
         }
         label
@@ -77,6 +88,7 @@ pub(crate) fn run(args: &SimArgs) -> Result<(), CliError> {
             scenario: *scenario,
             outcome,
             range: None,
+            show_steer: settings.show_steer,
         });
     }
     let mut flips = Vec::new();
@@ -116,7 +128,8 @@ fn resolve_machine(args: &SimArgs) -> Result<(SimMachine, ShardRule), CliError> 
     if let Some(dir) = &args.sysfs {
         let topology = Topology::from_sysfs(dir)?;
         let name = format!("sysfs {}", dir.display());
-        return Ok((SimMachine::new(topology, &name), ShardRule::Cores));
+        let machine = caches::with_sysfs_sizes(SimMachine::new(topology, &name), dir);
+        return Ok((machine, ShardRule::Cores));
     }
     let name = args.machine.trim();
     match name {
@@ -124,7 +137,11 @@ fn resolve_machine(args: &SimArgs) -> Result<(SimMachine, ShardRule), CliError> 
             let topology = Topology::discover().map_err(|err| {
                 CliError::Failed(format!("cannot read this machine's topology: {err}"))
             })?;
-            Ok((SimMachine::new(topology, "this"), ShardRule::Cores))
+            let machine = SimMachine::new(topology, "this");
+            Ok((
+                caches::with_sysfs_sizes(machine, std::path::Path::new("/")),
+                ShardRule::Cores,
+            ))
         }
         "xeon-8321hc" => Ok((XEON_8321HC.sim_machine(), XEON_8321HC.shard_rule)),
         _ => match Topology::from_machine(name) {
@@ -139,7 +156,7 @@ fn resolve_machine(args: &SimArgs) -> Result<(SimMachine, ShardRule), CliError> 
 }
 
 /// The scenarios of `settings` on `machine`: each scope in order, `cache_shard` once per shard
-/// size, each once per pull setting.
+/// size, each once per pull setting and (locality) once per steering setting.
 fn scenarios(
     settings: &Settings,
     machine: &SimMachine,
@@ -162,6 +179,14 @@ fn scenarios(
         work_ns: settings.work_ns,
         seed: settings.seed,
         pull: false,
+        steer: false,
+        locality: settings.locality,
+    };
+    // Only the locality workload has groups to steer.
+    let steers = if settings.workload == Workload::Locality {
+        &settings.steers[..]
+    } else {
+        &[false][..]
     };
     let mut out = Vec::new();
     for &scope in &settings.scopes {
@@ -171,12 +196,15 @@ fn scenarios(
             &settings.shard_sizes[..1]
         };
         for &shard_size in sizes {
-            out.extend(settings.pulls.iter().map(|&pull| Scenario {
-                scope,
-                shard_size,
-                pull,
-                ..base
-            }));
+            for &pull in &settings.pulls {
+                out.extend(steers.iter().map(|&steer| Scenario {
+                    scope,
+                    shard_size,
+                    pull,
+                    steer,
+                    ..base
+                }));
+            }
         }
     }
     Ok(out)

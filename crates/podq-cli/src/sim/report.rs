@@ -33,13 +33,12 @@ impl Report<'_> {
 
     /// `--pull` as given: `on`, `off`, or both in order, comma-separated.
     fn pull_setting(&self) -> String {
-        let names: Vec<&str> = self
-            .settings
-            .pulls
-            .iter()
-            .map(|&p| if p { "on" } else { "off" })
-            .collect();
-        names.join(",")
+        on_off_list(&self.settings.pulls)
+    }
+
+    /// `--steer` as given: `on`, `off`, or both in order, comma-separated.
+    fn steer_setting(&self) -> String {
+        on_off_list(&self.settings.steers)
     }
 
     /// The text report: the machine, the settings, the kernel's lines, the flips.
@@ -86,6 +85,27 @@ impl Report<'_> {
                 s.work_ns,
                 s.seed,
                 self.pull_setting()
+            ));
+        }
+        if let Some(loc) = self.rows.first().and_then(|r| r.outcome.locality) {
+            let l = &self.settings.locality;
+            let c = m.caches();
+            out.push_str(&format!(
+                "locality: {} groups of {} KiB at {} % load (pace from an item of {} ns), steer {}; \
+                 caches: L2 {} KiB, LLC {} KiB, a line {} ns hot, {} ns from a peer core, {} ns \
+                 from the LLC, {} ns from memory ({})\n",
+                loc.groups,
+                l.set_kb,
+                l.load,
+                loc.item_ns,
+                self.steer_setting(),
+                c.private_kb,
+                c.llc_kb,
+                c.private_hit_ns,
+                c.peer_hit_ns,
+                c.llc_hit_ns,
+                c.memory_ns,
+                m.caches_source()
             ));
         }
         for row in self.rows {
@@ -156,6 +176,18 @@ impl Report<'_> {
                 o.queue.p50, o.queue.p99, start.p50, start.p99
             ),
         };
+        if let Some(loc) = o.locality {
+            line.push_str(&format!(
+                "\trun_p50={}\trun_p99={} ns",
+                loc.run_time.p50, loc.run_time.p99
+            ));
+            if row.scenario.steer {
+                line.push_str(&format!(
+                    "\tat_home={}\telsewhere={}\thome_changes={}",
+                    loc.at_home, loc.elsewhere, loc.home_changes
+                ));
+            }
+        }
         if let Some((lo, hi)) = row.range {
             line.push_str(&format!("\trange={lo:.0}-{hi:.0}"));
         }
@@ -198,6 +230,7 @@ impl Report<'_> {
                 "items_per_thread": self.settings.items,
                 "work_ns": self.settings.work_ns,
                 "pull": self.pull_setting(),
+                "steer": self.steer_setting(),
                 "seed": self.settings.seed,
                 "profile": self.profile.name,
                 "uncertainty_percent": self.settings.uncertainty,
@@ -274,6 +307,25 @@ impl Report<'_> {
             map.insert("queue_to_start_p50_ns".into(), start.p50.into());
             map.insert("queue_to_start_p99_ns".into(), start.p99.into());
         }
+        if let Some(loc) = o.locality {
+            let l = &s.locality;
+            map.insert("steer".into(), if s.steer { "on" } else { "off" }.into());
+            map.insert("groups".into(), loc.groups.into());
+            map.insert("set_kb".into(), l.set_kb.into());
+            map.insert("load".into(), l.load.into());
+            map.insert("item_ns".into(), loc.item_ns.into());
+            map.insert("run_p50_ns".into(), loc.run_time.p50.into());
+            map.insert("run_p99_ns".into(), loc.run_time.p99.into());
+            if let Some(start) = o.queue_to_start {
+                map.insert("start_p99_ns".into(), start.p99.into());
+            }
+            map.insert("grouped_at_home".into(), loc.at_home.into());
+            map.insert("grouped_elsewhere".into(), loc.elsewhere.into());
+            map.insert("home_changes".into(), loc.home_changes.into());
+            map.insert("steered".into(), loc.steered.into());
+            map.insert("steer_refused".into(), loc.refused.into());
+            map.insert("most_on_one_pod".into(), loc.most_on_one_pod.into());
+        }
         if self.settings.uncertainty.is_some() {
             let flips: Vec<String> = self
                 .flips
@@ -288,6 +340,15 @@ impl Report<'_> {
         }
         value
     }
+}
+
+/// `values` as `on` and `off`, in order, comma-separated.
+fn on_off_list(values: &[bool]) -> String {
+    let names: Vec<&str> = values
+        .iter()
+        .map(|&on| if on { "on" } else { "off" })
+        .collect();
+    names.join(",")
 }
 
 /// `1 core`, `2 cores`.

@@ -17,6 +17,7 @@
 
 mod cpus;
 mod fanout;
+mod locality;
 mod locks;
 mod pull;
 mod push;
@@ -30,6 +31,7 @@ use podq::policy::{stall, Placement};
 use podq::{AffinityScope, Pods};
 
 use self::cpus::{mask_of, Cpu, Mask};
+use self::locality::LocalityState;
 use self::locks::Lock;
 use self::pull::PullGroup;
 use self::threads::{Role, Thread};
@@ -73,7 +75,12 @@ struct Item {
     in_head: bool,
     /// A `fanout` sender (it queues messages and itself) rather than an item of work.
     sender: bool,
+    /// Its group (`locality`), or [`NO_GROUP`].
+    group: u32,
 }
+
+/// The group of an item that belongs to none.
+const NO_GROUP: u32 = u32::MAX;
 
 impl Pool {
     /// The position of lane lock `lock` in `lanes`, if it is one of them.
@@ -198,6 +205,8 @@ struct Engine<'m> {
     pull: Option<PullGroup>,
     /// The pool a queue call from each dense CPU goes to (`Placement::pod_for`).
     pod_of: Vec<u32>,
+    /// The `locality` workload's groups, caches and steering.
+    locality: Option<Box<LocalityState>>,
 }
 
 /// Simulates `scenario` on `machine` with `profile`.
@@ -287,7 +296,14 @@ impl<'m> Engine<'m> {
             pod_of: (0..n)
                 .map(|c| placement.pod_for(Some(machine.id(c)), || 0) as u32)
                 .collect(),
+            locality: None,
         };
+        if scenario.workload == Workload::Locality {
+            let pod_cpus: Vec<usize> = pods.pods().iter().map(|p| p.cpus().len()).collect();
+            engine.locality = Some(Box::new(LocalityState::new(
+                machine, scenario, &pod_cpus, producers,
+            )));
+        }
         if scenario.workload.is_open() {
             engine.starts.reserve(engine.latencies.capacity());
         }
@@ -435,6 +451,7 @@ impl<'m> Engine<'m> {
             simulated_ns: end,
             events: self.events,
             pull: self.pull.as_ref().map(|g| g.counts).unwrap_or_default(),
+            locality: self.locality.as_deref_mut().map(LocalityState::counts),
         }
     }
 
@@ -447,6 +464,19 @@ impl<'m> Engine<'m> {
         let token = self.threads[target as usize].token;
         self.heap.push(Reverse(Event {
             time,
+            seq: self.seq,
+            target,
+            token,
+        }));
+    }
+
+    /// Schedules `target` at simulated time `time` (not before now), without jitter: a
+    /// sleeping producer's timer.
+    fn at_time(&mut self, target: u32, time: u64) {
+        self.seq += 1;
+        let token = self.threads[target as usize].token;
+        self.heap.push(Reverse(Event {
+            time: time.max(self.now),
             seq: self.seq,
             target,
             token,

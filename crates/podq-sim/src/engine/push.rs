@@ -6,7 +6,7 @@
 use podq::policy::growth;
 
 use super::threads::{Phase, Role};
-use super::{Engine, Item};
+use super::{Engine, Item, NO_GROUP};
 
 /// The queue call a thread is making.
 #[derive(Clone, Copy, Debug, Default)]
@@ -21,12 +21,26 @@ pub(super) struct Job {
     pub(super) watch: bool,
     /// It queues a `fanout` sender, which is no item of the producer's count.
     pub(super) sender: bool,
+    /// The group of the item it queues (`locality`), or `NO_GROUP`.
+    pub(super) group: u32,
 }
 
 impl Engine<'_> {
     /// Starts `tid`'s queue call of an item of `pair` (a producer, one item fewer left to
     /// queue, unless it is a `sender`) to `pool`: it asks for the push lock.
     pub(super) fn start_push(&mut self, tid: u32, pool: u32, pair: u32, sender: bool) {
+        self.start_push_of(tid, pool, pair, sender, NO_GROUP);
+    }
+
+    /// [`Engine::start_push`] of an item of `group`.
+    pub(super) fn start_push_of(
+        &mut self,
+        tid: u32,
+        pool: u32,
+        pair: u32,
+        sender: bool,
+        group: u32,
+    ) {
         if let (false, Role::Producer { left, .. }) =
             (sender, &mut self.threads[pair as usize].role)
         {
@@ -38,6 +52,7 @@ impl Engine<'_> {
             t0: self.now,
             watch: false,
             sender,
+            group,
         };
         self.threads[tid as usize].phase = Phase::Push;
         let lock = self.push_lock(tid, pool);
@@ -115,6 +130,7 @@ impl Engine<'_> {
             from,
             in_head: false,
             sender: job.sender,
+            group: job.group,
         });
         if let Some(at) = p.lane_of(lane) {
             p.lane_waiting[at] += 1;

@@ -3,7 +3,7 @@
 
 use super::pull::Search;
 use super::push::Job;
-use super::{Action, Engine, Item};
+use super::{Action, Engine, Item, NO_GROUP};
 use crate::scenario::Workload;
 
 /// The yields that close a worker's spin when other threads wait for its CPU: podq's
@@ -196,6 +196,11 @@ impl Engine<'_> {
                     if self.yields(tid) {
                         return;
                     }
+                    // A locality producer sleeps until its next item is due, then picks it.
+                    let mut issue = 0.0;
+                    if self.workload == Workload::Locality && self.locality_issue(tid, &mut issue) {
+                        return;
+                    }
                     self.set_phase(tid, Phase::Push);
                     // The closed loop queues its item again: its lines come back first.
                     let back = match self.threads[tid as usize].role {
@@ -204,10 +209,14 @@ impl Engine<'_> {
                         }
                         _ => 0.0,
                     };
-                    self.after(tid, back + self.costs.producer_item_ns);
+                    self.after(tid, back + issue + self.costs.producer_item_ns);
                     return;
                 }
                 (Role::Producer { pool, .. }, Phase::Push) => {
+                    if let Some((group, pool)) = self.locality_next(tid) {
+                        self.start_push_of(tid, pool, tid, false, group);
+                        return;
+                    }
                     if let Role::Producer { done, .. } = &mut self.threads[tid as usize].role {
                         *done = false;
                     }
@@ -290,12 +299,12 @@ impl Engine<'_> {
                     let extra = self.perform(action, pool as usize, cpu, false);
                     self.record_start(item);
                     self.set_phase(tid, Phase::Ran);
-                    let work = self.work_of(item);
+                    let work = self.run_of(item, pool, cpu);
                     let lines = item.map_or(0.0, |i| self.item_lines(i.from, cpu));
                     self.after(tid, extra + lines + self.costs.worker_item_ns + work);
                     return;
                 }
-                (Role::Worker { item, .. }, Phase::Ran) => {
+                (Role::Worker { item, pool, .. }, Phase::Ran) => {
                     let item = item.expect("a worker runs an item it took");
                     self.set_phase(tid, Phase::Take);
                     if item.sender {
@@ -339,7 +348,13 @@ impl Engine<'_> {
                                 return;
                             }
                         }
-                        Workload::Flood | Workload::Skew | Workload::Fanout => {
+                        Workload::Flood
+                        | Workload::Skew
+                        | Workload::Fanout
+                        | Workload::Locality => {
+                            if item.group != NO_GROUP {
+                                self.locality_ran(item.group, pool);
+                            }
                             if self.items_done == self.total_items {
                                 self.end = Some(self.now);
                                 return;
@@ -456,7 +471,7 @@ impl Engine<'_> {
                     // The item's lines come from the CPU that queued it.
                     let line = self.item_lines(taken.from, cpu);
                     self.set_phase(tid, Phase::Ran);
-                    let work = self.work_of(item);
+                    let work = self.run_of(item, pool, cpu);
                     self.after(tid, extra + line + self.costs.worker_item_ns + work);
                     return;
                 }
@@ -556,6 +571,15 @@ impl Engine<'_> {
         match item {
             Some(Item { sender: true, .. }) => 0.0,
             _ => self.work_ns,
+        }
+    }
+
+    /// The time running `item` takes a worker of `pool` on dense CPU `cpu`: a grouped item's
+    /// walk and work (`locality`), else [`Engine::work_of`].
+    fn run_of(&mut self, item: Option<Item>, pool: u32, cpu: u32) -> f64 {
+        match item {
+            Some(Item { group, .. }) if group != NO_GROUP => self.locality_start(group, pool, cpu),
+            _ => self.work_of(item),
         }
     }
 
