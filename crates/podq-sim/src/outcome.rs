@@ -56,12 +56,19 @@ pub struct PullCounts {
 
 /// What the `locality` workload saw: its pace, its items' own run times, and where steering
 /// sent them (the counts of `podq::WorkqueueStats`' steering fields; 0 without steering).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct LocalityCounts {
     /// Groups.
     pub groups: usize,
-    /// One item's cost the pace was taken from, in ns (`Caches::item_ns`).
+    /// The pace: one unsteered item's expected run time on the machine, in ns
+    /// (`docs/simulator.md`, "Steering").
     pub item_ns: u64,
+    /// The hot walk and the item's work, in ns ([`Caches::walk_ns`](crate::Caches::walk_ns)):
+    /// the bench's first pace, reported as the bench does.
+    pub walk_ns: u64,
+    /// The CPUs' busy fraction over the run: the time threads ran, spun or switched in on
+    /// them over the run's time x CPUs, as the bench's `cpu_busy`.
+    pub cpu_busy: f64,
     /// Each item's own run time: its walk of its group's set and its work.
     pub run_time: Percentiles,
     /// Grouped items that started on their group's home pod.

@@ -1,6 +1,7 @@
 //! The `locality` workload and steering: one seed replays exactly; on a machine of two cache
-//! domains a lightly loaded group's items stay on its home pod and run faster with steering;
-//! a group whose items overload its pod spreads.
+//! domains, at the default load (an unsteered machine's), a group's items stay on its home pod
+//! and run faster with steering, which leaves the machine less busy; a group whose items
+//! overload its pod spreads.
 
 use podq::{AffinityScope, Topology};
 use podq_sim::{simulate, Locality, Outcome, Profile, Scenario, SimMachine, Workload};
@@ -40,14 +41,15 @@ fn one_seed_replays_exactly() {
     }
 }
 
-/// Light load: 2 % of the CPUs at the pace's hot cost. An item run away from its group's
+/// The default load, four groups of 128 KiB: the pace is an unsteered item's run time, so
+/// without steering the items keep the CPUs about 40 % busy. An item run away from its group's
 /// cache domain walks its set about 28 times slower here (other cache domain, 110 ns a line,
-/// against 3.9 ns in the core's own L2), so without steering the same items keep the CPUs
-/// about half busy: light for the steered run, not for the plain one.
+/// against 3.9 ns in the core's own L2): an unsteered item finds its set in the other domain
+/// about half the time, a steered one almost never.
 const LIGHT: Locality = Locality {
     groups: Some(4),
     set_kb: 128,
-    load: 2,
+    load: podq_sim::DEFAULT_LOAD,
 };
 
 #[test]
@@ -67,6 +69,46 @@ fn a_lightly_loaded_group_stays_home_and_runs_hot() {
         "items issued on the other domain were steered"
     );
     assert_eq!((off.at_home, off.elsewhere, off.steered), (0, 0, 0));
+    assert!(
+        on.run_time.p50 * 2 < off.run_time.p50,
+        "run p50 {} with steering, {} without",
+        on.run_time.p50,
+        off.run_time.p50
+    );
+}
+
+#[test]
+fn the_load_is_an_unsteered_machines_and_steering_takes_hold_under_it() {
+    // The default workload on the cpu scope: four groups of 256 KiB per one-CPU pod.
+    let default = Locality::default();
+    let on = run(&locality(AffinityScope::Cpu, true, default, 1000));
+    let off = run(&locality(AffinityScope::Cpu, false, default, 1000));
+    let (on, off) = (on.locality.unwrap(), off.locality.unwrap());
+    assert_eq!(on.item_ns, off.item_ns, "one pace for both");
+    assert!(
+        on.item_ns > 4 * on.walk_ns,
+        "an unsteered item ({} ns) walks far slower than the hot walk ({} ns)",
+        on.item_ns,
+        on.walk_ns
+    );
+    // Busy: the items' 40 % and what queueing, waking and spinning take besides.
+    assert!(
+        (0.35..0.6).contains(&off.cpu_busy),
+        "unsteered: {} busy",
+        off.cpu_busy
+    );
+    let started = on.at_home + on.elsewhere;
+    assert!(
+        on.at_home as f64 >= 0.9 * started as f64,
+        "at home {} of {started}",
+        on.at_home
+    );
+    assert!(
+        on.cpu_busy < off.cpu_busy / 2.0,
+        "steered {} busy, unsteered {}",
+        on.cpu_busy,
+        off.cpu_busy
+    );
     assert!(
         on.run_time.p50 * 2 < off.run_time.p50,
         "run p50 {} with steering, {} without",

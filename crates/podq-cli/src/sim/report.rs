@@ -91,13 +91,13 @@ impl Report<'_> {
             let l = &self.settings.locality;
             let c = m.caches();
             out.push_str(&format!(
-                "locality: {} groups of {} KiB at {} % load (pace from an item of {} ns), steer {}; \
-                 caches: L2 {} KiB, LLC {} KiB, a line {} ns hot, {} ns from a peer core, {} ns \
+                "locality: {} groups of {} KiB at {} % load (the pace: an unsteered item's run \
+                 time; the hot walk {} ns), steer {}; caches: L2 {} KiB, LLC {} KiB, a line {} ns hot, {} ns from a peer core, {} ns \
                  from the LLC, {} ns from memory ({})\n",
                 loc.groups,
                 l.set_kb,
                 l.load,
-                loc.item_ns,
+                loc.walk_ns,
                 self.steer_setting(),
                 c.private_kb,
                 c.llc_kb,
@@ -178,8 +178,11 @@ impl Report<'_> {
         };
         if let Some(loc) = o.locality {
             line.push_str(&format!(
-                "\trun_p50={}\trun_p99={} ns",
-                loc.run_time.p50, loc.run_time.p99
+                "\trun_p50={}\trun_p99={} ns\tbusy={:.0}%\tpace={} ns",
+                loc.run_time.p50,
+                loc.run_time.p99,
+                loc.cpu_busy * 100.0,
+                loc.item_ns
             ));
             if row.scenario.steer {
                 line.push_str(&format!(
@@ -314,6 +317,11 @@ impl Report<'_> {
             map.insert("set_kb".into(), l.set_kb.into());
             map.insert("load".into(), l.load.into());
             map.insert("item_ns".into(), loc.item_ns.into());
+            map.insert("walk_ns".into(), loc.walk_ns.into());
+            map.insert(
+                "cpu_busy".into(),
+                ((loc.cpu_busy * 1000.0).round() / 1000.0).into(),
+            );
             map.insert("run_p50_ns".into(), loc.run_time.p50.into());
             map.insert("run_p99_ns".into(), loc.run_time.p99.into());
             if let Some(start) = o.queue_to_start {
