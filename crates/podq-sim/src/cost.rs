@@ -360,6 +360,20 @@ impl Caches {
         }
     }
 
+    /// These caches with each parameter `--uncertainty` moves multiplied by its own `factor()`:
+    /// the four latencies and [`Caches::usable_share`] (at most 1), in that order; the sizes
+    /// are published figures and stay.
+    pub fn moved(&self, mut factor: impl FnMut() -> f64) -> Caches {
+        Caches {
+            private_hit_ns: self.private_hit_ns * factor(),
+            peer_hit_ns: self.peer_hit_ns * factor(),
+            llc_hit_ns: self.llc_hit_ns * factor(),
+            memory_ns: self.memory_ns * factor(),
+            usable_share: (self.usable_share * factor()).min(1.0),
+            ..*self
+        }
+    }
+
     /// Lines of a `set_kb` KiB working set (at least one).
     pub fn lines(set_kb: u64) -> u64 {
         (set_kb.saturating_mul(1024) / LINE_BYTES).max(1)

@@ -145,3 +145,51 @@ fn a_group_that_overloads_its_pod_spreads() {
         counts.most_on_one_pod
     );
 }
+
+#[test]
+fn uncertainty_moves_the_caches_and_the_pace_with_them() {
+    // One cache domain, so that an item's walk costs only the caches' latencies (not the
+    // platform's line between domains, which `--uncertainty` leaves). At 40 % load the
+    // items/sec is the pace's rate, which only the caches set: moving the costs alone leaves
+    // it within a percent or so, moving the caches moves it with them.
+    let machine = SimMachine::new(
+        Topology::from_machine("sockets=1,nodes=1,caches=1,cores=8").unwrap(),
+        "one-domain",
+    );
+    let scenarios = [
+        locality(AffinityScope::Cpu, true, Locality::default(), 300),
+        locality(AffinityScope::Cpu, false, Locality::default(), 300),
+    ];
+    let spread = |seed| {
+        podq_sim::uncertainty::spread(&machine, &Profile::podq(), &scenarios, 30.0, seed).unwrap()
+    };
+    let first = spread(1);
+    assert_eq!(first, spread(1), "one seed, one spread");
+    for s in 0..scenarios.len() {
+        let (lo, hi) = first.range(s);
+        let nominal = first.runs[0][s];
+        assert!(
+            hi > 1.05 * nominal && lo < 0.95 * nominal,
+            "{lo}-{hi} around {nominal}"
+        );
+    }
+}
+
+#[test]
+fn moved_caches_keep_their_sizes() {
+    let caches = *two_domains().caches();
+    let mut factors = [0.7, 1.3, 0.8, 1.2, 2.0].into_iter();
+    let moved = caches.moved(|| factors.next().unwrap());
+    assert_eq!(moved.private_hit_ns, caches.private_hit_ns * 0.7);
+    assert_eq!(moved.peer_hit_ns, caches.peer_hit_ns * 1.3);
+    assert_eq!(moved.llc_hit_ns, caches.llc_hit_ns * 0.8);
+    assert_eq!(moved.memory_ns, caches.memory_ns * 1.2);
+    assert_eq!(
+        moved.usable_share, 1.0,
+        "a share stays at most the whole cache"
+    );
+    assert_eq!(
+        (moved.private_kb, moved.llc_kb),
+        (caches.private_kb, caches.llc_kb)
+    );
+}

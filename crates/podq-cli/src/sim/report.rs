@@ -125,14 +125,14 @@ impl Report<'_> {
         if let Some(percent) = self.settings.uncertainty {
             if self.flips.is_empty() {
                 out.push_str(&format!(
-                    "uncertainty: no order of two configurations flips with every cost moved \
-                     by up to {percent}%\n"
+                    "uncertainty: no order of two configurations flips with every cost and \
+                     cache parameter moved by up to {percent}%\n"
                 ));
             }
             for &(a, b) in self.flips {
                 out.push_str(&format!(
-                    "uncertainty: the order of {} and {} flips with costs moved by up to \
-                     {percent}%\n",
+                    "uncertainty: the order of {} and {} flips with costs and caches moved by \
+                     up to {percent}%\n",
                     self.rows[a].label(self.sweeping(), self.settings.show_pull),
                     self.rows[b].label(self.sweeping(), self.settings.show_pull)
                 ));
