@@ -59,6 +59,12 @@ fn steer_on_off_crosses_every_scope_and_rows_carry_the_locality_fields() {
         }
         // The pace: an unsteered item, which often finds its set in the other domain.
         assert!(row["item_ns"].as_u64() > row["walk_ns"].as_u64(), "{row}");
+        let walks: u64 = ["private", "peer", "llc", "other_cache", "memory"]
+            .iter()
+            .map(|k| row["walks_from"][k].as_u64().unwrap())
+            .sum();
+        assert_eq!(walks, 8 * 300, "one walk per item: {row}");
+        assert!(row["outside_pod"].as_u64().unwrap() <= 8 * 300, "{row}");
         let busy = row["cpu_busy"].as_f64().unwrap();
         assert!(busy > 0.0 && busy < 1.0, "{row}");
         let started =

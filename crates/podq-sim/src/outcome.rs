@@ -86,6 +86,26 @@ pub struct LocalityCounts {
     pub refused: u64,
     /// Items run by the pool that ran the most: how much of the work one pod took.
     pub most_on_one_pod: u64,
+    /// Items whose worker ran on a CPU outside its pool's pod (a non-strict worker the
+    /// scheduler placed there).
+    pub outside_pod: u64,
+    /// Items' walks by where their set was.
+    pub walks_from: WalksFrom,
+}
+
+/// Items' walks by where their group's set was when they started (`locality`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WalksFrom {
+    /// In the running core's private cache: hot.
+    pub private: u64,
+    /// In a peer core's private cache, in the same cache domain.
+    pub peer: u64,
+    /// Only in the domain's last-level cache.
+    pub llc: u64,
+    /// In another cache domain.
+    pub other_cache: u64,
+    /// In no cache.
+    pub memory: u64,
 }
 
 /// One simulated run.

@@ -103,6 +103,17 @@ fn the_load_is_an_unsteered_machines_and_steering_takes_hold_under_it() {
         "at home {} of {started}",
         on.at_home
     );
+    for counts in [&on, &off] {
+        let w = counts.walks_from;
+        let walks = w.private + w.peer + w.llc + w.other_cache + w.memory;
+        assert_eq!(walks, 8 * 1000, "one walk per item: {w:?}");
+    }
+    assert!(
+        on.walks_from.other_cache * 10 < off.walks_from.other_cache,
+        "steered {:?}, unsteered {:?}",
+        on.walks_from,
+        off.walks_from
+    );
     assert!(
         on.cpu_busy < off.cpu_busy / 2.0,
         "steered {} busy, unsteered {}",

@@ -333,6 +333,18 @@ impl Report<'_> {
             map.insert("steered".into(), loc.steered.into());
             map.insert("steer_refused".into(), loc.refused.into());
             map.insert("most_on_one_pod".into(), loc.most_on_one_pod.into());
+            map.insert("outside_pod".into(), loc.outside_pod.into());
+            let w = loc.walks_from;
+            map.insert(
+                "walks_from".into(),
+                json!({
+                    "private": w.private,
+                    "peer": w.peer,
+                    "llc": w.llc,
+                    "other_cache": w.other_cache,
+                    "memory": w.memory,
+                }),
+            );
         }
         if self.settings.uncertainty.is_some() {
             let flips: Vec<String> = self

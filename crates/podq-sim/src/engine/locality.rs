@@ -100,6 +100,8 @@ pub(super) struct LocalityState {
     /// Queue calls of a group with a home sent where plain items go: the home crowded or
     /// loaded.
     refused: u64,
+    /// Items run on a CPU outside their pool's pod.
+    outside_pod: u64,
 }
 
 impl LocalityState {
@@ -165,6 +167,7 @@ impl LocalityState {
             home_changes: 0,
             steered: 0,
             refused: 0,
+            outside_pod: 0,
         }
     }
 
@@ -182,6 +185,8 @@ impl LocalityState {
             steered: self.steered,
             refused: self.refused,
             most_on_one_pod: self.pods.iter().map(|p| p.ran).max().unwrap_or(0),
+            outside_pod: self.outside_pod,
+            walks_from: self.sets.walks_from(),
         }
     }
 }
@@ -262,6 +267,9 @@ impl Engine<'_> {
             return 0.0;
         };
         let walk = loc.sets.walk(machine, group as usize, cpu);
+        if self.pod_of[cpu as usize] != pool {
+            loc.outside_pod += 1;
+        }
         let run = walk + loc.work_ns;
         loc.runs.push(run.round().min(f64::from(u32::MAX)) as u32);
         let p = &mut loc.pods[pool as usize];

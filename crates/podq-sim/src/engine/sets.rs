@@ -6,6 +6,7 @@ use std::collections::VecDeque;
 
 use crate::cost::Caches;
 use crate::machine::SimMachine;
+use crate::outcome::WalksFrom;
 
 /// No core or cache domain: the set is in none.
 const NOWHERE: u32 = u32::MAX;
@@ -42,6 +43,9 @@ pub(super) struct WorkingSets {
     lines: f64,
     /// The machine's caches.
     caches: Caches,
+    /// Walks by where their set was: the running core's private cache, a peer core's, the
+    /// domain's last-level cache, another cache domain, memory ([`WalksFrom`]'s order).
+    from: [u64; 5],
 }
 
 impl WorkingSets {
@@ -84,6 +88,19 @@ impl WorkingSets {
             llc_cap: caches.sets_held(caches.llc_kb, set_kb),
             lines: Caches::lines(set_kb) as f64,
             caches,
+            from: [0; 5],
+        }
+    }
+
+    /// Walks so far by where their set was.
+    pub(super) fn walks_from(&self) -> WalksFrom {
+        let [private, peer, llc, other_cache, memory] = self.from;
+        WalksFrom {
+            private,
+            peer,
+            llc,
+            other_cache,
+            memory,
         }
     }
 
@@ -95,19 +112,19 @@ impl WorkingSets {
         let core = self.core_index[cpu as usize];
         let domain = machine.cache_of(cpu as usize);
         let g = self.places[group];
-        let line = if g.core == core {
-            self.caches.private_hit_ns
+        let (from, line) = if g.core == core {
+            (0, self.caches.private_hit_ns)
         } else if g.domain == domain && g.core != NOWHERE {
-            self.caches.peer_hit_ns
+            (1, self.caches.peer_hit_ns)
         } else if g.domain == domain {
-            self.caches.llc_hit_ns
+            (2, self.caches.llc_hit_ns)
         } else if g.domain != NOWHERE {
-            machine
-                .platform()
-                .at(machine.distance(g.last_cpu as usize, cpu as usize))
+            let other = machine.distance(g.last_cpu as usize, cpu as usize);
+            (3, machine.platform().at(other))
         } else {
-            self.caches.memory_ns
+            (4, self.caches.memory_ns)
         };
+        self.from[from] += 1;
         let id = group as u32;
         if g.core != NOWHERE {
             remove(&mut self.cores[g.core as usize], id);
