@@ -71,6 +71,9 @@ pub struct LocalityCounts {
     pub cpu_busy: f64,
     /// Each item's own run time: its walk of its group's set and its work.
     pub run_time: Percentiles,
+    /// The items' mean run time, in ns: what the pace ([`LocalityCounts::item_ns`]) expects
+    /// of an unsteered run.
+    pub run_mean_ns: u64,
     /// Grouped items that started on their group's home pod.
     pub at_home: u64,
     /// Grouped items that started elsewhere, or while their group had no home.

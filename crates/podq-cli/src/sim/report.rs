@@ -322,6 +322,7 @@ impl Report<'_> {
                 "cpu_busy".into(),
                 ((loc.cpu_busy * 1000.0).round() / 1000.0).into(),
             );
+            map.insert("run_mean_ns".into(), loc.run_mean_ns.into());
             map.insert("run_p50_ns".into(), loc.run_time.p50.into());
             map.insert("run_p99_ns".into(), loc.run_time.p99.into());
             if let Some(start) = o.queue_to_start {

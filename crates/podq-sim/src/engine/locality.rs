@@ -178,6 +178,9 @@ impl LocalityState {
             item_ns: self.item_ns.round() as u64,
             walk_ns: self.walk_ns.round() as u64,
             cpu_busy,
+            run_mean_ns: (self.runs.iter().map(|&r| u64::from(r)).sum::<u64>())
+                .checked_div(self.runs.len() as u64)
+                .unwrap_or(0),
             run_time: Percentiles::of(&mut self.runs),
             at_home: self.at_home,
             elsewhere: self.elsewhere,
