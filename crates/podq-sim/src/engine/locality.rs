@@ -1,5 +1,6 @@
-//! The `locality` workload and steering: paced producers queueing items of random groups, each
-//! group's working set moving between the caches as its items run, and, with steering, every
+//! The `locality` workload and steering: paced producers queueing items of random groups (the
+//! pace: one unsteered item's run time, `pace.rs`), each group's working set moving between the
+//! caches as its items run (`sets.rs`), and, with steering, every
 //! decision asked of `podq::policy::steer` with simulated time and state, supplied the way
 //! `workqueue/steering.rs`, `workqueue/group.rs` and `pool/load.rs` supply them in the runtime
 //! (steps S1-S5 of "Steering" in `src/workqueue/README.md`):
