@@ -25,7 +25,7 @@ const ARGS: [&str; 12] = [
 #[test]
 fn steer_on_off_crosses_every_scope_and_rows_carry_the_locality_fields() {
     let mut args = ARGS.to_vec();
-    args.extend(["--steer", "on,off", "--set-kb", "128", "--load", "2"]);
+    args.extend(["--steer", "on,off", "--set-kb", "128", "--load", "30"]);
     let report = podq_json(&args);
     assert_eq!(report["settings"]["steer"], "on,off");
     let rows = report["results"].as_array().expect("results");
@@ -45,26 +45,47 @@ fn steer_on_off_crosses_every_scope_and_rows_carry_the_locality_fields() {
     for row in rows {
         assert_eq!(row["workload"], "locality");
         assert_eq!(row["set_kb"], 128);
-        assert_eq!(row["load"], 2);
+        assert_eq!(row["load"], 30);
         let groups = if row["scope"] == "cpu" { 32 } else { 8 };
         assert_eq!(row["groups"], groups, "four per pod: {row}");
-        for key in ["run_p50_ns", "run_p99_ns", "start_p99_ns", "item_ns"] {
+        for key in [
+            "run_p50_ns",
+            "run_p99_ns",
+            "start_p99_ns",
+            "item_ns",
+            "walk_ns",
+        ] {
             assert!(row[key].as_u64().unwrap() > 0, "{key}: {row}");
         }
+        // The pace: an unsteered item, which often finds its set in the other domain.
+        assert!(row["item_ns"].as_u64() > row["walk_ns"].as_u64(), "{row}");
+        let walks: u64 = ["private", "peer", "llc", "other_cache", "memory"]
+            .iter()
+            .map(|k| row["walks_from"][k].as_u64().unwrap())
+            .sum();
+        assert_eq!(walks, 8 * 300, "one walk per item: {row}");
+        assert!(row["outside_pod"].as_u64().unwrap() <= 8 * 300, "{row}");
+        let busy = row["cpu_busy"].as_f64().unwrap();
+        assert!(busy > 0.0 && busy < 1.0, "{row}");
         let started =
             row["grouped_at_home"].as_u64().unwrap() + row["grouped_elsewhere"].as_u64().unwrap();
         let expected = if row["steer"] == "on" { 8 * 300 } else { 0 };
         assert_eq!(started, expected, "{row}");
     }
     // Two cache domains: steered items find their sets hot, plain ones often in the other
-    // domain.
+    // domain, so the steered machine is the less busy.
     let run_p50 = |i: usize| rows[i]["run_p50_ns"].as_u64().unwrap();
-    assert!(
-        run_p50(2) < run_p50(3),
-        "cache: steered {} plain {}",
-        run_p50(2),
-        run_p50(3)
-    );
+    let busy = |i: usize| rows[i]["cpu_busy"].as_f64().unwrap();
+    for (on, off) in [(0, 1), (2, 3)] {
+        assert!(
+            run_p50(on) < run_p50(off) && busy(on) < busy(off),
+            "steered {} ns {} busy, plain {} ns {} busy",
+            run_p50(on),
+            busy(on),
+            run_p50(off),
+            busy(off)
+        );
+    }
 }
 
 #[test]

@@ -360,6 +360,20 @@ impl Caches {
         }
     }
 
+    /// These caches with each parameter `--uncertainty` moves multiplied by its own `factor()`:
+    /// the four latencies and [`Caches::usable_share`] (at most 1), in that order; the sizes
+    /// are published figures and stay.
+    pub fn moved(&self, mut factor: impl FnMut() -> f64) -> Caches {
+        Caches {
+            private_hit_ns: self.private_hit_ns * factor(),
+            peer_hit_ns: self.peer_hit_ns * factor(),
+            llc_hit_ns: self.llc_hit_ns * factor(),
+            memory_ns: self.memory_ns * factor(),
+            usable_share: (self.usable_share * factor()).min(1.0),
+            ..*self
+        }
+    }
+
     /// Lines of a `set_kb` KiB working set (at least one).
     pub fn lines(set_kb: u64) -> u64 {
         (set_kb.saturating_mul(1024) / LINE_BYTES).max(1)
@@ -371,13 +385,14 @@ impl Caches {
         (cache_kb as f64 * self.usable_share / set_kb.max(1) as f64) as usize
     }
 
-    /// One item's cost as the pace of `podq bench`'s locality workload measures it
-    /// (`bench::locality::item_cost`): a walk of a `set_kb` KiB set when each of a domain's
+    /// The hot walk of `podq bench`'s locality workload (`bench::locality::pace::walk_cost`,
+    /// the first pace of its warm-up): a walk of a `set_kb` KiB set when each of a domain's
     /// `domain_cpus` CPUs walks `groups` sets of its own in turn (at most
     /// [`GROUPS_PER_POD`](crate::scenario::GROUPS_PER_POD)), plus `work_ns`: hot when they fit
     /// its private cache, from the last-level cache when all of the domain's fit there, else
-    /// from memory.
-    pub fn item_ns(&self, set_kb: u64, groups: usize, domain_cpus: usize, work_ns: u64) -> f64 {
+    /// from memory. The pace itself is an unsteered item's run time (`docs/simulator.md`,
+    /// "Steering").
+    pub fn walk_ns(&self, set_kb: u64, groups: usize, domain_cpus: usize, work_ns: u64) -> f64 {
         let own = groups.clamp(1, crate::scenario::GROUPS_PER_POD);
         let line = if own <= self.sets_held(self.private_kb, set_kb) {
             self.private_hit_ns

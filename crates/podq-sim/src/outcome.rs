@@ -56,14 +56,24 @@ pub struct PullCounts {
 
 /// What the `locality` workload saw: its pace, its items' own run times, and where steering
 /// sent them (the counts of `podq::WorkqueueStats`' steering fields; 0 without steering).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct LocalityCounts {
     /// Groups.
     pub groups: usize,
-    /// One item's cost the pace was taken from, in ns (`Caches::item_ns`).
+    /// The pace: one unsteered item's expected run time on the machine, in ns
+    /// (`docs/simulator.md`, "Steering").
     pub item_ns: u64,
+    /// The hot walk and the item's work, in ns ([`Caches::walk_ns`](crate::Caches::walk_ns)):
+    /// the bench's first pace, reported as the bench does.
+    pub walk_ns: u64,
+    /// The CPUs' busy fraction over the run: the time threads ran, spun or switched in on
+    /// them over the run's time x CPUs, as the bench's `cpu_busy`.
+    pub cpu_busy: f64,
     /// Each item's own run time: its walk of its group's set and its work.
     pub run_time: Percentiles,
+    /// The items' mean run time, in ns: what the pace ([`LocalityCounts::item_ns`]) expects
+    /// of an unsteered run.
+    pub run_mean_ns: u64,
     /// Grouped items that started on their group's home pod.
     pub at_home: u64,
     /// Grouped items that started elsewhere, or while their group had no home.
@@ -79,6 +89,26 @@ pub struct LocalityCounts {
     pub refused: u64,
     /// Items run by the pool that ran the most: how much of the work one pod took.
     pub most_on_one_pod: u64,
+    /// Items whose worker ran on a CPU outside its pool's pod (a non-strict worker the
+    /// scheduler placed there).
+    pub outside_pod: u64,
+    /// Items' walks by where their set was.
+    pub walks_from: WalksFrom,
+}
+
+/// Items' walks by where their group's set was when they started (`locality`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WalksFrom {
+    /// In the running core's private cache: hot.
+    pub private: u64,
+    /// In a peer core's private cache, in the same cache domain.
+    pub peer: u64,
+    /// Only in the domain's last-level cache.
+    pub llc: u64,
+    /// In another cache domain.
+    pub other_cache: u64,
+    /// In no cache.
+    pub memory: u64,
 }
 
 /// One simulated run.

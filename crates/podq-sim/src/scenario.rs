@@ -59,8 +59,9 @@ pub struct Locality {
     pub groups: Option<usize>,
     /// KiB of working set per group.
     pub set_kb: u64,
-    /// Percent of the CPUs the items keep busy (1 to 100), the pace taken from an item's cost
-    /// where its pod's groups are hot ([`Caches::item_ns`](crate::Caches::item_ns)).
+    /// Percent of the CPUs the items keep busy when nothing steers them (1 to 100): the pace
+    /// is one unsteered item's expected run time on the machine (`docs/simulator.md`,
+    /// "Steering").
     pub load: u64,
 }
 

@@ -1,5 +1,6 @@
-//! `--uncertainty P`: how far each result moves when every cost parameter may be off by up to
-//! P %, and which orders of configurations that can flip.
+//! `--uncertainty P`: how far each result moves when every cost parameter and every cache
+//! parameter (the `locality` workload's) may be off by up to P %, and which orders of
+//! configurations that can flip.
 
 use crate::cost::Param;
 use crate::engine::simulate;
@@ -10,7 +11,8 @@ use crate::scenario::Scenario;
 use crate::SimError;
 
 /// Draws of moved parameters per `--uncertainty` run, besides the nominal one: each moves
-/// every parameter of [`Param::ALL`] by its own factor, uniform in `[1 - P, 1 + P]`.
+/// every parameter of [`Param::ALL`] and every one [`Caches::moved`](crate::Caches::moved) moves by its own factor,
+/// uniform in `[1 - P, 1 + P]`.
 pub const DRAWS: usize = 8;
 
 /// Items/sec of each scenario under each draw: `runs[d][s]`, draw 0 the nominal profile.
@@ -47,8 +49,10 @@ impl Spread {
     }
 }
 
-/// Runs `scenarios` with `profile` and with [`DRAWS`] profiles whose every parameter is moved
-/// by up to `percent` %, the moves drawn from `seed`.
+/// Runs `scenarios` with `profile` on `machine`, and with [`DRAWS`] profiles and machines whose
+/// every cost and cache parameter is moved by up to `percent` %, the moves drawn from `seed`
+/// (the caches' from a generator of their own, so that the costs' draws are those of a run
+/// without caches).
 ///
 /// # Errors
 ///
@@ -61,18 +65,24 @@ pub fn spread(
     seed: u64,
 ) -> Result<Spread, SimError> {
     let mut rng = Rng::new(seed ^ 0x005e_ed0f_0dd5);
+    let mut cache_rng = Rng::new(seed ^ 0x00ca_c4e5_0dd5);
     let mut runs = Vec::with_capacity(DRAWS + 1);
     for draw in 0..=DRAWS {
         let mut moved = profile.clone();
+        let mut on = machine.clone();
         if draw > 0 {
             for param in Param::ALL {
                 let factor = 1.0 + percent / 100.0 * rng.symmetric();
                 moved.costs.set(param, profile.costs.get(param) * factor);
             }
+            let caches = machine
+                .caches()
+                .moved(|| 1.0 + percent / 100.0 * cache_rng.symmetric());
+            on = on.with_caches(caches, machine.caches_source());
         }
         let row = scenarios
             .iter()
-            .map(|s| simulate(machine, &moved, s).map(|o| o.items_per_sec))
+            .map(|s| simulate(&on, &moved, s).map(|o| o.items_per_sec))
             .collect::<Result<Vec<f64>, SimError>>()?;
         runs.push(row);
     }

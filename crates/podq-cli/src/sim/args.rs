@@ -83,12 +83,12 @@ pub(crate) struct SimArgs {
     /// KiB of working set per group of the locality workload (1 to 65536) [default: 256].
     #[arg(long, value_name = "KIB")]
     pub(crate) set_kb: Option<String>,
-    /// Percent of the CPUs the locality workload's items keep busy, at the cost of an item
-    /// whose set is hot (1 to 100) [default: 40].
+    /// Percent of the CPUs the locality workload's items keep busy when nothing steers them:
+    /// the pace is an unsteered item's run time (1 to 100) [default: 40].
     #[arg(long, value_name = "PCT")]
     pub(crate) load: Option<String>,
-    /// Rerun with every cost parameter moved by up to P percent; report each result's range
-    /// and the orders that flip.
+    /// Rerun with every cost parameter and cache parameter (latencies, usable share) moved by
+    /// up to P percent; report each result's range and the orders that flip.
     #[arg(long, value_name = "P")]
     pub(crate) uncertainty: Option<String>,
     /// Instead of a machine, simulate the brief's two published tables and report the error

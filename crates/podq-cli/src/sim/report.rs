@@ -91,13 +91,13 @@ impl Report<'_> {
             let l = &self.settings.locality;
             let c = m.caches();
             out.push_str(&format!(
-                "locality: {} groups of {} KiB at {} % load (pace from an item of {} ns), steer {}; \
-                 caches: L2 {} KiB, LLC {} KiB, a line {} ns hot, {} ns from a peer core, {} ns \
+                "locality: {} groups of {} KiB at {} % load (the pace: an unsteered item's run \
+                 time; the hot walk {} ns), steer {}; caches: L2 {} KiB, LLC {} KiB, a line {} ns hot, {} ns from a peer core, {} ns \
                  from the LLC, {} ns from memory ({})\n",
                 loc.groups,
                 l.set_kb,
                 l.load,
-                loc.item_ns,
+                loc.walk_ns,
                 self.steer_setting(),
                 c.private_kb,
                 c.llc_kb,
@@ -125,14 +125,14 @@ impl Report<'_> {
         if let Some(percent) = self.settings.uncertainty {
             if self.flips.is_empty() {
                 out.push_str(&format!(
-                    "uncertainty: no order of two configurations flips with every cost moved \
-                     by up to {percent}%\n"
+                    "uncertainty: no order of two configurations flips with every cost and \
+                     cache parameter moved by up to {percent}%\n"
                 ));
             }
             for &(a, b) in self.flips {
                 out.push_str(&format!(
-                    "uncertainty: the order of {} and {} flips with costs moved by up to \
-                     {percent}%\n",
+                    "uncertainty: the order of {} and {} flips with costs and caches moved by \
+                     up to {percent}%\n",
                     self.rows[a].label(self.sweeping(), self.settings.show_pull),
                     self.rows[b].label(self.sweeping(), self.settings.show_pull)
                 ));
@@ -178,8 +178,11 @@ impl Report<'_> {
         };
         if let Some(loc) = o.locality {
             line.push_str(&format!(
-                "\trun_p50={}\trun_p99={} ns",
-                loc.run_time.p50, loc.run_time.p99
+                "\trun_p50={}\trun_p99={} ns\tbusy={:.0}%\tpace={} ns",
+                loc.run_time.p50,
+                loc.run_time.p99,
+                loc.cpu_busy * 100.0,
+                loc.item_ns
             ));
             if row.scenario.steer {
                 line.push_str(&format!(
@@ -314,6 +317,12 @@ impl Report<'_> {
             map.insert("set_kb".into(), l.set_kb.into());
             map.insert("load".into(), l.load.into());
             map.insert("item_ns".into(), loc.item_ns.into());
+            map.insert("walk_ns".into(), loc.walk_ns.into());
+            map.insert(
+                "cpu_busy".into(),
+                ((loc.cpu_busy * 1000.0).round() / 1000.0).into(),
+            );
+            map.insert("run_mean_ns".into(), loc.run_mean_ns.into());
             map.insert("run_p50_ns".into(), loc.run_time.p50.into());
             map.insert("run_p99_ns".into(), loc.run_time.p99.into());
             if let Some(start) = o.queue_to_start {
@@ -325,6 +334,18 @@ impl Report<'_> {
             map.insert("steered".into(), loc.steered.into());
             map.insert("steer_refused".into(), loc.refused.into());
             map.insert("most_on_one_pod".into(), loc.most_on_one_pod.into());
+            map.insert("outside_pod".into(), loc.outside_pod.into());
+            let w = loc.walks_from;
+            map.insert(
+                "walks_from".into(),
+                json!({
+                    "private": w.private,
+                    "peer": w.peer,
+                    "llc": w.llc,
+                    "other_cache": w.other_cache,
+                    "memory": w.memory,
+                }),
+            );
         }
         if self.settings.uncertainty.is_some() {
             let flips: Vec<String> = self

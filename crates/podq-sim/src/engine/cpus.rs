@@ -20,6 +20,8 @@ pub(super) struct Cpu {
     pub(super) avg_idle: f64,
     /// When it last went idle.
     pub(super) idle_since: u64,
+    /// Its idle time before `idle_since`, in ns.
+    pub(super) idle_ns: u64,
 }
 
 /// Linux's `sysctl_sched_migration_cost` (0.5 ms): a CPU whose average idle period
@@ -37,6 +39,7 @@ impl Cpu {
             slice_start: 0,
             avg_idle: 2.0 * MIGRATION_COST_NS,
             idle_since: 0,
+            idle_ns: 0,
         }
     }
 }
@@ -117,6 +120,7 @@ impl Engine<'_> {
             // The scheduler's `update_avg` of the idle period that ends (an eighth of the
             // difference), capped at twice the migration cost.
             let c = &mut self.cpus[cpu];
+            c.idle_ns += self.now - c.idle_since;
             let idle = ((self.now - c.idle_since) as f64).min(2.0 * MIGRATION_COST_NS);
             c.avg_idle += (idle - c.avg_idle) / 8.0;
         }
@@ -127,6 +131,26 @@ impl Engine<'_> {
         t.cpu = cpu as u32;
         t.on_cpu = true;
         self.after(tid, delay_ns);
+    }
+
+    /// The CPUs' busy fraction from time 0 to `end`: the time a thread ran, spun or switched in
+    /// on them over `end` x CPUs, as the bench's CPU time over its wall time.
+    pub(super) fn busy_fraction(&self, end: u64) -> f64 {
+        let idle: u64 = self
+            .cpus
+            .iter()
+            .enumerate()
+            .map(|(at, c)| {
+                let open = if contains(&self.idle_cpus, at) {
+                    end.saturating_sub(c.idle_since)
+                } else {
+                    0
+                };
+                c.idle_ns + open
+            })
+            .sum();
+        let total = (end.max(1) * self.cpus.len().max(1) as u64) as f64;
+        (1.0 - idle as f64 / total).clamp(0.0, 1.0)
     }
 
     /// `tid` leaves its CPU (it sleeps, or has finished); the CPU switches to the next

@@ -1,5 +1,6 @@
-//! The `locality` workload and steering: paced producers queueing items of random groups, each
-//! group's working set moving between the caches as its items run, and, with steering, every
+//! The `locality` workload and steering: paced producers queueing items of random groups (the
+//! pace: one unsteered item's run time, `pace.rs`), each group's working set moving between the
+//! caches as its items run (`sets.rs`), and, with steering, every
 //! decision asked of `podq::policy::steer` with simulated time and state, supplied the way
 //! `workqueue/steering.rs`, `workqueue/group.rs` and `pool/load.rs` supply them in the runtime
 //! (steps S1-S5 of "Steering" in `src/workqueue/README.md`):
@@ -19,36 +20,27 @@
 //! the group's line again for a vote. Without steering a group's items go where plain items go
 //! and nothing of this is paid.
 
-use std::collections::VecDeque;
 use std::time::Duration;
 
 use podq::policy::steer::{
     self, Busy, BusyMean, PodLoad, Preference, Recorded, Snapshot, Steer, Unsteered,
 };
 
+use super::pace;
+use super::sets::WorkingSets;
 use super::Engine;
-use crate::cost::Caches;
 use crate::machine::SimMachine;
 use crate::outcome::{LocalityCounts, Percentiles};
 use crate::rng::Rng;
 use crate::scenario::{Scenario, GROUPS_PER_POD};
 
-/// No core or cache domain: the set is in none.
-const NOWHERE: u32 = u32::MAX;
-
-/// One group: its preference and runnable items (steering), and where its working set is.
+/// One group: its preference and runnable items (steering).
 #[derive(Clone, Copy, Debug)]
 struct GroupSim {
     /// The preference, changed only by `steer::record`.
     pref: Preference,
     /// Items queued and not finished.
     runnable: usize,
-    /// The core whose private cache holds the set, or [`NOWHERE`].
-    core: u32,
-    /// The cache domain whose last-level cache holds the set, or [`NOWHERE`].
-    domain: u32,
-    /// The dense CPU its last item ran on.
-    last_cpu: u32,
     /// The dense CPU that last wrote the group's published state (a vote).
     state_cpu: u32,
 }
@@ -79,21 +71,8 @@ pub(super) struct LocalityState {
     groups: Vec<GroupSim>,
     /// Per pool.
     pods: Vec<PodSim>,
-    /// Per core (by [`LocalityState::core_index`]): the sets its private cache holds, least
-    /// recently used first.
-    cores: Vec<VecDeque<u32>>,
-    /// Per cache domain: the sets its last-level cache holds, least recently used first.
-    domains: Vec<VecDeque<u32>>,
-    /// The core index of each dense CPU.
-    core_index: Vec<u32>,
-    /// Sets a private cache holds.
-    private_cap: usize,
-    /// Sets a last-level cache holds.
-    llc_cap: usize,
-    /// Lines per set.
-    lines: f64,
-    /// The machine's caches.
-    caches: Caches,
+    /// Where each group's set is.
+    sets: WorkingSets,
     /// Work per item besides the walk, ns.
     work_ns: f64,
     /// Draws the groups of the items.
@@ -105,8 +84,10 @@ pub(super) struct LocalityState {
     due: Vec<f64>,
     /// The group and pool each producer's next queue call goes with.
     next: Vec<(u32, u32)>,
-    /// The cost one item's pace was taken from, ns.
+    /// One unsteered item's expected run time, the pace, ns ([`pace`]).
     item_ns: f64,
+    /// The hot walk and the work, ns ([`Caches::walk_ns`](crate::Caches::walk_ns)).
+    walk_ns: f64,
     /// Every item's own run time, ns.
     runs: Vec<u32>,
     /// Starts at the group's home pod (S3).
@@ -120,6 +101,8 @@ pub(super) struct LocalityState {
     /// Queue calls of a group with a home sent where plain items go: the home crowded or
     /// loaded.
     refused: u64,
+    /// Items run on a CPU outside their pool's pod.
+    outside_pod: u64,
 }
 
 impl LocalityState {
@@ -134,24 +117,17 @@ impl LocalityState {
         let caches = *machine.caches();
         let loc = scenario.locality;
         let groups = loc.groups.unwrap_or(GROUPS_PER_POD * pod_cpus.len()).max(1);
-        let mut cores_seen: Vec<u32> = Vec::new();
-        let core_index = (0..n)
-            .map(|c| {
-                let core = machine.core_of(c);
-                let at = cores_seen
-                    .iter()
-                    .position(|&k| k == core)
-                    .unwrap_or_else(|| {
-                        cores_seen.push(core);
-                        cores_seen.len() - 1
-                    });
-                at as u32
-            })
-            .collect();
-        let domains = (0..n).map(|c| machine.cache_of(c) + 1).max().unwrap_or(1) as usize;
         let domain_cpus = (0..n).filter(|&c| machine.cache_of(c) == 0).count().max(1);
         let per_pod = loc.groups.unwrap_or(GROUPS_PER_POD);
-        let item_ns = caches.item_ns(loc.set_kb, per_pod, domain_cpus, scenario.work_ns);
+        let walk_ns = caches.walk_ns(loc.set_kb, per_pod, domain_cpus, scenario.work_ns);
+        let item_ns = pace::unsteered_item_ns(
+            machine,
+            caches,
+            groups,
+            loc.set_kb,
+            scenario.work_ns,
+            scenario.seed,
+        );
         let cpus = n as f64;
         let interval = item_ns * producers as f64 * 100.0 / (cpus * loc.load.clamp(1, 100) as f64);
         LocalityState {
@@ -160,9 +136,6 @@ impl LocalityState {
                 GroupSim {
                     pref: Preference::default(),
                     runnable: 0,
-                    core: NOWHERE,
-                    domain: NOWHERE,
-                    last_cpu: 0,
                     state_cpu: 0,
                 };
                 groups
@@ -178,13 +151,7 @@ impl LocalityState {
                     ran: 0,
                 })
                 .collect(),
-            cores: vec![VecDeque::new(); cores_seen.len()],
-            domains: vec![VecDeque::new(); domains],
-            core_index,
-            private_cap: caches.sets_held(caches.private_kb, loc.set_kb),
-            llc_cap: caches.sets_held(caches.llc_kb, loc.set_kb),
-            lines: Caches::lines(loc.set_kb) as f64,
-            caches,
+            sets: WorkingSets::new(machine, caches, groups, loc.set_kb),
             work_ns: scenario.work_ns as f64,
             rng: Rng::new(scenario.seed ^ 0x10ca_1157),
             interval,
@@ -194,20 +161,27 @@ impl LocalityState {
                 .collect(),
             next: vec![(0, 0); producers],
             item_ns,
+            walk_ns,
             runs: Vec::new(),
             at_home: 0,
             elsewhere: 0,
             home_changes: 0,
             steered: 0,
             refused: 0,
+            outside_pod: 0,
         }
     }
 
-    /// What the run saw.
-    pub(super) fn counts(&mut self) -> LocalityCounts {
+    /// What the run saw, its CPUs `cpu_busy` busy.
+    pub(super) fn counts(&mut self, cpu_busy: f64) -> LocalityCounts {
         LocalityCounts {
             groups: self.groups.len(),
             item_ns: self.item_ns.round() as u64,
+            walk_ns: self.walk_ns.round() as u64,
+            cpu_busy,
+            run_mean_ns: (self.runs.iter().map(|&r| u64::from(r)).sum::<u64>())
+                .checked_div(self.runs.len() as u64)
+                .unwrap_or(0),
             run_time: Percentiles::of(&mut self.runs),
             at_home: self.at_home,
             elsewhere: self.elsewhere,
@@ -215,6 +189,8 @@ impl LocalityState {
             steered: self.steered,
             refused: self.refused,
             most_on_one_pod: self.pods.iter().map(|p| p.ran).max().unwrap_or(0),
+            outside_pod: self.outside_pod,
+            walks_from: self.sets.walks_from(),
         }
     }
 }
@@ -294,7 +270,10 @@ impl Engine<'_> {
         let Some(loc) = self.locality.as_deref_mut() else {
             return 0.0;
         };
-        let walk = loc.lines * loc.fetch(machine, group as usize, cpu);
+        let walk = loc.sets.walk(machine, group as usize, cpu);
+        if self.pod_of[cpu as usize] != pool {
+            loc.outside_pod += 1;
+        }
         let run = walk + loc.work_ns;
         loc.runs.push(run.round().min(f64::from(u32::MAX)) as u32);
         let p = &mut loc.pods[pool as usize];
@@ -350,77 +329,5 @@ fn pod_load(p: &mut PodSim, now: u64, cpu: u32) -> PodLoad {
     PodLoad {
         cpus: p.cpus,
         busy: p.mean.mean,
-    }
-}
-
-impl LocalityState {
-    /// The latency of one line of `group`'s set for a walk on dense CPU `cpu`, by where the
-    /// set is; the set then sits in `cpu`'s private cache and cache domain (the walk writes
-    /// every line, so no other cache keeps a copy), evicting the least recently used sets
-    /// beyond each cache's capacity.
-    fn fetch(&mut self, machine: &SimMachine, group: usize, cpu: u32) -> f64 {
-        let core = self.core_index[cpu as usize];
-        let domain = machine.cache_of(cpu as usize);
-        let g = self.groups[group];
-        let line = if g.core == core {
-            self.caches.private_hit_ns
-        } else if g.domain == domain && g.core != NOWHERE {
-            self.caches.peer_hit_ns
-        } else if g.domain == domain {
-            self.caches.llc_hit_ns
-        } else if g.domain != NOWHERE {
-            machine
-                .platform()
-                .at(machine.distance(g.last_cpu as usize, cpu as usize))
-        } else {
-            self.caches.memory_ns
-        };
-        let id = group as u32;
-        if g.core != NOWHERE {
-            remove(&mut self.cores[g.core as usize], id);
-        }
-        if g.domain != NOWHERE {
-            remove(&mut self.domains[g.domain as usize], id);
-        }
-        self.groups[group].last_cpu = cpu;
-        self.groups[group].core = NOWHERE;
-        self.groups[group].domain = NOWHERE;
-        for out in admit(&mut self.domains[domain as usize], id, self.llc_cap) {
-            self.groups[out as usize].domain = NOWHERE;
-            // The last-level cache is taken as inclusive: what leaves it leaves the core.
-            let at = self.groups[out as usize].core;
-            if at != NOWHERE {
-                remove(&mut self.cores[at as usize], out);
-                self.groups[out as usize].core = NOWHERE;
-            }
-        }
-        if self.llc_cap > 0 {
-            self.groups[group].domain = domain;
-        }
-        for out in admit(&mut self.cores[core as usize], id, self.private_cap) {
-            self.groups[out as usize].core = NOWHERE;
-        }
-        if self.private_cap > 0 {
-            self.groups[group].core = core;
-        }
-        line
-    }
-}
-
-/// Puts set `id` in a cache holding `held` (least recently used first) of `cap` sets: last, if
-/// the cache holds any; returns the sets pushed out.
-fn admit(held: &mut VecDeque<u32>, id: u32, cap: usize) -> Vec<u32> {
-    if cap == 0 {
-        return Vec::new();
-    }
-    held.push_back(id);
-    let over = held.len().saturating_sub(cap);
-    held.drain(..over).collect()
-}
-
-/// Removes `id` from `held`, if there.
-fn remove(held: &mut VecDeque<u32>, id: u32) {
-    if let Some(at) = held.iter().position(|&g| g == id) {
-        held.remove(at);
     }
 }

@@ -19,8 +19,10 @@ mod cpus;
 mod fanout;
 mod locality;
 mod locks;
+mod pace;
 mod pull;
 mod push;
+mod sets;
 mod threads;
 
 use std::cmp::Reverse;
@@ -451,7 +453,10 @@ impl<'m> Engine<'m> {
             simulated_ns: end,
             events: self.events,
             pull: self.pull.as_ref().map(|g| g.counts).unwrap_or_default(),
-            locality: self.locality.as_deref_mut().map(LocalityState::counts),
+            locality: {
+                let busy = self.busy_fraction(end);
+                self.locality.as_deref_mut().map(|l| l.counts(busy))
+            },
         }
     }
 
