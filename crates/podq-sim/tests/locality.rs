@@ -4,7 +4,9 @@
 //! overload its pod spreads.
 
 use podq::{AffinityScope, Topology};
-use podq_sim::{simulate, Locality, Outcome, Profile, Scenario, SimMachine, Workload};
+use podq_sim::{
+    simulate, Locality, LocalityCounts, Outcome, Profile, Scenario, SimMachine, Workload,
+};
 
 /// A machine of two cache domains of 4 cores each.
 fn two_domains() -> SimMachine {
@@ -25,6 +27,25 @@ fn locality(scope: AffinityScope, steer: bool, locality: Locality, items: u64) -
 
 fn run(scenario: &Scenario) -> Outcome {
     simulate(&two_domains(), &Profile::podq(), scenario).unwrap()
+}
+
+/// At least 90 % of the `started` items of a steered run started at their group's home.
+fn at_home_of(on: &LocalityCounts, started: u64) {
+    assert!(
+        on.at_home as f64 >= 0.9 * started as f64,
+        "at home {} of {started}",
+        on.at_home
+    );
+}
+
+/// The steered run's items ran in under half the unsteered run's p50.
+fn runs_hotter(on: &LocalityCounts, off: &LocalityCounts) {
+    assert!(
+        on.run_time.p50 * 2 < off.run_time.p50,
+        "run p50 {} with steering, {} without",
+        on.run_time.p50,
+        off.run_time.p50
+    );
 }
 
 #[test]
@@ -59,22 +80,13 @@ fn a_lightly_loaded_group_stays_home_and_runs_hot() {
     let (on, off) = (on.locality.unwrap(), off.locality.unwrap());
     let started = on.at_home + on.elsewhere;
     assert_eq!(started, 8 * 2000, "every item counted once");
-    assert!(
-        on.at_home as f64 >= 0.9 * started as f64,
-        "at home {} of {started}",
-        on.at_home
-    );
+    at_home_of(&on, started);
     assert!(
         on.steered > 0,
         "items issued on the other domain were steered"
     );
     assert_eq!((off.at_home, off.elsewhere, off.steered), (0, 0, 0));
-    assert!(
-        on.run_time.p50 * 2 < off.run_time.p50,
-        "run p50 {} with steering, {} without",
-        on.run_time.p50,
-        off.run_time.p50
-    );
+    runs_hotter(&on, &off);
 }
 
 #[test]
@@ -98,11 +110,7 @@ fn the_load_is_an_unsteered_machines_and_steering_takes_hold_under_it() {
         off.cpu_busy
     );
     let started = on.at_home + on.elsewhere;
-    assert!(
-        on.at_home as f64 >= 0.9 * started as f64,
-        "at home {} of {started}",
-        on.at_home
-    );
+    at_home_of(&on, started);
     for counts in [&on, &off] {
         let w = counts.walks_from;
         let walks = w.private + w.peer + w.llc + w.other_cache + w.memory;
@@ -120,12 +128,7 @@ fn the_load_is_an_unsteered_machines_and_steering_takes_hold_under_it() {
         on.cpu_busy,
         off.cpu_busy
     );
-    assert!(
-        on.run_time.p50 * 2 < off.run_time.p50,
-        "run p50 {} with steering, {} without",
-        on.run_time.p50,
-        off.run_time.p50
-    );
+    runs_hotter(&on, &off);
 }
 
 #[test]
