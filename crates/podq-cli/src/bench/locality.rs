@@ -7,14 +7,15 @@
 //! random line, reading each line's link and writing its counter, so every access depends on the
 //! one before it (as a hash-table lookup's does) and the hardware prefetcher cannot hide where
 //! the data sits. Producers on every chosen CPU queue items of random groups at a steady rate,
-//! set from the measured cost of one item ([`item_cost`]) so that the items alone keep the
-//! usable CPUs about `--load` percent busy; the CPU that queues an item therefore says nothing
-//! about where its data is.
+//! set from one unsteered item's measured run time (the [`pace`], measured once per invocation)
+//! so that the items alone keep the usable CPUs about `--load` percent busy when nothing steers
+//! them; the CPU that queues an item therefore says nothing about where its data is.
 //!
 //! podq queues each item through its group's handle (`Workqueue::group`, steered or not as the
 //! workqueue is built); the peers, which have no groups, queue the same items as plain closures.
 //! Reported: items/sec (all items over the wall time until the last has run), the queue call's
-//! latency, each item's queue-to-start time and each item's own run time (the walk alone).
+//! latency, each item's queue-to-start time, each item's own run time (its walk and work) and
+//! how busy the process kept the CPUs.
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -22,6 +23,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use hdrhistogram::Histogram;
 use podq_sim::Rng;
 
 use super::executor::{burn, Executor};
@@ -29,6 +31,9 @@ use super::harness::{merge_histograms, nanos, new_histogram, run_producers, Star
 use super::measurement::{Measurement, Percentiles};
 use super::tally::{record_slots, slots, Tally};
 use crate::error::CliError;
+
+mod cpu_time;
+pub(crate) mod pace;
 
 /// Groups per pod of the measured scope when `--groups` is not given: enough that a pod serves
 /// several groups, few enough that each group's items come often.
@@ -51,10 +56,6 @@ pub(crate) const MAX_GROUPS: u64 = 65_536;
 
 /// Bytes of a cache line, the unit of the working set.
 const LINE_BYTES: usize = 64;
-
-/// Rounds of walks timed to measure an item's cost, each walking a pod's sets in turn (after
-/// one untimed round); the median walk counts.
-const COST_ROUNDS: usize = 3;
 
 /// One cache line of a working set: the next line of the cycle, and a counter each walk
 /// writes.
@@ -126,8 +127,10 @@ pub(crate) struct Plan {
     pub(crate) set_kb: u64,
     /// Percent of the usable CPUs the items keep busy.
     pub(crate) load: u64,
-    /// One item's measured cost ([`item_cost`]) and its work; zero until measured.
+    /// One unsteered item's run time, the pace ([`pace::Pace::item`]); zero until measured.
     pub(crate) item: Duration,
+    /// The hot walk and the item's work ([`pace::Pace::walk`]); zero until measured.
+    pub(crate) walk: Duration,
     /// CPU work each item burns after its walk (`--work-ns`).
     pub(crate) work: Duration,
 }
@@ -140,6 +143,7 @@ impl Default for Plan {
             set_kb: DEFAULT_SET_KB,
             load: DEFAULT_LOAD,
             item: Duration::ZERO,
+            walk: Duration::ZERO,
             work: Duration::ZERO,
         }
     }
@@ -153,53 +157,6 @@ impl Plan {
             / (cpus.max(1) as f64 * self.load.max(1) as f64);
         Duration::from_nanos(per_item.round() as u64)
     }
-}
-
-/// One item's cost as a pod that runs its own groups' items sees it while every CPU of the run
-/// does the same: the median walk when each of `cpus` threads at once walks `groups` fresh
-/// `set_kb` KiB sets of its own in turn (at most [`GROUPS_PER_POD`]; [`COST_ROUNDS`] rounds,
-/// after one untimed round), so each walk finds its set where the last walk of it left it,
-/// after the pod's other groups, and shares the last-level cache and the memory with the other
-/// CPUs' walks as the run's items do. Where a pod's cache holds its groups' sets this is the
-/// hot cost; where it does not, the cost steering cannot avoid.
-pub(crate) fn item_cost(set_kb: u64, groups: usize, cpus: usize) -> Duration {
-    let cpus = cpus.max(1);
-    let start = std::sync::Barrier::new(cpus);
-    let mut times: Vec<Duration> = thread::scope(|s| {
-        let walkers: Vec<_> = (0..cpus)
-            .map(|k| {
-                let start = &start;
-                s.spawn(move || {
-                    let mut rng = Rng::new(0x10ca_1157 + k as u64);
-                    let sets: Vec<WorkingSet> = (0..groups.clamp(1, GROUPS_PER_POD))
-                        .map(|_| WorkingSet::new(set_kb, &mut rng))
-                        .collect();
-                    start.wait();
-                    sets.iter().for_each(|set| {
-                        set.walk(0);
-                    });
-                    (0..COST_ROUNDS)
-                        .flat_map(|_| {
-                            sets.iter().map(|set| {
-                                let t0 = Instant::now();
-                                set.walk(0);
-                                t0.elapsed()
-                            })
-                        })
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        walkers
-            .into_iter()
-            .flat_map(|w| w.join().unwrap_or_default())
-            .collect()
-    });
-    if times.is_empty() {
-        return Duration::ZERO;
-    }
-    times.sort_unstable();
-    times[times.len() / 2]
 }
 
 /// One producer's items: their queue-to-start times and countdown, and their run times.
@@ -245,7 +202,8 @@ impl Item {
 /// Runs the workload on `executor`: `items` per producer, one producer per CPU of `cpus`, each
 /// item of a random group of `groups` queued with `queue` (podq: through the group's handle;
 /// the peers: a plain closure) and burning the plan's work after its walk, one item every
-/// `interval` per producer.
+/// `interval` per producer. The measurement has the process's busy fraction: its CPU time over
+/// the run ([`cpu_time`]) over the wall time of `cpus.len()` CPUs.
 ///
 /// # Errors
 ///
@@ -260,6 +218,47 @@ pub(crate) fn run<E: Executor, G: Sync>(
     plan: &Plan,
     interval: Duration,
 ) -> Result<Measurement, CliError> {
+    let cpu_before = cpu_time::process_cpu_time();
+    let ran = drive(executor, groups, queue, cpus, items, plan, interval)?;
+    let cpu = cpu_time::process_cpu_time()
+        .zip(cpu_before)
+        .map(|(after, before)| after.saturating_sub(before));
+    let busy = cpu.map(|cpu| {
+        cpu.as_secs_f64()
+            / (ran.wall.as_secs_f64() * cpus.len().max(1) as f64).max(f64::MIN_POSITIVE)
+    });
+    Ok(Measurement {
+        run_time: Some(Percentiles::of(&ran.run_time)),
+        cpu_busy: busy,
+        ..ran.measurement
+    })
+}
+
+/// What [`drive`] measured: the measurement without the run times' percentiles, the run times
+/// themselves, and the wall time.
+pub(crate) struct Ran {
+    /// Items/sec, the queue call's latency, the queue-to-start times and the groups.
+    pub(crate) measurement: Measurement,
+    /// Every item's own run time, in nanoseconds.
+    pub(crate) run_time: Histogram<u64>,
+    /// From the producers' release until every item had run.
+    pub(crate) wall: Duration,
+}
+
+/// [`run`]'s loop, for [`run`] and the pace's warm-up ([`pace::measure`]).
+///
+/// # Errors
+///
+/// As [`run`].
+pub(crate) fn drive<E: Executor, G: Sync>(
+    executor: &E,
+    groups: &[G],
+    queue: impl Fn(&G, Item) -> bool + Sync,
+    cpus: &[usize],
+    items: u64,
+    plan: &Plan,
+    interval: Duration,
+) -> Result<Ran, CliError> {
     let work = plan.work;
     if groups.is_empty() {
         return Err(CliError::Failed(
@@ -336,11 +335,14 @@ pub(crate) fn run<E: Executor, G: Sync>(
         produced.tally.record_into(&mut queue_to_start);
         record_slots(&produced.run_ns, &mut run_time);
     }
-    Ok(Measurement {
-        queue_to_start: Some(Percentiles::of(&queue_to_start)),
-        run_time: Some(Percentiles::of(&run_time)),
-        groups: Some(groups.len()),
-        ..Measurement::of_run(items, cpus.len(), wall, &latency)
+    Ok(Ran {
+        measurement: Measurement {
+            queue_to_start: Some(Percentiles::of(&queue_to_start)),
+            groups: Some(groups.len()),
+            ..Measurement::of_run(items, cpus.len(), wall, &latency)
+        },
+        run_time,
+        wall,
     })
 }
 
@@ -387,7 +389,6 @@ mod tests {
         // 1 producer feeding 4 CPUs at 100 %: one every 5 us.
         let full = Plan { load: 100, ..plan };
         assert_eq!(full.interval(1, 4), Duration::from_micros(5));
-        assert!(item_cost(4, 2, 2) > Duration::ZERO);
     }
 
     #[test]

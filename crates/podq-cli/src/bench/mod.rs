@@ -57,12 +57,16 @@ pub(crate) fn run(args: &BenchArgs) -> Result<(), CliError> {
     let usable = topology.cpu_set();
     let mut settings = Settings::from_args(args, &usable)?;
     if settings.workloads.contains(&Workload::Locality) {
-        let work = Duration::from_nanos(settings.work_ns(Workload::Locality));
-        settings.locality.work = work;
-        let plan = &settings.locality;
-        let per_pod = plan.groups.unwrap_or(locality::GROUPS_PER_POD);
-        settings.locality.item = locality::item_cost(plan.set_kb, per_pod, usable.len()) + work;
+        settings.locality.work = Duration::from_nanos(settings.work_ns(Workload::Locality));
         settings.count_peer_pods(&topology, &usable);
+        let pace = locality::pace::measure(
+            &settings.locality,
+            settings.peer_groups(),
+            settings.producers(Workload::Locality),
+            settings.peer_workers,
+        )?;
+        settings.locality.item = pace.item;
+        settings.locality.walk = pace.walk;
     }
     let machine = Machine::describe(&topology);
     let rows = measure_all(&settings)?;

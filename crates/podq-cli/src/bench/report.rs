@@ -108,11 +108,12 @@ fn heading(workload: Workload, settings: &Settings) -> String {
             };
             format!(
                 "{} ({on} {cpus}) x {items} items of {groups} walking {} KiB each, paced for \
-                 {} % load ({} us per item)",
+                 {} % load ({} us per item unsteered, hot walk {} us)",
                 plural(count, "producer thread"),
                 plan.set_kb,
                 plan.load,
-                plan.item.as_micros()
+                plan.item.as_micros(),
+                plan.walk.as_micros()
             )
         }
     };
@@ -198,7 +199,7 @@ fn table(workload: Workload, rows: &[&Row], settings: &Settings) -> String {
         ]),
     }
     if shape == Shape::Local {
-        header.extend(["run p50", "run p99"]);
+        header.extend(["run p50", "run p99", "busy"]);
     }
     header.extend(["pulled", "pools", "workers"]);
     if shape == Shape::Mixed {
@@ -252,7 +253,12 @@ fn table(workload: Workload, rows: &[&Row], settings: &Settings) -> String {
             ]),
         }
         if let (Shape::Local, Some(run)) = (shape, s.run_time) {
-            line.extend([run.p50.to_string(), run.p99.to_string()]);
+            line.extend([
+                run.p50.to_string(),
+                run.p99.to_string(),
+                s.cpu_busy
+                    .map_or_else(dash, |b| format!("{:.0} %", b * 100.0)),
+            ]);
         }
         line.push(s.pulled.map_or_else(dash, |p| p.to_string()));
         line.push(s.pools.map_or_else(dash, |p| p.to_string()));
@@ -411,6 +417,15 @@ fn json_row(row: &Row, settings: &Settings) -> Value {
                 .unwrap_or(u64::MAX)
                 .into(),
         );
+        map.insert(
+            "walk_ns".into(),
+            u64::try_from(plan.walk.as_nanos())
+                .unwrap_or(u64::MAX)
+                .into(),
+        );
+        if let Some(busy) = s.cpu_busy {
+            map.insert("cpu_busy".into(), ((busy * 1000.0).round() / 1000.0).into());
+        }
         map.insert("run_p50_ns".into(), run.p50.into());
         map.insert("run_p99_ns".into(), run.p99.into());
         if let Some(start) = s.queue_to_start {
