@@ -35,6 +35,8 @@ use crate::error::CliError;
 mod cpu_time;
 pub(crate) mod pace;
 
+use self::pace::Pace;
+
 /// Groups per pod of the measured scope when `--groups` is not given: enough that a pod serves
 /// several groups, few enough that each group's items come often.
 pub(crate) const GROUPS_PER_POD: usize = 4;
@@ -127,10 +129,8 @@ pub(crate) struct Plan {
     pub(crate) set_kb: u64,
     /// Percent of the usable CPUs the items keep busy.
     pub(crate) load: u64,
-    /// One unsteered item's run time, the pace ([`pace::Pace::item`]); zero until measured.
-    pub(crate) item: Duration,
-    /// The hot walk and the item's work ([`pace::Pace::walk`]); zero until measured.
-    pub(crate) walk: Duration,
+    /// The pace ([`pace::measure`]); zero until measured.
+    pub(crate) pace: Pace,
     /// CPU work each item burns after its walk (`--work-ns`).
     pub(crate) work: Duration,
 }
@@ -142,18 +142,18 @@ impl Default for Plan {
             groups: None,
             set_kb: DEFAULT_SET_KB,
             load: DEFAULT_LOAD,
-            item: Duration::ZERO,
-            walk: Duration::ZERO,
+            pace: Pace::default(),
             work: Duration::ZERO,
         }
     }
 }
 
 impl Plan {
-    /// The time between two items of one of `producers` producers, so that their items keep
-    /// `cpus` CPUs [`Plan::load`] percent busy: the item's cost x producers / (cpus x load).
+    /// The time between two items of one of `producers` producers, so that they keep `cpus`
+    /// CPUs [`Plan::load`] percent busy: one item's CPU time ([`Pace::item`]) x producers /
+    /// (cpus x load).
     pub(crate) fn interval(&self, producers: usize, cpus: usize) -> Duration {
-        let per_item = self.item.as_nanos() as f64 * producers as f64 * 100.0
+        let per_item = self.pace.item.as_nanos() as f64 * producers as f64 * 100.0
             / (cpus.max(1) as f64 * self.load.max(1) as f64);
         Duration::from_nanos(per_item.round() as u64)
     }
@@ -201,9 +201,9 @@ impl Item {
 
 /// Runs the workload on `executor`: `items` per producer, one producer per CPU of `cpus`, each
 /// item of a random group of `groups` queued with `queue` (podq: through the group's handle;
-/// the peers: a plain closure) and burning the plan's work after its walk, one item every
-/// `interval` per producer. The measurement has the process's busy fraction: its CPU time over
-/// the run ([`cpu_time`]) over the wall time of `cpus.len()` CPUs.
+/// the peers: a plain closure) and burning the plan's work after its walk, at the plan's pace
+/// for `usable` CPUs ([`Plan::interval`]). The measurement has the process's busy fraction of
+/// the `usable` CPUs ([`Ran::busy`]).
 ///
 /// # Errors
 ///
@@ -214,22 +214,15 @@ pub(crate) fn run<E: Executor, G: Sync>(
     groups: &[G],
     queue: impl Fn(&G, Item) -> bool + Sync,
     cpus: &[usize],
+    usable: usize,
     items: u64,
     plan: &Plan,
-    interval: Duration,
 ) -> Result<Measurement, CliError> {
-    let cpu_before = cpu_time::process_cpu_time();
+    let interval = plan.interval(cpus.len(), usable);
     let ran = drive(executor, groups, queue, cpus, items, plan, interval)?;
-    let cpu = cpu_time::process_cpu_time()
-        .zip(cpu_before)
-        .map(|(after, before)| after.saturating_sub(before));
-    let busy = cpu.map(|cpu| {
-        cpu.as_secs_f64()
-            / (ran.wall.as_secs_f64() * cpus.len().max(1) as f64).max(f64::MIN_POSITIVE)
-    });
     Ok(Measurement {
         run_time: Some(Percentiles::of(&ran.run_time)),
-        cpu_busy: busy,
+        cpu_busy: ran.busy(usable),
         ..ran.measurement
     })
 }
@@ -243,9 +236,23 @@ pub(crate) struct Ran {
     pub(crate) run_time: Histogram<u64>,
     /// From the producers' release until every item had run.
     pub(crate) wall: Duration,
+    /// The CPU time the whole process used over the run (every producer's and every worker's,
+    /// [`cpu_time`]); `None` where it cannot be read.
+    pub(crate) cpu: Option<Duration>,
 }
 
-/// [`run`]'s loop, for [`run`] and the pace's warm-up ([`pace::measure`]).
+impl Ran {
+    /// The process's busy fraction over the run: its CPU time over the wall time of `cpus` CPUs.
+    pub(crate) fn busy(&self, cpus: usize) -> Option<f64> {
+        let capacity = self.wall.as_secs_f64() * cpus.max(1) as f64;
+        self.cpu
+            .filter(|_| capacity > 0.0)
+            .map(|cpu| cpu.as_secs_f64() / capacity)
+    }
+}
+
+/// [`run`]'s loop, one item every `interval` per producer, for [`run`] and the pace's warm-up
+/// ([`pace::measure`]).
 ///
 /// # Errors
 ///
@@ -326,7 +333,11 @@ pub(crate) fn drive<E: Executor, G: Sync>(
             .iter()
             .for_each(|(_, produced)| produced.tally.wait_all_run());
     };
+    let cpu_before = cpu_time::process_cpu_time();
     let (results, wall) = run_producers(executor, cpus, producer, wait_all)?;
+    let cpu = cpu_time::process_cpu_time()
+        .zip(cpu_before)
+        .map(|(after, before)| after.saturating_sub(before));
 
     let latency = merge_histograms(results.iter().map(|(histogram, _)| histogram))?;
     let mut queue_to_start = new_histogram();
@@ -343,6 +354,7 @@ pub(crate) fn drive<E: Executor, G: Sync>(
         },
         run_time,
         wall,
+        cpu,
     })
 }
 
@@ -381,7 +393,10 @@ mod tests {
     fn the_interval_keeps_the_cpus_at_the_load() {
         let plan = Plan {
             load: 40,
-            item: Duration::from_micros(20),
+            pace: Pace {
+                item: Duration::from_micros(20),
+                ..Pace::default()
+            },
             ..Plan::default()
         };
         // 2 producers on 2 CPUs at 40 %: one 20 us item every 50 us from each.
@@ -398,7 +413,14 @@ mod tests {
             set_kb: 8,
             ..Plan::default()
         };
-        let interval = Duration::from_micros(20);
+        let usable = cpus.len();
+        let plan = Plan {
+            pace: Pace {
+                item: Duration::from_micros(4),
+                ..Pace::default()
+            },
+            ..plan
+        };
         let podq = PodqExecutor::new(AffinityScope::Cpu, 8, true).expect("a workqueue");
         let wq = podq.workqueue();
         let groups: Vec<podq::Group<'_>> = (0..3).map(|_| wq.group()).collect();
@@ -407,9 +429,9 @@ mod tests {
             &groups,
             |group, item| group.queue(move || item.run()),
             &cpus,
+            usable,
             30,
             &plan,
-            interval,
         )
         .expect("the podq run");
         let total = cpus.len() as u64 * 30;
@@ -427,14 +449,15 @@ mod tests {
             &plain,
             |_, item| channel.spawn(move || item.run()),
             &cpus,
+            usable,
             20,
             &Plan {
                 work: Duration::from_nanos(100),
                 ..plan
             },
-            interval,
         )
         .expect("the channel run");
         assert!(measured.queue_to_start.is_some() && measured.items_per_sec > 0.0);
+        assert!(measured.cpu_busy.is_some_and(|busy| busy >= 0.0));
     }
 }

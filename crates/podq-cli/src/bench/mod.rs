@@ -59,14 +59,12 @@ pub(crate) fn run(args: &BenchArgs) -> Result<(), CliError> {
     if settings.workloads.contains(&Workload::Locality) {
         settings.locality.work = Duration::from_nanos(settings.work_ns(Workload::Locality));
         settings.count_peer_pods(&topology, &usable);
-        let pace = locality::pace::measure(
+        settings.locality.pace = locality::pace::measure(
             &settings.locality,
             settings.peer_groups(),
             settings.producers(Workload::Locality),
             settings.peer_workers,
         )?;
-        settings.locality.item = pace.item;
-        settings.locality.walk = pace.walk;
     }
     let machine = Machine::describe(&topology);
     let rows = measure_all(&settings)?;
@@ -205,17 +203,14 @@ fn drive_locality<E: Executor, G: Sync>(
     queue: impl Fn(&G, locality::Item) -> bool + Sync,
     settings: &Settings,
 ) -> Result<Measurement, CliError> {
-    let cpus = settings.producers(Workload::Locality);
-    let plan = &settings.locality;
-    let interval = plan.interval(cpus.len(), settings.peer_workers);
     locality::run(
         executor,
         groups,
         queue,
-        cpus,
+        settings.producers(Workload::Locality),
+        settings.peer_workers,
         settings.items,
-        plan,
-        interval,
+        &settings.locality,
     )
 }
 

@@ -108,12 +108,14 @@ fn heading(workload: Workload, settings: &Settings) -> String {
             };
             format!(
                 "{} ({on} {cpus}) x {items} items of {groups} walking {} KiB each, paced for \
-                 {} % load ({} us per item unsteered, hot walk {} us)",
+                 {} % load ({} us of CPU per item unsteered, {} us of it the item's run; \
+                 hot walk {} us)",
                 plural(count, "producer thread"),
                 plan.set_kb,
                 plan.load,
-                plan.item.as_micros(),
-                plan.walk.as_micros()
+                plan.pace.item.as_micros(),
+                plan.pace.run.as_micros(),
+                plan.pace.walk.as_micros()
             )
         }
     };
@@ -411,18 +413,10 @@ fn json_row(row: &Row, settings: &Settings) -> Value {
         let plan = &settings.locality;
         map.insert("set_kb".into(), plan.set_kb.into());
         map.insert("load".into(), plan.load.into());
-        map.insert(
-            "item_ns".into(),
-            u64::try_from(plan.item.as_nanos())
-                .unwrap_or(u64::MAX)
-                .into(),
-        );
-        map.insert(
-            "walk_ns".into(),
-            u64::try_from(plan.walk.as_nanos())
-                .unwrap_or(u64::MAX)
-                .into(),
-        );
+        let ns = |d: std::time::Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        map.insert("item_ns".into(), ns(plan.pace.item).into());
+        map.insert("item_run_ns".into(), ns(plan.pace.run).into());
+        map.insert("walk_ns".into(), ns(plan.pace.walk).into());
         if let Some(busy) = s.cpu_busy {
             map.insert("cpu_busy".into(), ((busy * 1000.0).round() / 1000.0).into());
         }

@@ -1,18 +1,22 @@
 //! The locality workload's pace: one item's cost, measured once per invocation before the runs
 //! and shared by every system measured, so that their items/sec compare.
 //!
-//! `--load` says how busy the items' own run time keeps the usable CPUs when nothing steers
-//! them: the cost is what an unsteered item takes, measured on the items themselves. A
-//! warm-up queues the same items (the run's groups, working sets, producers and rate) as plain
-//! closures to a pool of plain threads on one channel (the channel peer's pool, which knows no
-//! groups), [`WARMUP_ROUNDS`] times, and takes the items' mean run time ([`trimmed_mean`]).
-//! The first round is paced from the hot walk ([`walk_cost`]), each later one from the round
-//! before, so the last round runs at about the load it measures for: an item's run time
-//! depends on the load (how often its group's data was last written on another CPU, how often
-//! two walks share the memory at once).
+//! `--load` says how busy the workload keeps the usable CPUs when nothing steers its items: an
+//! item's cost is the CPU time the whole process spends per unsteered item, its run (the walk
+//! and the work) and what it takes to produce, queue, wake for and finish it. A warm-up
+//! measures it on the items themselves: it queues the same items (the run's groups, working
+//! sets and producers) as plain closures to a pool of plain threads on one channel (the
+//! channel peer's pool, which knows no groups), [`WARMUP_ROUNDS`] times, and divides the
+//! process's CPU time over the last round by its items. The first round is paced from the
+//! hot walk ([`walk_cost`]), each later one from the round before, so that the last one runs
+//! near the load it measures for: an item's run time grows with the load (two walks sharing
+//! the memory at once), and its overhead shrinks (a worker that finds the next item waiting
+//! does not park). Where the process's CPU time cannot be read, the items' mean run time
+//! ([`trimmed_mean`]) stands in.
 //!
 //! A steered system runs the same items at the same rate; where its items find their data hot
-//! they take less time, and it is less busy than `--load`.
+//! they take less time, and it is less busy than `--load`. `--load 100` asks for as many items
+//! as plain threads can run: a system that runs them slower falls behind.
 
 use std::thread;
 use std::time::{Duration, Instant};
@@ -29,32 +33,36 @@ use crate::error::CliError;
 /// untimed round); the median walk counts.
 const COST_ROUNDS: usize = 3;
 
-/// Warm-up rounds: the first paced from the hot walk, the second from the first's items
-/// (measured: on a 2-CPU EPYC VM the first round's items took 1.1-1.5x the hot walk at 40 %
-/// load, and a third round moved the cost by less than the spread between invocations).
-pub(crate) const WARMUP_ROUNDS: usize = 2;
+/// Warm-up rounds: 3. The first, paced from the hot walk, may overload the CPUs (on a 2-CPU
+/// EPYC VM an unsteered item of the default workload took 1.5-2x the hot walk), and an
+/// overloaded pool spends less CPU per item than one at `--load` (its workers do not park);
+/// the second runs near the load, the third at it.
+pub(crate) const WARMUP_ROUNDS: usize = 3;
 
-/// How long one warm-up round queues items for, at its pace: 250 ms, thousands of items at the
-/// default load, enough for a stable mean, and a small part of a run.
-const WARMUP_TIME: Duration = Duration::from_millis(250);
+/// How long one warm-up round queues items for, at its pace: 300 ms, thousands of items at the
+/// default load, and 30 ticks of the process's CPU time (10 ms each) per CPU at 100 % busy.
+const WARMUP_TIME: Duration = Duration::from_millis(300);
 
 /// The fewest items per producer in a warm-up round, whatever its pace: enough for the mean
 /// of a slow item (a large `--set-kb` or a low `--load`) to mean something.
 const WARMUP_MIN_ITEMS: u64 = 50;
 
 /// The pace of one invocation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Pace {
+    /// The process's CPU time per unsteered item, as the last warm-up round measured it: the
+    /// pace of the runs ([`Plan::interval`]).
+    pub(crate) item: Duration,
+    /// The unsteered items' mean run time in the last warm-up round ([`trimmed_mean`]): the
+    /// part of [`Pace::item`] that the item itself takes.
+    pub(crate) run: Duration,
     /// The hot walk ([`walk_cost`]) and the item's work: the first warm-up round's pace.
     pub(crate) walk: Duration,
-    /// One unsteered item's mean run time, as the last warm-up round measured it: the pace of
-    /// the runs.
-    pub(crate) item: Duration,
 }
 
-/// Measures the pace of `plan` (its `set_kb`, `load` and `work`; its `item` is ignored) for
-/// `groups` groups queued by producers on `cpus` to `workers` threads: [`WARMUP_ROUNDS`]
-/// warm-up rounds on a channel pool of `workers` threads (see the module's docs).
+/// Measures the pace of `plan` (its `set_kb`, `load` and `work`; its own pace is ignored) for
+/// `groups` groups queued by producers on `cpus` to `workers` threads on `workers` CPUs:
+/// [`WARMUP_ROUNDS`] warm-up rounds on a channel pool (see the module's docs).
 ///
 /// # Errors
 ///
@@ -68,13 +76,16 @@ pub(crate) fn measure(
 ) -> Result<Pace, CliError> {
     let per_pod = plan.groups.unwrap_or(GROUPS_PER_POD);
     let walk = walk_cost(plan.set_kb, per_pod, workers) + plan.work;
-    let mut item = walk.max(Duration::from_nanos(1));
+    let mut pace = Pace {
+        item: walk.max(Duration::from_nanos(1)),
+        run: walk,
+        walk,
+    };
     let plain = vec![(); groups.max(1)];
     for _ in 0..WARMUP_ROUNDS {
-        let paced = Plan { item, ..*plan };
+        let paced = Plan { pace, ..*plan };
         let interval = paced.interval(cpus.len(), workers);
-        let per_producer = (WARMUP_TIME.as_nanos() / interval.as_nanos().max(1))
-            .try_into()
+        let per_producer = u64::try_from(WARMUP_TIME.as_nanos() / interval.as_nanos().max(1))
             .unwrap_or(u64::MAX)
             .max(WARMUP_MIN_ITEMS);
         let pool = ChannelPeer::new(workers)?;
@@ -87,9 +98,20 @@ pub(crate) fn measure(
             &paced,
             interval,
         )?;
-        item = trimmed_mean(&ran.run_time).unwrap_or(item);
+        let items = u32::try_from(per_producer.saturating_mul(cpus.len() as u64))
+            .unwrap_or(u32::MAX)
+            .max(1);
+        let run = trimmed_mean(&ran.run_time).unwrap_or(pace.run);
+        pace = Pace {
+            item: ran
+                .cpu
+                .map_or(run, |cpu| cpu / items)
+                .max(Duration::from_nanos(1)),
+            run,
+            walk,
+        };
     }
-    Ok(Pace { walk, item })
+    Ok(pace)
 }
 
 /// The mean of the values of `histogram` up to its 99th percentile: the items' mean run time
@@ -189,7 +211,8 @@ mod tests {
         };
         let cpus = test_cpus();
         let pace = measure(&plan, 3, &cpus, cpus.len()).expect("a pace");
-        assert!(pace.walk > Duration::ZERO && pace.item > Duration::ZERO);
+        assert!(pace.walk > Duration::ZERO && pace.run > Duration::ZERO);
+        assert!(pace.item > Duration::ZERO);
         assert!(walk_cost(4, 2, 2) > Duration::ZERO);
     }
 }
