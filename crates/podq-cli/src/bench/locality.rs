@@ -49,8 +49,8 @@ pub(crate) const DEFAULT_SET_KB: u64 = 256;
 /// keep hot.
 pub(crate) const MAX_SET_KB: u64 = 64 * 1024;
 
-/// Percent of the usable CPUs the items keep busy when `--load` is not given: a machine with
-/// room, where steering is meant to help.
+/// Percent of the usable CPUs the workload keeps busy when `--load` is not given: a machine
+/// with room, where steering is meant to help.
 pub(crate) const DEFAULT_LOAD: u64 = 40;
 
 /// The largest `--groups`.
@@ -127,7 +127,8 @@ pub(crate) struct Plan {
     pub(crate) groups: Option<usize>,
     /// KiB of working set per group.
     pub(crate) set_kb: u64,
-    /// Percent of the usable CPUs the items keep busy.
+    /// Percent of the usable CPUs the workload keeps busy when its items are not steered
+    /// ([`pace`]).
     pub(crate) load: u64,
     /// The pace ([`pace::measure`]); zero until measured.
     pub(crate) pace: Pace,

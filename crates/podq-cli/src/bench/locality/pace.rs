@@ -15,8 +15,16 @@
 //! ([`trimmed_mean`]) stands in.
 //!
 //! A steered system runs the same items at the same rate; where its items find their data hot
-//! they take less time, and it is less busy than `--load`. `--load 100` asks for as many items
-//! as plain threads can run: a system that runs them slower falls behind.
+//! they take less time, and it is less busy than `--load`.
+//!
+//! `--load 100` ([`OVERLOAD`]) is the overload case, with no warm-up: the pace is the hot walk
+//! itself, one item per hot walk on every usable CPU, more than any system can run (an item
+//! takes at least its hot walk, and producing and queueing it cost more), so every system runs
+//! as many items as it can and items/sec compares what each gets done. Paced by the unsteered
+//! items instead, a system whose items run faster than plain threads' would keep up: with one
+//! group, steered items that find their data hot took 0.46x the unsteered ones on the 2-CPU
+//! VM (`docs/benchmarks.md`, "Results: locality"), so a group that is two CPUs' worth of
+//! unsteered items would fit its one-CPU pod, and the case would no longer overload it.
 
 use std::thread;
 use std::time::{Duration, Instant};
@@ -47,14 +55,19 @@ const WARMUP_TIME: Duration = Duration::from_millis(300);
 /// of a slow item (a large `--set-kb` or a low `--load`) to mean something.
 const WARMUP_MIN_ITEMS: u64 = 50;
 
+/// The `--load` that is the overload case: 100 percent, paced by the hot walk (see the module's
+/// docs).
+pub(crate) const OVERLOAD: u64 = 100;
+
 /// The pace of one invocation.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Pace {
-    /// The process's CPU time per unsteered item, as the last warm-up round measured it: the
-    /// pace of the runs ([`Plan::interval`]).
+    /// The process's CPU time per unsteered item, as the last warm-up round measured it (at
+    /// [`OVERLOAD`], the hot walk): the pace of the runs ([`Plan::interval`]).
     pub(crate) item: Duration,
     /// The unsteered items' mean run time in the last warm-up round ([`trimmed_mean`]): the
-    /// part of [`Pace::item`] that the item itself takes.
+    /// part of [`Pace::item`] that the item itself takes; zero at [`OVERLOAD`], which has no
+    /// warm-up.
     pub(crate) run: Duration,
     /// The hot walk ([`walk_cost`]) and the item's work: the first warm-up round's pace.
     pub(crate) walk: Duration,
@@ -62,7 +75,8 @@ pub(crate) struct Pace {
 
 /// Measures the pace of `plan` (its `set_kb`, `load` and `work`; its own pace is ignored) for
 /// `groups` groups queued by producers on `cpus` to `workers` threads on `workers` CPUs:
-/// [`WARMUP_ROUNDS`] warm-up rounds on a channel pool (see the module's docs).
+/// [`WARMUP_ROUNDS`] warm-up rounds on a channel pool (see the module's docs); at
+/// [`OVERLOAD`], the hot walk alone.
 ///
 /// # Errors
 ///
@@ -81,6 +95,12 @@ pub(crate) fn measure(
         run: walk,
         walk,
     };
+    if plan.load >= OVERLOAD {
+        return Ok(Pace {
+            run: Duration::ZERO,
+            ..pace
+        });
+    }
     let plain = vec![(); groups.max(1)];
     for _ in 0..WARMUP_ROUNDS {
         let paced = Plan { pace, ..*plan };
@@ -213,6 +233,16 @@ mod tests {
         let pace = measure(&plan, 3, &cpus, cpus.len()).expect("a pace");
         assert!(pace.walk > Duration::ZERO && pace.run > Duration::ZERO);
         assert!(pace.item > Duration::ZERO);
+        let overload = Plan {
+            load: OVERLOAD,
+            ..plan
+        };
+        let pace = measure(&overload, 1, &cpus, cpus.len()).expect("a pace");
+        assert_eq!(
+            pace.item, pace.walk,
+            "the overload case runs at the hot walk's pace"
+        );
+        assert_eq!(pace.run, Duration::ZERO, "and has no warm-up");
         assert!(walk_cost(4, 2, 2) > Duration::ZERO);
     }
 }
