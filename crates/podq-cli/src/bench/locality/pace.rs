@@ -41,10 +41,13 @@ use crate::error::CliError;
 /// untimed round); the median walk counts.
 const COST_ROUNDS: usize = 3;
 
-/// Warm-up rounds: 3. The first, paced from the hot walk, may overload the CPUs (on a 2-CPU
-/// EPYC VM an unsteered item of the default workload took 1.5-2x the hot walk), and an
-/// overloaded pool spends less CPU per item than one at `--load` (its workers do not park);
-/// the second runs near the load, the third at it.
+/// Warm-up rounds: 3. The first, paced from the hot walk, overloads the CPUs, and an
+/// overloaded pool spends less CPU per item than one at `--load` (its workers find the next
+/// item waiting and do not park); each later round runs nearer the load, from above. On the
+/// 2-CPU VM the third round's pace kept the channel pool 33-34 % busy at `--load 40`
+/// (`podq bench --workload locality --runs 1 --scopes cpu --peers channel --items 3000`, with
+/// `--set-kb 64` and 256), near enough: a fourth round would move it by a few percent, less
+/// than the VM's own swings between invocations (`docs/benchmarks.md`, "Results: locality").
 pub(crate) const WARMUP_ROUNDS: usize = 3;
 
 /// How long one warm-up round queues items for, at its pace: 300 ms, thousands of items at the
