@@ -632,7 +632,8 @@ fn locality_overload_runs_one_group_at_full_load_and_the_text_labels_steering() 
         "8",
     ]);
     assert!(
-        out.contains("x 30 items of 1 group walking 8 KiB each, paced for 100 % load"),
+        out.contains("x 30 items of 1 group walking 8 KiB each, paced by the hot walk")
+            && out.contains("per item): the overload case"),
         "{out}"
     );
     for label in ["cpu steer=on", "cpu steer=off"] {
@@ -645,5 +646,8 @@ fn locality_overload_runs_one_group_at_full_load_and_the_text_labels_steering() 
             "{line}"
         );
     }
-    assert!(out.contains("steer") && out.contains("run p50"), "{out}");
+    assert!(
+        out.contains("steer") && out.contains("run p50") && out.contains("busy"),
+        "{out}"
+    );
 }
