@@ -22,9 +22,10 @@
 //! takes at least its hot walk, and producing and queueing it cost more), so every system runs
 //! as many items as it can and items/sec compares what each gets done. Paced by the unsteered
 //! items instead, a system whose items run faster than plain threads' would keep up: with one
-//! group, steered items that find their data hot took 0.46x the unsteered ones on the 2-CPU
-//! VM (`docs/benchmarks.md`, "Results: locality"), so a group that is two CPUs' worth of
-//! unsteered items would fit its one-CPU pod, and the case would no longer overload it.
+//! group, steered items ran at 0.33x the unsteered ones' run p50 on the 2-CPU VM
+//! (`docs/benchmarks.md`, "Results: locality", `--load 100 --groups 1` #2), so a group that
+//! is two CPUs' worth of unsteered items would fit its one-CPU pod, and the case would no
+//! longer overload it.
 
 use std::thread;
 use std::time::{Duration, Instant};
