@@ -28,6 +28,7 @@ use podq_sim::Rng;
 
 use super::executor::{burn, Executor};
 use super::harness::{merge_histograms, nanos, new_histogram, run_producers, StartGate};
+use super::machine::plural;
 use super::measurement::{Measurement, Percentiles};
 use super::tally::{record_slots, slots, Tally};
 use crate::error::CliError;
@@ -150,6 +151,32 @@ impl Default for Plan {
 }
 
 impl Plan {
+    /// The heading's words for the items and their pace: the groups, their sets and the pace
+    /// ([`Pace`]; at [`pace::OVERLOAD`], the hot walk).
+    pub(crate) fn describe(&self) -> String {
+        let groups = match self.groups {
+            Some(groups) => plural(groups, "group"),
+            None => format!("{GROUPS_PER_POD} groups per pod"),
+        };
+        let pace = &self.pace;
+        let paced = if pace.run.is_zero() {
+            format!(
+                "paced by the hot walk ({} us per item): the overload case",
+                pace.item.as_micros()
+            )
+        } else {
+            format!(
+                "paced for {} % load ({} us of CPU per item unsteered, {} us of it the item's \
+                 run; hot walk {} us)",
+                self.load,
+                pace.item.as_micros(),
+                pace.run.as_micros(),
+                pace.walk.as_micros()
+            )
+        };
+        format!("{groups} walking {} KiB each, {paced}", self.set_kb)
+    }
+
     /// The time between two items of one of `producers` producers, so that they keep `cpus`
     /// CPUs [`Plan::load`] percent busy: one item's CPU time ([`Pace::item`]) x producers /
     /// (cpus x load).

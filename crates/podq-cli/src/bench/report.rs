@@ -100,33 +100,11 @@ fn heading(workload: Workload, settings: &Settings) -> String {
             settings.mix.every,
             settings.mix.block_us()
         ),
-        Workload::Locality => {
-            let plan = &settings.locality;
-            let groups = match plan.groups {
-                Some(groups) => plural(groups, "group"),
-                None => format!("{} groups per pod", super::locality::GROUPS_PER_POD),
-            };
-            let pace = if plan.pace.run.is_zero() {
-                format!(
-                    "paced by the hot walk ({} us per item): the overload case",
-                    plan.pace.item.as_micros()
-                )
-            } else {
-                format!(
-                    "paced for {} % load ({} us of CPU per item unsteered, {} us of it the \
-                     item's run; hot walk {} us)",
-                    plan.load,
-                    plan.pace.item.as_micros(),
-                    plan.pace.run.as_micros(),
-                    plan.pace.walk.as_micros()
-                )
-            };
-            format!(
-                "{} ({on} {cpus}) x {items} items of {groups} walking {} KiB each, {pace}",
-                plural(count, "producer thread"),
-                plan.set_kb,
-            )
-        }
+        Workload::Locality => format!(
+            "{} ({on} {cpus}) x {items} items of {}",
+            plural(count, "producer thread"),
+            settings.locality.describe()
+        ),
     };
     format!(
         "{}: {what}, peers with {} workers{work}, {runs}",
