@@ -570,6 +570,14 @@ fn locality_json_measures_each_scope_with_steering_on_and_off_beside_the_peers()
         assert_eq!(u64_of(row, "set_kb"), 16, "{row}");
         assert_eq!(u64_of(row, "load"), 40, "the default load: {row}");
         assert!(u64_of(row, "item_ns") > 0, "{row}");
+        assert!(u64_of(row, "item_run_ns") > 0, "{row}");
+        assert!(u64_of(row, "walk_ns") > 0, "{row}");
+        assert_eq!(
+            row["item_ns"], rows[0]["item_ns"],
+            "one pace for every system: {row}"
+        );
+        let busy = row["cpu_busy"].as_f64().unwrap_or(-1.0);
+        assert!(busy >= 0.0, "the busy fraction: {row}");
         assert!(
             u64_of(row, "run_p50_ns") <= u64_of(row, "run_p99_ns"),
             "{row}"
@@ -624,7 +632,8 @@ fn locality_overload_runs_one_group_at_full_load_and_the_text_labels_steering() 
         "8",
     ]);
     assert!(
-        out.contains("x 30 items of 1 group walking 8 KiB each, paced for 100 % load"),
+        out.contains("x 30 items of 1 group walking 8 KiB each, paced by the hot walk")
+            && out.contains("per item): the overload case"),
         "{out}"
     );
     for label in ["cpu steer=on", "cpu steer=off"] {
@@ -637,5 +646,8 @@ fn locality_overload_runs_one_group_at_full_load_and_the_text_labels_steering() 
             "{line}"
         );
     }
-    assert!(out.contains("steer") && out.contains("run p50"), "{out}");
+    assert!(
+        out.contains("steer") && out.contains("run p50") && out.contains("busy"),
+        "{out}"
+    );
 }

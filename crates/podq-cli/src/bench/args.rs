@@ -72,8 +72,8 @@ pub(crate) struct BenchArgs {
     /// KiB of working set per group of the locality workload (1 to 65536) [default: 256].
     #[arg(long, value_name = "KB", allow_negative_numbers = true)]
     pub(crate) set_kb: Option<String>,
-    /// Percent of the usable CPUs the locality workload's items keep busy (1 to 100)
-    /// [default: 40].
+    /// Percent of the usable CPUs the locality workload keeps busy when its items are not
+    /// steered, paced from a warm-up before the runs (1 to 100) [default: 40].
     #[arg(long, value_name = "PCT", allow_negative_numbers = true)]
     pub(crate) load: Option<String>,
     /// Vary a parameter: shard-size=2,4,8,16 measures cache_shard at each size.

@@ -7,14 +7,15 @@
 //! random line, reading each line's link and writing its counter, so every access depends on the
 //! one before it (as a hash-table lookup's does) and the hardware prefetcher cannot hide where
 //! the data sits. Producers on every chosen CPU queue items of random groups at a steady rate,
-//! set from the measured cost of one item ([`item_cost`]) so that the items alone keep the
-//! usable CPUs about `--load` percent busy; the CPU that queues an item therefore says nothing
-//! about where its data is.
+//! set from one unsteered item's measured run time (the [`pace`], measured once per invocation)
+//! so that the items alone keep the usable CPUs about `--load` percent busy when nothing steers
+//! them; the CPU that queues an item therefore says nothing about where its data is.
 //!
 //! podq queues each item through its group's handle (`Workqueue::group`, steered or not as the
 //! workqueue is built); the peers, which have no groups, queue the same items as plain closures.
 //! Reported: items/sec (all items over the wall time until the last has run), the queue call's
-//! latency, each item's queue-to-start time and each item's own run time (the walk alone).
+//! latency, each item's queue-to-start time, each item's own run time (its walk and work) and
+//! how busy the process kept the CPUs.
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -22,13 +23,20 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use hdrhistogram::Histogram;
 use podq_sim::Rng;
 
 use super::executor::{burn, Executor};
 use super::harness::{merge_histograms, nanos, new_histogram, run_producers, StartGate};
+use super::machine::plural;
 use super::measurement::{Measurement, Percentiles};
 use super::tally::{record_slots, slots, Tally};
 use crate::error::CliError;
+
+mod cpu_time;
+pub(crate) mod pace;
+
+use self::pace::Pace;
 
 /// Groups per pod of the measured scope when `--groups` is not given: enough that a pod serves
 /// several groups, few enough that each group's items come often.
@@ -42,8 +50,8 @@ pub(crate) const DEFAULT_SET_KB: u64 = 256;
 /// keep hot.
 pub(crate) const MAX_SET_KB: u64 = 64 * 1024;
 
-/// Percent of the usable CPUs the items keep busy when `--load` is not given: a machine with
-/// room, where steering is meant to help.
+/// Percent of the usable CPUs the workload keeps busy when `--load` is not given: a machine
+/// with room, where steering is meant to help.
 pub(crate) const DEFAULT_LOAD: u64 = 40;
 
 /// The largest `--groups`.
@@ -51,10 +59,6 @@ pub(crate) const MAX_GROUPS: u64 = 65_536;
 
 /// Bytes of a cache line, the unit of the working set.
 const LINE_BYTES: usize = 64;
-
-/// Rounds of walks timed to measure an item's cost, each walking a pod's sets in turn (after
-/// one untimed round); the median walk counts.
-const COST_ROUNDS: usize = 3;
 
 /// One cache line of a working set: the next line of the cycle, and a counter each walk
 /// writes.
@@ -124,10 +128,11 @@ pub(crate) struct Plan {
     pub(crate) groups: Option<usize>,
     /// KiB of working set per group.
     pub(crate) set_kb: u64,
-    /// Percent of the usable CPUs the items keep busy.
+    /// Percent of the usable CPUs the workload keeps busy when its items are not steered
+    /// ([`pace`]).
     pub(crate) load: u64,
-    /// One item's measured cost ([`item_cost`]) and its work; zero until measured.
-    pub(crate) item: Duration,
+    /// The pace ([`pace::measure`]); zero until measured.
+    pub(crate) pace: Pace,
     /// CPU work each item burns after its walk (`--work-ns`).
     pub(crate) work: Duration,
 }
@@ -139,67 +144,47 @@ impl Default for Plan {
             groups: None,
             set_kb: DEFAULT_SET_KB,
             load: DEFAULT_LOAD,
-            item: Duration::ZERO,
+            pace: Pace::default(),
             work: Duration::ZERO,
         }
     }
 }
 
 impl Plan {
-    /// The time between two items of one of `producers` producers, so that their items keep
-    /// `cpus` CPUs [`Plan::load`] percent busy: the item's cost x producers / (cpus x load).
+    /// The heading's words for the items and their pace: the groups, their sets and the pace
+    /// ([`Pace`]; at [`pace::OVERLOAD`], the hot walk).
+    pub(crate) fn describe(&self) -> String {
+        let groups = match self.groups {
+            Some(groups) => plural(groups, "group"),
+            None => format!("{GROUPS_PER_POD} groups per pod"),
+        };
+        let pace = &self.pace;
+        let paced = if pace.run.is_zero() {
+            format!(
+                "paced by the hot walk ({} us per item): the overload case",
+                pace.item.as_micros()
+            )
+        } else {
+            format!(
+                "paced for {} % load ({} us of CPU per item unsteered, {} us of it the item's \
+                 run; hot walk {} us)",
+                self.load,
+                pace.item.as_micros(),
+                pace.run.as_micros(),
+                pace.walk.as_micros()
+            )
+        };
+        format!("{groups} walking {} KiB each, {paced}", self.set_kb)
+    }
+
+    /// The time between two items of one of `producers` producers, so that they keep `cpus`
+    /// CPUs [`Plan::load`] percent busy: one item's CPU time ([`Pace::item`]) x producers /
+    /// (cpus x load).
     pub(crate) fn interval(&self, producers: usize, cpus: usize) -> Duration {
-        let per_item = self.item.as_nanos() as f64 * producers as f64 * 100.0
+        let per_item = self.pace.item.as_nanos() as f64 * producers as f64 * 100.0
             / (cpus.max(1) as f64 * self.load.max(1) as f64);
         Duration::from_nanos(per_item.round() as u64)
     }
-}
-
-/// One item's cost as a pod that runs its own groups' items sees it while every CPU of the run
-/// does the same: the median walk when each of `cpus` threads at once walks `groups` fresh
-/// `set_kb` KiB sets of its own in turn (at most [`GROUPS_PER_POD`]; [`COST_ROUNDS`] rounds,
-/// after one untimed round), so each walk finds its set where the last walk of it left it,
-/// after the pod's other groups, and shares the last-level cache and the memory with the other
-/// CPUs' walks as the run's items do. Where a pod's cache holds its groups' sets this is the
-/// hot cost; where it does not, the cost steering cannot avoid.
-pub(crate) fn item_cost(set_kb: u64, groups: usize, cpus: usize) -> Duration {
-    let cpus = cpus.max(1);
-    let start = std::sync::Barrier::new(cpus);
-    let mut times: Vec<Duration> = thread::scope(|s| {
-        let walkers: Vec<_> = (0..cpus)
-            .map(|k| {
-                let start = &start;
-                s.spawn(move || {
-                    let mut rng = Rng::new(0x10ca_1157 + k as u64);
-                    let sets: Vec<WorkingSet> = (0..groups.clamp(1, GROUPS_PER_POD))
-                        .map(|_| WorkingSet::new(set_kb, &mut rng))
-                        .collect();
-                    start.wait();
-                    sets.iter().for_each(|set| {
-                        set.walk(0);
-                    });
-                    (0..COST_ROUNDS)
-                        .flat_map(|_| {
-                            sets.iter().map(|set| {
-                                let t0 = Instant::now();
-                                set.walk(0);
-                                t0.elapsed()
-                            })
-                        })
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        walkers
-            .into_iter()
-            .flat_map(|w| w.join().unwrap_or_default())
-            .collect()
-    });
-    if times.is_empty() {
-        return Duration::ZERO;
-    }
-    times.sort_unstable();
-    times[times.len() / 2]
 }
 
 /// One producer's items: their queue-to-start times and countdown, and their run times.
@@ -244,8 +229,9 @@ impl Item {
 
 /// Runs the workload on `executor`: `items` per producer, one producer per CPU of `cpus`, each
 /// item of a random group of `groups` queued with `queue` (podq: through the group's handle;
-/// the peers: a plain closure) and burning the plan's work after its walk, one item every
-/// `interval` per producer.
+/// the peers: a plain closure) and burning the plan's work after its walk, at the plan's pace
+/// for `usable` CPUs ([`Plan::interval`]). The measurement has the process's busy fraction of
+/// the `usable` CPUs ([`Ran::busy`]).
 ///
 /// # Errors
 ///
@@ -256,10 +242,58 @@ pub(crate) fn run<E: Executor, G: Sync>(
     groups: &[G],
     queue: impl Fn(&G, Item) -> bool + Sync,
     cpus: &[usize],
+    usable: usize,
+    items: u64,
+    plan: &Plan,
+) -> Result<Measurement, CliError> {
+    let interval = plan.interval(cpus.len(), usable);
+    let ran = drive(executor, groups, queue, cpus, items, plan, interval)?;
+    Ok(Measurement {
+        run_time: Some(Percentiles::of(&ran.run_time)),
+        cpu_busy: ran.busy(usable),
+        ..ran.measurement
+    })
+}
+
+/// What [`drive`] measured: the measurement without the run times' percentiles, the run times
+/// themselves, and the wall time.
+pub(crate) struct Ran {
+    /// Items/sec, the queue call's latency, the queue-to-start times and the groups.
+    pub(crate) measurement: Measurement,
+    /// Every item's own run time, in nanoseconds.
+    pub(crate) run_time: Histogram<u64>,
+    /// From the producers' release until every item had run.
+    pub(crate) wall: Duration,
+    /// The CPU time the whole process used over the run (every producer's and every worker's,
+    /// [`cpu_time`]); `None` where it cannot be read.
+    pub(crate) cpu: Option<Duration>,
+}
+
+impl Ran {
+    /// The process's busy fraction over the run: its CPU time over the wall time of `cpus` CPUs.
+    pub(crate) fn busy(&self, cpus: usize) -> Option<f64> {
+        let capacity = self.wall.as_secs_f64() * cpus.max(1) as f64;
+        self.cpu
+            .filter(|_| capacity > 0.0)
+            .map(|cpu| cpu.as_secs_f64() / capacity)
+    }
+}
+
+/// [`run`]'s loop, one item every `interval` per producer, for [`run`] and the pace's warm-up
+/// ([`pace::measure`]).
+///
+/// # Errors
+///
+/// As [`run`].
+pub(crate) fn drive<E: Executor, G: Sync>(
+    executor: &E,
+    groups: &[G],
+    queue: impl Fn(&G, Item) -> bool + Sync,
+    cpus: &[usize],
     items: u64,
     plan: &Plan,
     interval: Duration,
-) -> Result<Measurement, CliError> {
+) -> Result<Ran, CliError> {
     let work = plan.work;
     if groups.is_empty() {
         return Err(CliError::Failed(
@@ -327,7 +361,11 @@ pub(crate) fn run<E: Executor, G: Sync>(
             .iter()
             .for_each(|(_, produced)| produced.tally.wait_all_run());
     };
+    let cpu_before = cpu_time::process_cpu_time();
     let (results, wall) = run_producers(executor, cpus, producer, wait_all)?;
+    let cpu = cpu_time::process_cpu_time()
+        .zip(cpu_before)
+        .map(|(after, before)| after.saturating_sub(before));
 
     let latency = merge_histograms(results.iter().map(|(histogram, _)| histogram))?;
     let mut queue_to_start = new_histogram();
@@ -336,11 +374,15 @@ pub(crate) fn run<E: Executor, G: Sync>(
         produced.tally.record_into(&mut queue_to_start);
         record_slots(&produced.run_ns, &mut run_time);
     }
-    Ok(Measurement {
-        queue_to_start: Some(Percentiles::of(&queue_to_start)),
-        run_time: Some(Percentiles::of(&run_time)),
-        groups: Some(groups.len()),
-        ..Measurement::of_run(items, cpus.len(), wall, &latency)
+    Ok(Ran {
+        measurement: Measurement {
+            queue_to_start: Some(Percentiles::of(&queue_to_start)),
+            groups: Some(groups.len()),
+            ..Measurement::of_run(items, cpus.len(), wall, &latency)
+        },
+        run_time,
+        wall,
+        cpu,
     })
 }
 
@@ -379,7 +421,10 @@ mod tests {
     fn the_interval_keeps_the_cpus_at_the_load() {
         let plan = Plan {
             load: 40,
-            item: Duration::from_micros(20),
+            pace: Pace {
+                item: Duration::from_micros(20),
+                ..Pace::default()
+            },
             ..Plan::default()
         };
         // 2 producers on 2 CPUs at 40 %: one 20 us item every 50 us from each.
@@ -387,7 +432,6 @@ mod tests {
         // 1 producer feeding 4 CPUs at 100 %: one every 5 us.
         let full = Plan { load: 100, ..plan };
         assert_eq!(full.interval(1, 4), Duration::from_micros(5));
-        assert!(item_cost(4, 2, 2) > Duration::ZERO);
     }
 
     #[test]
@@ -397,7 +441,14 @@ mod tests {
             set_kb: 8,
             ..Plan::default()
         };
-        let interval = Duration::from_micros(20);
+        let usable = cpus.len();
+        let plan = Plan {
+            pace: Pace {
+                item: Duration::from_micros(4),
+                ..Pace::default()
+            },
+            ..plan
+        };
         let podq = PodqExecutor::new(AffinityScope::Cpu, 8, true).expect("a workqueue");
         let wq = podq.workqueue();
         let groups: Vec<podq::Group<'_>> = (0..3).map(|_| wq.group()).collect();
@@ -406,9 +457,9 @@ mod tests {
             &groups,
             |group, item| group.queue(move || item.run()),
             &cpus,
+            usable,
             30,
             &plan,
-            interval,
         )
         .expect("the podq run");
         let total = cpus.len() as u64 * 30;
@@ -426,14 +477,15 @@ mod tests {
             &plain,
             |_, item| channel.spawn(move || item.run()),
             &cpus,
+            usable,
             20,
             &Plan {
                 work: Duration::from_nanos(100),
                 ..plan
             },
-            interval,
         )
         .expect("the channel run");
         assert!(measured.queue_to_start.is_some() && measured.items_per_sec > 0.0);
+        assert!(measured.cpu_busy.is_some_and(|busy| busy >= 0.0));
     }
 }

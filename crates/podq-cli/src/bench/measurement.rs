@@ -62,6 +62,9 @@ pub(crate) struct Measurement {
     pub(crate) run_time: Option<Percentiles>,
     /// Groups whose items were queued (locality only).
     pub(crate) groups: Option<usize>,
+    /// The process's CPU time over the run divided by the wall time of the usable CPUs
+    /// (locality only).
+    pub(crate) cpu_busy: Option<f64>,
     /// Grouped items that ran on their group's home pod, those sent elsewhere, and the
     /// groups' home changes (podq, locality only).
     pub(crate) steering: Option<Steering>,
@@ -134,6 +137,8 @@ pub(crate) struct Summary {
     pub(crate) run_time: Option<Percentiles>,
     /// Groups (locality only).
     pub(crate) groups: Option<usize>,
+    /// Median busy fraction (locality only).
+    pub(crate) cpu_busy: Option<f64>,
     /// Median of each steering count (podq, locality only).
     pub(crate) steering: Option<Steering>,
 }
@@ -170,6 +175,9 @@ impl Summary {
             started_for_blocked: median_of(runs, |m| m.started_for_blocked),
             run_time: percentiles(&|m| m.run_time),
             groups: first.groups,
+            cpu_busy: first
+                .cpu_busy
+                .map(|_| median_f64(&runs.iter().filter_map(|m| m.cpu_busy).collect::<Vec<_>>())),
             steering: first.steering.map(|_| Steering {
                 at_home: median_u64(runs.iter().filter_map(|m| m.steering).map(|s| s.at_home)),
                 elsewhere: median_u64(runs.iter().filter_map(|m| m.steering).map(|s| s.elsewhere)),

@@ -57,12 +57,14 @@ pub(crate) fn run(args: &BenchArgs) -> Result<(), CliError> {
     let usable = topology.cpu_set();
     let mut settings = Settings::from_args(args, &usable)?;
     if settings.workloads.contains(&Workload::Locality) {
-        let work = Duration::from_nanos(settings.work_ns(Workload::Locality));
-        settings.locality.work = work;
-        let plan = &settings.locality;
-        let per_pod = plan.groups.unwrap_or(locality::GROUPS_PER_POD);
-        settings.locality.item = locality::item_cost(plan.set_kb, per_pod, usable.len()) + work;
+        settings.locality.work = Duration::from_nanos(settings.work_ns(Workload::Locality));
         settings.count_peer_pods(&topology, &usable);
+        settings.locality.pace = locality::pace::measure(
+            &settings.locality,
+            settings.peer_groups(),
+            settings.producers(Workload::Locality),
+            settings.peer_workers,
+        )?;
     }
     let machine = Machine::describe(&topology);
     let rows = measure_all(&settings)?;
@@ -201,17 +203,14 @@ fn drive_locality<E: Executor, G: Sync>(
     queue: impl Fn(&G, locality::Item) -> bool + Sync,
     settings: &Settings,
 ) -> Result<Measurement, CliError> {
-    let cpus = settings.producers(Workload::Locality);
-    let plan = &settings.locality;
-    let interval = plan.interval(cpus.len(), settings.peer_workers);
     locality::run(
         executor,
         groups,
         queue,
-        cpus,
+        settings.producers(Workload::Locality),
+        settings.peer_workers,
         settings.items,
-        plan,
-        interval,
+        &settings.locality,
     )
 }
 

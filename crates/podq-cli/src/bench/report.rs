@@ -100,21 +100,11 @@ fn heading(workload: Workload, settings: &Settings) -> String {
             settings.mix.every,
             settings.mix.block_us()
         ),
-        Workload::Locality => {
-            let plan = &settings.locality;
-            let groups = match plan.groups {
-                Some(groups) => plural(groups, "group"),
-                None => format!("{} groups per pod", super::locality::GROUPS_PER_POD),
-            };
-            format!(
-                "{} ({on} {cpus}) x {items} items of {groups} walking {} KiB each, paced for \
-                 {} % load ({} us per item)",
-                plural(count, "producer thread"),
-                plan.set_kb,
-                plan.load,
-                plan.item.as_micros()
-            )
-        }
+        Workload::Locality => format!(
+            "{} ({on} {cpus}) x {items} items of {}",
+            plural(count, "producer thread"),
+            settings.locality.describe()
+        ),
     };
     format!(
         "{}: {what}, peers with {} workers{work}, {runs}",
@@ -198,7 +188,7 @@ fn table(workload: Workload, rows: &[&Row], settings: &Settings) -> String {
         ]),
     }
     if shape == Shape::Local {
-        header.extend(["run p50", "run p99"]);
+        header.extend(["run p50", "run p99", "busy"]);
     }
     header.extend(["pulled", "pools", "workers"]);
     if shape == Shape::Mixed {
@@ -252,7 +242,12 @@ fn table(workload: Workload, rows: &[&Row], settings: &Settings) -> String {
             ]),
         }
         if let (Shape::Local, Some(run)) = (shape, s.run_time) {
-            line.extend([run.p50.to_string(), run.p99.to_string()]);
+            line.extend([
+                run.p50.to_string(),
+                run.p99.to_string(),
+                s.cpu_busy
+                    .map_or_else(dash, |b| format!("{:.0} %", b * 100.0)),
+            ]);
         }
         line.push(s.pulled.map_or_else(dash, |p| p.to_string()));
         line.push(s.pools.map_or_else(dash, |p| p.to_string()));
@@ -405,12 +400,13 @@ fn json_row(row: &Row, settings: &Settings) -> Value {
         let plan = &settings.locality;
         map.insert("set_kb".into(), plan.set_kb.into());
         map.insert("load".into(), plan.load.into());
-        map.insert(
-            "item_ns".into(),
-            u64::try_from(plan.item.as_nanos())
-                .unwrap_or(u64::MAX)
-                .into(),
-        );
+        let ns = |d: std::time::Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        map.insert("item_ns".into(), ns(plan.pace.item).into());
+        map.insert("item_run_ns".into(), ns(plan.pace.run).into());
+        map.insert("walk_ns".into(), ns(plan.pace.walk).into());
+        if let Some(busy) = s.cpu_busy {
+            map.insert("cpu_busy".into(), ((busy * 1000.0).round() / 1000.0).into());
+        }
         map.insert("run_p50_ns".into(), run.p50.into());
         map.insert("run_p99_ns".into(), run.p99.into());
         if let Some(start) = s.queue_to_start {

@@ -7,7 +7,8 @@ use crate::bench::workload::Workload;
 use crate::error::CliError;
 
 /// `--groups`, `--set-kb` and `--load`, each within its bounds, and given only when a workload
-/// measured is `locality`; the defaults otherwise. The item's cost is measured later.
+/// measured is `locality`; the defaults otherwise. The pace is measured later
+/// (`locality::pace::measure`).
 pub(super) fn parse_plan(args: &BenchArgs, workloads: &[Workload]) -> Result<Plan, CliError> {
     let groups = args
         .groups
@@ -36,7 +37,7 @@ pub(super) fn parse_plan(args: &BenchArgs, workloads: &[Workload]) -> Result<Pla
                 text,
                 1,
                 100,
-                "percent of the usable CPUs the items keep busy",
+                "percent of the usable CPUs the workload keeps busy",
             )
         })
         .transpose()?;
