@@ -1,7 +1,9 @@
-//! The `locality` workload's pace: one unsteered item's expected run time on the machine, as
-//! `podq bench` measures it in its warm-up (`bench/locality/pace.rs`: the run's items queued
-//! as plain closures to plain threads, so that the CPU that runs an item says nothing of its
-//! group), taken here from the model's own caches ([`WorkingSets`]).
+//! The `locality` workload's pace: one unsteered item's expected run time on the machine, taken
+//! from the model's own caches ([`WorkingSets`]). `podq bench` paces from a warm-up too
+//! (`bench/locality/pace.rs`: the run's items queued as plain closures to a channel pool, so
+//! that the CPU that runs an item says nothing of its group), but counts the whole process's
+//! CPU time per item, producing, queueing and waking included; the model counts the item's
+//! run alone, and its queueing and waking show in `cpu_busy`.
 //!
 //! The warm-up walks the groups' sets one item after another, each item of a random group on a
 //! random CPU of the machine: first [`WARM_WALKS`] walks per group untimed (the caches fill,
