@@ -35,21 +35,24 @@ pub enum Workload {
     Locality,
 }
 
-/// Groups per pod of the scope when [`Locality::groups`] is not given: four, as
-/// `podq bench`'s locality workload.
+/// Groups per pod of the scope when [`Locality::groups`] (`--groups` of `podq bench` and `podq
+/// sim`) is not given: enough that a pod serves several groups, few enough that each group's
+/// items come often.
 pub const GROUPS_PER_POD: usize = 4;
 
-/// KiB of working set per group when none is given: 256, as `podq bench`'s.
+/// KiB of working set per group when `--set-kb` is not given: a core's L2 on today's servers
+/// (1-2 MiB) holds several groups, its L1 (32-64 KiB) none.
 pub const DEFAULT_SET_KB: u64 = 256;
 
-/// Percent of the CPUs the locality items keep busy when none is given: 40, as
-/// `podq bench`'s.
+/// Percent of the CPUs the locality workload's items keep busy when `--load` is not given: a
+/// machine with room, where steering is meant to help.
 pub const DEFAULT_LOAD: u64 = 40;
 
-/// The most groups `podq sim --groups` takes, as `podq bench`.
+/// The largest `--groups`.
 pub const MAX_GROUPS: u64 = 65_536;
 
-/// The most KiB of working set per group `podq sim --set-kb` takes (64 MiB), as `podq bench`.
+/// The largest `--set-kb`: 64 MiB per group, beyond any cache domain's share a group could
+/// keep hot.
 pub const MAX_SET_KB: u64 = 64 * 1024;
 
 /// The `locality` workload's groups, working sets and load.

@@ -38,24 +38,10 @@ pub(crate) mod pace;
 
 use self::pace::Pace;
 
-/// Groups per pod of the measured scope when `--groups` is not given: enough that a pod serves
-/// several groups, few enough that each group's items come often.
-pub(crate) const GROUPS_PER_POD: usize = 4;
-
-/// KiB of working set per group when `--set-kb` is not given: a core's L2 on today's servers
-/// (1-2 MiB) holds several groups, its L1 (32-64 KiB) none.
-pub(crate) const DEFAULT_SET_KB: u64 = 256;
-
-/// The largest `--set-kb`: 64 MiB per group, beyond any cache domain's share a group could
-/// keep hot.
-pub(crate) const MAX_SET_KB: u64 = 64 * 1024;
-
-/// Percent of the usable CPUs the workload keeps busy when `--load` is not given: a machine
-/// with room, where steering is meant to help.
-pub(crate) const DEFAULT_LOAD: u64 = 40;
-
-/// The largest `--groups`.
-pub(crate) const MAX_GROUPS: u64 = 65_536;
+// The workload's defaults and bounds, one home for the bench and the simulator.
+pub(crate) use podq_sim::scenario::{
+    DEFAULT_LOAD, DEFAULT_SET_KB, GROUPS_PER_POD, MAX_GROUPS, MAX_SET_KB,
+};
 
 /// Bytes of a cache line, the unit of the working set.
 const LINE_BYTES: usize = 64;
