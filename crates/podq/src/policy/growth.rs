@@ -53,8 +53,8 @@ impl Limits {
 
 /// Whether a push, or a worker that leaves tasks behind in the head, must take the pool lock
 /// (steps P4, W4): an idle worker could be woken, or the pool could grow or be watched. The
-/// pool keeps the answer in its hint word's `HELP` bit, so that a push reads one word instead
-/// of taking the lock.
+/// pool keeps the answer in its hint's `HELP` word, so that a push reads one word instead of
+/// taking the lock.
 ///
 /// When `false`, nobody is idle and at least one worker is running, spinning or coming (the
 /// pool is at its size, or a worker is on its way); each of them looks at every lane before it

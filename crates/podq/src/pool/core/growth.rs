@@ -87,7 +87,7 @@ impl<T> Core<T> {
     pub(super) fn hand_on(&self, mut head: MutexGuard<'_, Head<T>>, item: T) -> (T, Grow) {
         head.started += 1;
         let waiting = head.queue.len();
-        if waiting == 0 || !self.hint.load().help() {
+        if waiting == 0 || !self.hint.help() {
             return (item, Grow::No);
         }
         let mut synced = self.lock();

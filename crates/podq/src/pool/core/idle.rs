@@ -1,9 +1,9 @@
-//! Idle coordination: how pushers and workers that run out of work meet. The hint word says
+//! Idle coordination: how pushers and workers that run out of work meet. The hint says
 //! whether a push must take the pool lock and how many workers spin; a worker that finds the
 //! queue empty spins (W5-W7), then parks on the idle stack (W9-W12).
 //!
 //! "No lost wake-up" rests on a Dekker pair of `SeqCst` fences, both in this file, one after
-//! the other: [`Core::hint_after_push`] (P3) and [`Core::last_look_empty`] (W10), with
+//! the other: [`Core::help_after_push`] (P3) and [`Core::last_look_empty`] (W10), with
 //! [`Core::end_spin`] (W7) as the spinners' last look. A push stores its lane's length, fences,
 //! and reads the hint; a worker about to stop looking for work writes the hint, fences, and
 //! reads every lane's length. Of two `SeqCst` fences one comes first in the single order of
@@ -16,74 +16,62 @@ use super::queue::{Head, Lane};
 use super::{Core, Synced};
 use crate::policy::growth::{self as policy, Idle};
 use crate::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering};
-use crate::sync::{Arc, Condvar, MutexGuard};
+use crate::sync::{Arc, CachePadded, Condvar, MutexGuard};
 
-/// The hint word as read: whether a push must take the pool lock (the `HELP` bit,
-/// [`policy::wants_help`]), and how many workers spin (the bits above it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Hint(usize);
-
-impl Hint {
-    /// The bit that says "a push must take the pool lock": [`policy::wants_help`].
-    const HELP: usize = 1;
-
-    /// One spinning worker: the bits above [`Hint::HELP`] count the workers that found the
-    /// queue empty and spin (W5) before they park.
-    const SPINNER: usize = 2;
-
-    /// Whether a push, or a worker leaving tasks in the head, must take the pool lock.
-    #[inline]
-    pub(crate) fn help(self) -> bool {
-        self.0 & Hint::HELP != 0
-    }
-
-    /// Workers spinning now (W5).
-    #[inline]
-    pub(crate) fn spinners(self) -> usize {
-        self.0 / Hint::SPINNER
-    }
-}
-
-/// The pool's hint word: [`Hint`]'s bits in one atomic.
+/// The pool's hint: whether a push must take the pool lock (`HELP`,
+/// [`policy::wants_help`]) and how many workers spin, in two words on lines of their own.
 ///
-/// A: the `HELP` bit is [`policy::wants_help`], written only under the pool lock, whenever it
-/// changes (and always before a worker's last look, W10), with `fetch_or`/`fetch_and`; the bits
-/// above count spinners, which add and remove themselves without a lock
-/// (`fetch_add`/`fetch_sub`), so the two never overwrite each other. Read without a lock by
-/// pushes after a `SeqCst` fence (P3), and under the head lock by a worker that leaves tasks
-/// behind in the head (W4).
+/// Every push reads `HELP` after its fence (P3); it changes only when workers park, wake,
+/// come, go or are watched, so in a busy pool its line stays in the pushers' caches. The
+/// spinner count changes every time a worker runs out of work; a push reads it only when its
+/// answer matters (P4), so that spinning workers do not take the `HELP` line from pushers.
 #[derive(Debug)]
-pub(crate) struct AtomicHint(AtomicUsize);
+pub(crate) struct AtomicHint {
+    /// A: [`policy::wants_help`], written only under the pool lock, whenever it changes (and
+    /// always before a worker's last look, W10). Read without a lock by pushes after a
+    /// `SeqCst` fence (P3), and under the head lock by a worker that leaves tasks behind in the
+    /// head (W4).
+    help: CachePadded<AtomicBool>,
+    /// A: workers that found the queue empty and spin (W5) before they park; they add and
+    /// remove themselves without a lock (W5, W7). Read by pushes after their fence (P4).
+    spinners: CachePadded<AtomicUsize>,
+}
 
 impl AtomicHint {
     /// A hint with `HELP` set to `help` and no spinner.
     pub(super) fn new(help: bool) -> Self {
-        Self(AtomicUsize::new(if help { Hint::HELP } else { 0 }))
-    }
-
-    /// The word now. `Relaxed`: the fences (P3, W7, W10) and the locks order what matters.
-    #[inline]
-    pub(super) fn load(&self) -> Hint {
-        Hint(self.0.load(Ordering::Relaxed))
-    }
-
-    /// Writes the `HELP` bit (only ever under the pool lock), leaving the spinner count.
-    fn set_help(&self, help: bool) {
-        if help {
-            self.0.fetch_or(Hint::HELP, Ordering::Relaxed);
-        } else {
-            self.0.fetch_and(!Hint::HELP, Ordering::Relaxed);
+        Self {
+            help: CachePadded::new(AtomicBool::new(help)),
+            spinners: CachePadded::new(AtomicUsize::new(0)),
         }
+    }
+
+    /// Whether a push, or a worker leaving tasks in the head, must take the pool lock.
+    /// `Relaxed`: the fences (P3, W10) and the locks order what matters.
+    #[inline]
+    pub(super) fn help(&self) -> bool {
+        self.help.load(Ordering::Relaxed)
+    }
+
+    /// Workers spinning now (W5). `Relaxed`: the fences (P3, W7) order what matters.
+    #[inline]
+    pub(super) fn spinners(&self) -> usize {
+        self.spinners.load(Ordering::Relaxed)
+    }
+
+    /// Writes `HELP` (only ever under the pool lock).
+    fn set_help(&self, help: bool) {
+        self.help.store(help, Ordering::Relaxed);
     }
 
     /// Counts one more spinner (W5), without a lock.
     fn add_spinner(&self) {
-        self.0.fetch_add(Hint::SPINNER, Ordering::Relaxed);
+        self.spinners.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Counts one spinner less (W7), without a lock.
     fn remove_spinner(&self) {
-        self.0.fetch_sub(Hint::SPINNER, Ordering::Relaxed);
+        self.spinners.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -182,31 +170,33 @@ impl<T> Core<T> {
     /// pool lock after every change to the idle stack, `coming`, `workers` or `watched`.
     pub(super) fn publish(&self, synced: &Synced) {
         let help = policy::wants_help(synced.workers(), self.limits);
-        if self.hint.load().help() != help {
+        if self.hint.help() != help {
             self.hint.set_help(help);
         }
     }
 
     /// Workers spinning now (W5), as the hint says.
     pub(super) fn spinners(&self) -> usize {
-        self.hint.load().spinners()
+        self.hint.spinners()
     }
 
-    /// Spinners in `hint` less those counted on `lane`: the ones a pusher on that lane's CPU
-    /// is not keeping off their CPU (P4).
-    pub(super) fn spinners_elsewhere(&self, hint: Hint, lane: &Lane<T>) -> usize {
-        hint.spinners()
+    /// Spinners now less those counted on `lane`: the ones a pusher on that lane's CPU is not
+    /// keeping off their CPU (P4). Read after the push's fence (P3).
+    pub(super) fn spinners_elsewhere(&self, lane: &Lane<T>) -> usize {
+        self.hint
+            .spinners()
             .saturating_sub(lane.spinners.load(Ordering::Relaxed))
     }
 
     /// (P3) The push's half of the pair: called after its lane's length is stored (P2), fences
-    /// (`SeqCst`), then reads the hint. A worker that stops looking for work stores the hint,
+    /// (`SeqCst`), then reads `HELP`; the spinner count, when P4 reads it, is read after the
+    /// same fence. A worker that stops looking for work writes `HELP` or its spinner count,
     /// fences, then looks at every lane (W10, W7), so either it sees this push's item or this
-    /// push sees its hint.
+    /// push sees what it wrote.
     #[inline]
-    pub(super) fn hint_after_push(&self) -> Hint {
+    pub(super) fn help_after_push(&self) -> bool {
         fence(Ordering::SeqCst);
-        self.hint.load()
+        self.hint.help()
     }
 
     /// (W10) A worker's last look before it stops looking for work (parks, exits, or is undone

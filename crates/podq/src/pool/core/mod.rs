@@ -2,7 +2,7 @@
 //!
 //! * `queue/`: the queue: a tail in per-CPU lanes that pushers fill under their lane's lock, a
 //!   head that workers take from under the head lock, and the spinners' mailbox.
-//! * `idle.rs`: idle coordination: the hint word ([`Hint`](idle::Hint)), spinning, parking, and the pair
+//! * `idle.rs`: idle coordination: the hint ([`AtomicHint`](idle::AtomicHint)), spinning, parking, and the pair
 //!   of `SeqCst` fences by which a push and a worker about to stop looking never miss each
 //!   other.
 //! * `growth.rs`: the growth mechanism: carrying out `policy::growth`'s decisions (wake a
@@ -100,8 +100,10 @@ pub(crate) enum Push {
     /// The item waits for a spinning or coming worker (or the pool is at `max_workers`).
     Queued,
     /// The item waits in a lane that now holds this many items (itself included), with nobody
-    /// idle, no spinner to take it and the pool at its size or a worker on its way: the caller may offer the pool's waiting
-    /// work to its siblings (`policy::pull::offers`).
+    /// idle, no spinner to take it and the pool at its size or a worker on its way: the caller
+    /// may offer the pool's waiting work to its siblings (`policy::pull::offers`). Spinners are
+    /// looked at only for a count that `offers` accepts: for a smaller one a spinner may take
+    /// the item.
     Busy(usize),
     /// The item went straight to a spinning worker, through the mailbox (P1).
     Handed,
@@ -164,10 +166,9 @@ pub(crate) struct Core<T> {
     idle_timeout: Duration,
     /// I: backoff rounds a worker spins (W5) before it parks; 0 parks at once.
     spin_rounds: u32,
-    /// A: whether a push must take the pool lock, and the spinners (see [`AtomicHint`]). On
-    /// lines of its own: every push reads it, and it changes only when workers spin, park,
-    /// wake, come, go or are watched.
-    hint: CachePadded<AtomicHint>,
+    /// A: whether a push must take the pool lock, and the spinners (see [`AtomicHint`]), each
+    /// on lines of its own.
+    hint: AtomicHint,
 }
 
 impl<T> Core<T> {
@@ -195,7 +196,7 @@ impl<T> Core<T> {
             idle_timeout: config.idle_timeout,
             spin_rounds: config.spin_rounds,
             // An empty pool can grow.
-            hint: CachePadded::new(AtomicHint::new(true)),
+            hint: AtomicHint::new(true),
         }
     }
 
@@ -220,17 +221,19 @@ impl<T> Core<T> {
         };
         // (P2) The item is in its lane, and the lane's length stored, before anything else.
         let waiting = self.push_to_lane(lane, item);
-        // (P3) Fence, then read the hint (the push's half of the pair with W10).
-        let hint = self.hint_after_push();
+        // (P3) Fence, then read `HELP` (the push's half of the pair with W10).
+        let help = self.help_after_push();
         // (P4) No more items in this lane than spinners on other CPUs: one of them takes it.
         // Or nobody idle and a worker running, spinning or coming: it takes the item, and,
-        // with no spinner to take it, the caller may offer it to the pool's siblings.
+        // with no spinner to take it, the caller may offer it to the pool's siblings. The
+        // spinners are read only where the answer changes what happens: with `HELP` clear,
+        // only when the caller would offer (`policy::pull::offers`).
         let spinners_take = || {
-            hint.spinners() > 0
-                && policy::spinners_take(waiting, self.spinners_elsewhere(hint, &self.lanes[lane]))
+            let elsewhere = self.spinners_elsewhere(&self.lanes[lane]);
+            elsewhere > 0 && policy::spinners_take(waiting, elsewhere)
         };
-        if !hint.help() {
-            return if spinners_take() {
+        if !help {
+            return if crate::policy::pull::offers(waiting) && spinners_take() {
                 Push::Queued
             } else {
                 Push::Busy(waiting)

@@ -74,7 +74,7 @@ impl<T> Core<T> {
     /// grow), read without a lock.
     #[inline]
     pub(crate) fn may_help(&self) -> bool {
-        self.hint.load().help()
+        self.hint.help()
     }
 
     /// A sibling offers work: wake this pool's most recently parked worker, or count a new one
