@@ -218,7 +218,7 @@ impl Workqueue {
     pub fn try_queue(&self, f: impl FnOnce() + Send + 'static) -> Result<(), QueueError> {
         self.try_room()?;
         let here = Here::now();
-        self.submit(Job::Once(Box::new(f)), self.pick_here(here), here.index());
+        self.submit(Job::once(f), self.pick_here(here), here.index());
         Ok(())
     }
 

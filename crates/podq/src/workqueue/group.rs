@@ -94,16 +94,16 @@ impl Group<'_> {
         }
         let here = Here::now();
         if !self.steers() {
-            wq.submit(Job::Once(Box::new(f)), wq.pick_here(here), here.index());
+            wq.submit(Job::once(f), wq.pick_here(here), here.index());
             return true;
         }
         let runnable = self.state.runnable();
         let ticket = Ticket::new(&self.state);
-        let job = Job::Once(Box::new(move || {
+        let job = Job::once(move || {
             ticket.started();
             f();
             // `ticket` goes with the closure (S5), also when `f` panics.
-        }));
+        });
         wq.submit(
             job,
             |layout| self.place(layout, here, runnable),

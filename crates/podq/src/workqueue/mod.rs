@@ -6,7 +6,8 @@
 //!
 //! Files: `builder.rs` (attributes, validation), `work.rs` ([`Work`], cancel and flush of one
 //! item), `delayed.rs` ([`DelayedWork`]), `task.rs` (one queued execution and its accounting),
-//! `state.rs` (an item's state word), `dispatch.rs` (from a queue call to a pool), `active.rs`
+//! `once_fn.rs` (a one-shot closure kept inline in its task), `state.rs` (an item's state
+//! word), `dispatch.rs` (from a queue call to a pool), `active.rs`
 //! (`max_active`), `flush.rs` (flush colours, drain), `pod_ref.rs` (an execution's uncounted
 //! hold on its pod), `timer.rs` (the delayed-work timer thread), `layout.rs` (the pods,
 //! placement and pools now, re-formed at run time), `follow.rs` (the `podq/limits` thread that
@@ -30,6 +31,7 @@ mod group;
 mod group_slot;
 mod join;
 mod layout;
+mod once_fn;
 mod oneshot;
 mod pod_ref;
 mod reshape;
@@ -318,7 +320,7 @@ impl Workqueue {
     /// first waits for room (never from one of this workqueue's own items); the calls that
     /// never wait are [`Workqueue::try_queue`] and [`Workqueue::try_queue_work`].
     pub fn queue(&self, f: impl FnOnce() + Send + 'static) -> bool {
-        self.queue_job(Job::Once(Box::new(f)))
+        self.queue_job(Job::once(f))
     }
 
     /// [`Workqueue::queue`] of a task's job (a closure, or a spawned closure).
@@ -356,7 +358,7 @@ impl Workqueue {
             return self.refusal();
         }
         self.submit(
-            Job::Once(Box::new(f)),
+            Job::once(f),
             |layout| layout.pod_for(Some(cpu), &self.shared.rotation),
             here::cpu_or_thread(),
         );
@@ -387,7 +389,7 @@ impl Workqueue {
         // The node's pod in the layout current when the execution is counted; should a
         // re-formation have taken the node's CPUs meanwhile, a pod of the workqueue's CPUs.
         self.submit(
-            Job::Once(Box::new(f)),
+            Job::once(f),
             |layout| {
                 layout
                     .placement

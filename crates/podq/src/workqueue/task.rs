@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use super::flush::Stripe;
 use super::join::SpawnJob;
+use super::once_fn::OnceFn;
 use super::pod_ref::Counted;
 use super::state::Start;
 use super::work::WorkInner;
@@ -18,11 +19,19 @@ use crate::pool::{drop_payload, Runnable};
 /// What a task runs.
 pub(crate) enum Job {
     /// A closure queued with `Workqueue::queue`: runs once, cannot be flushed or cancelled alone.
-    Once(Box<dyn FnOnce() + Send + 'static>),
+    Once(OnceFn),
     /// One pending execution of a reusable item; the task owns the item's claim.
     Work(Arc<WorkInner>),
     /// A closure queued with `Workqueue::spawn`, whose outcome goes to its `JoinHandle`.
     Spawned(SpawnJob),
+}
+
+impl Job {
+    /// A closure queued with `Workqueue::queue`, kept inline when it fits ([`OnceFn`]).
+    #[inline]
+    pub(crate) fn once(f: impl FnOnce() + Send + 'static) -> Job {
+        Job::Once(OnceFn::new(f))
+    }
 }
 
 /// One queued execution.
@@ -109,7 +118,7 @@ impl Task {
                 counters.started.fetch_add(1, Ordering::Relaxed);
                 let panicked = {
                     let _marker = Marker::enter(wq_id, 0);
-                    ended_in_panic(catch_unwind(AssertUnwindSafe(f)))
+                    ended_in_panic(catch_unwind(AssertUnwindSafe(|| f.call())))
                 };
                 count_completion(counters, panicked);
                 None
@@ -288,14 +297,18 @@ impl fmt::Debug for Task {
     }
 }
 
-/// Without the `tracing` feature: its queue-time stamp (8 bytes) takes the mailbox past one
-/// line, a cost of that opt-in feature.
+/// Without the `tracing` feature: its queue-time stamp (8 bytes) is a cost of that opt-in
+/// feature.
 #[cfg(all(test, not(feature = "tracing")))]
 mod tests {
     use super::Task;
+    use crate::workqueue::once_fn::INLINE_BYTES;
 
+    /// A task is an inline closure and its vtable, the job's tag and the accounting (24
+    /// bytes); the spinners' mailbox with its state word fits two lines.
     #[test]
-    fn the_pools_task_and_the_state_fit_one_cache_line() {
-        assert!(crate::pool::mailbox_size::<Task>() <= 64);
+    fn the_pools_task_is_an_inline_closure_and_its_accounting() {
+        assert!(std::mem::size_of::<Task>() <= INLINE_BYTES + 40);
+        assert!(crate::pool::mailbox_size::<Task>() <= 128);
     }
 }
