@@ -209,6 +209,7 @@ impl<T: Runnable> Pool<T> {
     /// starts one when every worker is busy and the pool is below `max_workers`. Returns
     /// whether the pool should offer its waiting work to its siblings
     /// (`policy::pull::offers`): work waits with every worker busy.
+    #[inline]
     pub(crate) fn push(&self, task: T, at: usize) -> bool {
         let (grow, offers) = match self.shared.core.push(self.shared.lanes.lane(at), task) {
             Push::Spawn => (Grow::Spawn, false),

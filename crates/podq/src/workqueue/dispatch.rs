@@ -93,6 +93,7 @@ fn activate_at(wq: &WqShared, mut task: Task, at: usize) {
 
 /// Pushes an execution to its pool from `at`, or hands it to the worker running its item
 /// (step 5).
+#[inline]
 fn dispatch(wq: &WqShared, task: Task, at: usize) {
     let task = match &task.job {
         Job::Work(item) if item.state.load() & RUNNING != 0 => {

@@ -234,6 +234,7 @@ impl<T> Core<T> {
 
     /// (P2) Appends `item` to lane `lane` (wrapped to the lanes there are) and stores the
     /// lane's new length, which it returns.
+    #[inline]
     pub(super) fn push_to_lane(&self, lane: usize, item: T) -> usize {
         let lane = &self.lanes[lane % self.lanes.len()];
         let mut tasks = lane.lock();
