@@ -311,6 +311,9 @@ impl Workqueue {
 
     /// Queues a one-shot closure to the pool of the calling thread's pod.
     ///
+    /// A closure that captures up to six words (48 bytes, aligned to at most a word) is kept
+    /// inside the queued task, so queueing it allocates nothing; a bigger one is boxed.
+    ///
     /// Returns `false` only while [`Workqueue::drain`] runs and the caller is not one of this
     /// workqueue's own items, or in a child process of `fork()` when the workqueue was built
     /// by its parent (see the crate's "Fork" section): the closure is then dropped without

@@ -29,9 +29,8 @@ use std::ptr;
 /// The most words a closure may take to be kept inline: 6 (48 bytes), what the bench's flood
 /// item captures (an `Arc`, an index, an `Instant` and a `Duration`). It sets the size of
 /// every queued `Task` (its test in `task.rs`), closures and work items alike: 88 bytes, where
-/// a boxed closure's task takes 48. On 2 CPUs with one producer (`podq bench --threads 1
-/// --runs 5 --peers channel --scopes cache_shard`), the flood went from 0.64-0.69x to
-/// 0.81-0.87x the channel pool, and the closed loop of work items moved within its noise.
+/// a task with a boxed closure takes 48. What it buys and costs, measured: the tenth pass of
+/// `docs/benchmarks-history.md`.
 const INLINE_WORDS: usize = 6;
 
 /// [`INLINE_WORDS`] in bytes.
