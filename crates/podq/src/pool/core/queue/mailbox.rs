@@ -1,11 +1,13 @@
 //! The spinners' mailbox (P1 and W5-W6 of `pool/README.md`): a pusher hands its task straight
-//! to a spinning worker, on one cache line, instead of through a lane and the head.
+//! to a spinning worker, on one pair of cache lines, instead of through a lane and the head.
 //!
 //! Through a lane, a task that a spinner takes moves the lane's lock line, the lane's buffer,
 //! its length and the hint between the two CPUs, each of them once or twice: in the closed
 //! loop on 2 CPUs that is about eleven line transfers per item where a crossbeam channel
 //! makes six, and the producer's wait often runs past its spin and pays a futex round trip.
-//! Here the pusher and the spinner share one line: the state word and the slot beside it.
+//! Here the pusher and the spinner share the state word and the slot beside it: one pair of
+//! lines (128 bytes, which the adjacent-line prefetcher moves together; a queued task is 88
+//! bytes, `workqueue/task.rs`).
 //!
 //! One spinner at a time owns the mailbox: it opens it when it starts to spin and closes it
 //! when it stops. A pusher whose own lane is empty (so the task cannot overtake one queued
