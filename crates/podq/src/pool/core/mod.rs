@@ -2,7 +2,7 @@
 //!
 //! * `queue/`: the queue: a tail in per-CPU lanes that pushers fill under their lane's lock, a
 //!   head that workers take from under the head lock, and the spinners' mailbox.
-//! * `idle.rs`: idle coordination: the hint ([`AtomicHint`](idle::AtomicHint)), spinning, parking, and the pair
+//! * `idle.rs`: idle coordination: the hint ([`AtomicHint`]), spinning, parking, and the pair
 //!   of `SeqCst` fences by which a push and a worker about to stop looking never miss each
 //!   other.
 //! * `growth.rs`: the growth mechanism: carrying out `policy::growth`'s decisions (wake a
