@@ -7,9 +7,10 @@
 //! random line, reading each line's link and writing its counter, so every access depends on the
 //! one before it (as a hash-table lookup's does) and the hardware prefetcher cannot hide where
 //! the data sits. Producers on every chosen CPU queue items of random groups at a steady rate,
-//! set from one unsteered item's measured run time (the [`pace`], measured once per invocation)
-//! so that the items alone keep the usable CPUs about `--load` percent busy when nothing steers
-//! them; the CPU that queues an item therefore says nothing about where its data is.
+//! set from the process's CPU time per unsteered item (the [`pace`], measured once per
+//! invocation) so that the workload keeps the usable CPUs about `--load` percent busy when
+//! nothing steers it; the CPU that queues an item therefore says nothing about where its data
+//! is.
 //!
 //! podq queues each item through its group's handle (`Workqueue::group`, steered or not as the
 //! workqueue is built); the peers, which have no groups, queue the same items as plain closures.

@@ -43,9 +43,8 @@ pub(super) struct WorkingSets {
     lines: f64,
     /// The machine's caches.
     caches: Caches,
-    /// Walks by where their set was: the running core's private cache, a peer core's, the
-    /// domain's last-level cache, another cache domain, memory ([`WalksFrom`]'s order).
-    from: [u64; 5],
+    /// Walks by where their set was.
+    from: WalksFrom,
 }
 
 impl WorkingSets {
@@ -88,20 +87,13 @@ impl WorkingSets {
             llc_cap: caches.sets_held(caches.llc_kb, set_kb),
             lines: Caches::lines(set_kb) as f64,
             caches,
-            from: [0; 5],
+            from: WalksFrom::default(),
         }
     }
 
     /// Walks so far by where their set was.
     pub(super) fn walks_from(&self) -> WalksFrom {
-        let [private, peer, llc, other_cache, memory] = self.from;
-        WalksFrom {
-            private,
-            peer,
-            llc,
-            other_cache,
-            memory,
-        }
+        self.from
     }
 
     /// A walk of `group`'s set on dense CPU `cpu`, in ns: its lines times the latency of where
@@ -112,19 +104,20 @@ impl WorkingSets {
         let core = self.core_index[cpu as usize];
         let domain = machine.cache_of(cpu as usize);
         let g = self.places[group];
-        let (from, line) = if g.core == core {
-            (0, self.caches.private_hit_ns)
+        let from = &mut self.from;
+        let (count, line) = if g.core == core {
+            (&mut from.private, self.caches.private_hit_ns)
         } else if g.domain == domain && g.core != NOWHERE {
-            (1, self.caches.peer_hit_ns)
+            (&mut from.peer, self.caches.peer_hit_ns)
         } else if g.domain == domain {
-            (2, self.caches.llc_hit_ns)
+            (&mut from.llc, self.caches.llc_hit_ns)
         } else if g.domain != NOWHERE {
             let other = machine.distance(g.last_cpu as usize, cpu as usize);
-            (3, machine.platform().at(other))
+            (&mut from.other_cache, machine.platform().at(other))
         } else {
-            (4, self.caches.memory_ns)
+            (&mut from.memory, self.caches.memory_ns)
         };
-        self.from[from] += 1;
+        *count += 1;
         let id = group as u32;
         if g.core != NOWHERE {
             remove(&mut self.cores[g.core as usize], id);

@@ -6,8 +6,8 @@
 //! loop on 2 CPUs that is about eleven line transfers per item where a crossbeam channel
 //! makes six, and the producer's wait often runs past its spin and pays a futex round trip.
 //! Here the pusher and the spinner share the state word and the slot beside it: one pair of
-//! lines (128 bytes, which the adjacent-line prefetcher moves together; a queued task is 88
-//! bytes, `workqueue/task.rs`).
+//! lines (128 bytes, which the adjacent-line prefetcher moves together), which the test of
+//! `workqueue/task.rs` keeps the workqueue's task within.
 //!
 //! One spinner at a time owns the mailbox: it opens it when it starts to spin and closes it
 //! when it stops. A pusher whose own lane is empty (so the task cannot overtake one queued
