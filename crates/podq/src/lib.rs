@@ -113,6 +113,7 @@ pub mod cpuset;
 pub mod error;
 mod fork;
 mod here;
+mod launch;
 pub mod limits;
 #[cfg(feature = "metrics")]
 pub mod metrics;

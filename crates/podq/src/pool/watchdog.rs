@@ -61,11 +61,10 @@ pub(crate) fn watch(pool: Weak<dyn Watched>) {
     if !dog.started.swap(true, Ordering::Relaxed) {
         // Without the thread, pools still run everything with their eager workers; they only
         // lose the extra workers for items that block. Nothing queued is lost.
-        drop(
-            thread::Builder::new()
-                .name("podq/watchdog".into())
-                .spawn(move || run(dog)),
-        );
+        // On the process's CPUs, not the pin of whichever thread first needed it.
+        drop(crate::launch::spawn_helper("podq/watchdog", move || {
+            run(dog)
+        }));
     }
     let mut pools = dog.pools.lock();
     pools.push(pool);

@@ -40,16 +40,17 @@ pub(super) fn is_worker_of<T>(shared: &Arc<Shared<T>>) -> bool {
     WORKER_OF.with(|w| w.get() == addr)
 }
 
-/// Starts one worker for the pool, as the core asked. If the OS refuses the thread, the core
-/// takes the worker back; should that leave queued tasks and no worker at all, the calling
-/// thread runs them, so that nothing queued is lost.
+/// Starts one worker for the pool, as the core asked, away from the calling thread's CPU
+/// where its home has another (`launch.rs`). If the OS refuses the thread, the core takes the
+/// worker back; should that leave queued tasks and no worker at all, the calling thread runs
+/// them, so that nothing queued is lost.
 pub(super) fn start<T: Runnable>(shared: &Arc<Shared<T>>) {
     let for_worker = Arc::clone(shared);
     let mut builder = thread::Builder::new().name(format!("podq/{}", shared.name));
     if let Some(bytes) = shared.worker.stack_size {
         builder = builder.stack_size(bytes);
     }
-    let spawned = builder.spawn(move || run(&for_worker));
+    let spawned = crate::launch::spawn(builder, &home(shared).first, move || run(&for_worker));
     if let Err(_error) = &spawned {
         #[cfg(feature = "tracing")]
         crate::trace::spawn_failed(&shared.name, _error);
@@ -213,15 +214,22 @@ pub(crate) fn drop_payload(payload: Box<dyn std::any::Any + Send>) {
     }
 }
 
-/// Puts the calling worker on its pod, within the CPUs the process may use now (its main
-/// thread's affinity; a worker inherits the affinity of whatever thread started it, which may be
-/// wider): strict workers stay on the pod's allowed CPUs; non-strict ones move there first (so
-/// they start near the queue's data) and are then allowed the workqueue's allowed CPUs, where
-/// the OS may move them. A pod with none of its CPUs allowed puts its worker on the workqueue's
-/// allowed CPUs, and one with none allowed at all leaves it where it is: each counted once per
-/// worker in `pin_failures`, as is a pin that fails (a CPU of a synthetic topology that this
-/// machine lacks, a cpuset that changed). A worker is never pinned outside the allowed CPUs.
-fn place<T>(shared: &Shared<T>) {
+/// Where a worker belongs, within the CPUs the process may use now (its main thread's
+/// affinity): [`home`] computes it, [`place`] puts the worker there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Home {
+    /// Where the worker goes first, so that it starts near the queue's data: the pod's allowed
+    /// CPUs, or the workqueue's allowed CPUs when none of the pod's is allowed; empty when none
+    /// at all is.
+    first: CpuSet,
+    /// The workqueue's allowed CPUs, where a non-strict worker is allowed afterwards.
+    cpus: CpuSet,
+    /// Whether the pod has CPUs but none of them is allowed.
+    pod_lost: bool,
+}
+
+/// Where a worker of `shared` belongs now ([`Home`]).
+fn home<T>(shared: &Shared<T>) -> Home {
     let allowed: Option<CpuSet> = crate::sys::process_allowed_cpus()
         .ok()
         .map(|cpus| cpus.into_iter().collect());
@@ -231,14 +239,33 @@ fn place<T>(shared: &Shared<T>) {
     };
     let cpus = within(&shared.cpus);
     let pod = within(&shared.pod.cpus);
-    let home = if pod.is_empty() { &cpus } else { &pod };
-    if home.is_empty() {
+    let pod_lost = pod.is_empty() && !shared.pod.cpus.is_empty();
+    let first = if pod.is_empty() { cpus.clone() } else { pod };
+    Home {
+        first,
+        cpus,
+        pod_lost,
+    }
+}
+
+/// Puts the calling worker on its pod, within the CPUs the process may use now (its main
+/// thread's affinity; a worker inherits the affinity of whatever thread started it, which may be
+/// wider or narrower): strict workers stay on the pod's allowed CPUs; non-strict ones move there
+/// first (so they start near the queue's data) and are then allowed the workqueue's allowed
+/// CPUs, where the OS may move them. A pod with none of its CPUs allowed puts its worker on the
+/// workqueue's allowed CPUs, and one with none allowed at all leaves it where it is: each
+/// counted once per worker in `pin_failures`, as is a pin that fails (a CPU of a synthetic
+/// topology that this machine lacks, a cpuset that changed). A worker is never pinned outside
+/// the allowed CPUs.
+fn place<T>(shared: &Shared<T>) {
+    let home = home(shared);
+    if home.first.is_empty() {
         shared.pin_failures.fetch_add(1, Ordering::Relaxed);
         return;
     }
-    let mut failed = pin(home).is_err() || (pod.is_empty() && !shared.pod.cpus.is_empty());
-    if !shared.strict && *home != cpus {
-        failed |= pin(&cpus).is_err();
+    let mut failed = pin(&home.first).is_err() || home.pod_lost;
+    if !shared.strict && home.first != home.cpus {
+        failed |= pin(&home.cpus).is_err();
     }
     if failed {
         shared.pin_failures.fetch_add(1, Ordering::Relaxed);

@@ -37,6 +37,17 @@ pub(crate) fn pin_current_thread(_cpus: &[usize]) -> io::Result<()> {
     ))
 }
 
+/// Pinning is not supported here.
+pub(crate) fn pin_thread<T>(
+    _thread: &std::thread::JoinHandle<T>,
+    _cpus: &[usize],
+) -> io::Result<()> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "thread affinity is only supported on Linux",
+    ))
+}
+
 /// A thread's nice value cannot be set here.
 pub(crate) fn set_current_thread_nice(_nice: i32) -> io::Result<()> {
     Err(io::Error::new(

@@ -126,6 +126,44 @@ fn affinity_of(tid: libc::pid_t) -> io::Result<Vec<usize>> {
 /// `InvalidInput` when `cpus` is empty or names a CPU beyond `CPU_SETSIZE`; otherwise the
 /// kernel's error (for instance when none of `cpus` is allowed to this process).
 pub(crate) fn pin_current_thread(cpus: &[usize]) -> io::Result<()> {
+    let set = cpu_set_of(cpus)?;
+    // SAFETY: `set` is a valid cpu_set_t of the size we pass; pid 0 is the calling thread.
+    let rc = unsafe { libc::sched_setaffinity(0, mem::size_of::<libc::cpu_set_t>(), &set) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Restricts `thread`, a thread this process started and has not yet detached or joined, to
+/// `cpus` (`pthread_setaffinity_np`). When the CPU it waits on is not among `cpus`, the kernel
+/// moves it at once.
+///
+/// # Errors
+///
+/// As for [`pin_current_thread`].
+pub(crate) fn pin_thread<T>(thread: &std::thread::JoinHandle<T>, cpus: &[usize]) -> io::Result<()> {
+    use std::os::unix::thread::JoinHandleExt;
+    let set = cpu_set_of(cpus)?;
+    // SAFETY: the handle is borrowed, so the thread is neither joined nor detached and its
+    // pthread_t stays valid for the call, even if the thread has already ended; `set` is a valid
+    // cpu_set_t of the size we pass.
+    let rc = unsafe {
+        libc::pthread_setaffinity_np(
+            thread.as_pthread_t(),
+            mem::size_of::<libc::cpu_set_t>(),
+            &set,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::from_raw_os_error(rc));
+    }
+    Ok(())
+}
+
+/// The `cpu_set_t` of `cpus`; `InvalidInput` when `cpus` is empty or names a CPU beyond
+/// `CPU_SETSIZE`.
+fn cpu_set_of(cpus: &[usize]) -> io::Result<libc::cpu_set_t> {
     let max = 8 * mem::size_of::<libc::cpu_set_t>();
     if cpus.is_empty() || cpus.iter().any(|&c| c >= max) {
         return Err(io::Error::new(
@@ -139,12 +177,7 @@ pub(crate) fn pin_current_thread(cpus: &[usize]) -> io::Result<()> {
         // SAFETY: `cpu < max` was checked above, so CPU_SET stays inside the bit array.
         unsafe { libc::CPU_SET(cpu, &mut set) };
     }
-    // SAFETY: `set` is a valid cpu_set_t of the size we pass; pid 0 is the calling thread.
-    let rc = unsafe { libc::sched_setaffinity(0, mem::size_of::<libc::cpu_set_t>(), &set) };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    Ok(set)
 }
 
 /// Sets the calling thread's nice value (`setpriority` on its thread id: on Linux a nice

@@ -107,9 +107,8 @@ fn timer() -> &'static Timer {
         .compare_exchange(false, true, Ordering::Relaxed, Ordering::Relaxed)
         .is_ok()
     {
-        let spawned = std::thread::Builder::new()
-            .name("podq/timer".into())
-            .spawn(move || run(timer));
+        // On the process's CPUs, not the pin of whichever thread first armed an item.
+        let spawned = crate::launch::spawn_helper("podq/timer", move || run(timer));
         if spawned.is_err() {
             timer.running.store(false, Ordering::Relaxed);
         }

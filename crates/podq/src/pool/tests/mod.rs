@@ -190,6 +190,43 @@ fn non_strict_workers_may_use_all_the_workqueue_cpus() {
 }
 
 #[test]
+fn a_worker_started_by_a_pinned_thread_first_runs_elsewhere_and_keeps_its_whole_pod() {
+    let pod = allowed();
+    let Some(starter) = pod.first().filter(|_| pod.len() >= 2) else {
+        eprintln!("skipped: needs two allowed CPUs, this process has {pod:?}");
+        return;
+    };
+    let p = Arc::new(pool(pod.clone(), &attrs(true, pod.clone())));
+    let seen = {
+        let p = Arc::clone(&p);
+        thread::spawn(move || {
+            // A new thread inherits this pin: without the launch move, the worker's first
+            // instructions would run here.
+            crate::sys::pin_current_thread(&[starter]).expect("pin the starter");
+            on_worker(&p, || {
+                let cpus: CpuSet = crate::sys::allowed_cpus()
+                    .expect("sched_getaffinity")
+                    .into_iter()
+                    .collect();
+                (crate::launch::launched_on(), cpus)
+            })
+        })
+        .join()
+        .expect("starter")
+    };
+    let (launched_on, cpus) = seen;
+    let launched_on = launched_on.expect("the CPU can be read on Linux");
+    assert_ne!(
+        launched_on, starter,
+        "the worker first ran on its starter's CPU"
+    );
+    assert!(pod.contains(launched_on), "{launched_on} outside {pod:?}");
+    // The launch set did not outlive the start: the worker placed itself on its whole pod.
+    assert_eq!(cpus, pod);
+    assert_eq!(p.stats().pin_failures, 0);
+}
+
+#[test]
 fn a_pin_that_fails_is_counted_and_the_work_still_runs() {
     // CPU 100000 exists on no machine (and is beyond CPU_SETSIZE): pinning must fail.
     let missing: CpuSet = std::iter::once(100_000).collect();

@@ -1,0 +1,154 @@
+//! Starting podq's own threads (workers, the stall watchdog, the timer) away from a pinned
+//! starter.
+//!
+//! A new thread inherits the affinity of the thread that starts it, and podq starts its
+//! threads from whichever thread queues: often a dispatching thread pinned to one CPU. Such a
+//! thread could first run only on that CPU, which a busy starter gives up only at the end of
+//! its time slice: `perf sched timehist` of `podq bench --threads 1 --workload flood` showed
+//! a pool's first worker waiting 2.98 ms there while the pod's other CPU was idle, and the
+//! watchdog, started the same way, pinned to the producer's CPU for the life of the process.
+//!
+//! So [`spawn`] moves the new thread off the starter's CPU, onto the other CPUs where it is
+//! meant to go ([`launch_cpus`]), before the thread first runs; the thread then places itself
+//! (its own pin, which may include the starter's CPU) only after that move, so that the
+//! narrower launch set never outlives the start.
+
+#[cfg(test)]
+use std::cell::Cell;
+use std::io;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread;
+
+use crate::cpuset::CpuSet;
+
+#[cfg(test)]
+thread_local! {
+    /// The CPU this thread first ran on, for a thread started by [`spawn`].
+    static LAUNCHED_ON: Cell<Option<usize>> = const { Cell::new(None) };
+}
+
+/// The CPU the calling thread first ran on, when [`spawn`] started it and the CPU could be
+/// read.
+#[cfg(test)]
+pub(crate) fn launched_on() -> Option<usize> {
+    LAUNCHED_ON.with(Cell::get)
+}
+
+/// Starts `body` on a new thread made by `builder`, first moved to `cpus` without the calling
+/// thread's CPU ([`launch_cpus`]). `body` runs only after the move, and places the thread
+/// itself. The thread is detached.
+///
+/// # Errors
+///
+/// The OS's refusal to start the thread. A move that fails leaves the thread where it was
+/// started: it places itself anyway.
+pub(crate) fn spawn(
+    builder: thread::Builder,
+    cpus: &CpuSet,
+    body: impl FnOnce() + Send + 'static,
+) -> io::Result<()> {
+    let gate = Arc::new(Mutex::new(()));
+    let moving = gate.lock().unwrap_or_else(PoisonError::into_inner);
+    let for_thread = Arc::clone(&gate);
+    let handle = builder.spawn(move || {
+        // Until the starter has moved this thread.
+        drop(for_thread.lock().unwrap_or_else(PoisonError::into_inner));
+        #[cfg(test)]
+        LAUNCHED_ON.with(|cpu| cpu.set(crate::sys::current_cpu()));
+        body();
+    })?;
+    let here = crate::sys::current_cpu();
+    if let Some(cpus) = here.and_then(|here| launch_cpus(cpus, here)) {
+        let ids: Vec<usize> = cpus.iter().collect();
+        let _ = crate::sys::pin_thread(&handle, &ids);
+    }
+    drop(moving);
+    Ok(())
+}
+
+/// Where a thread started from CPU `here` to run on `cpus` should first run: `cpus` other than
+/// `here`, or `None` when there is no other (it has to wait for that CPU anyway).
+pub(crate) fn launch_cpus(cpus: &CpuSet, here: usize) -> Option<CpuSet> {
+    let mut away = cpus.clone();
+    away.remove(here);
+    (!away.is_empty()).then_some(away)
+}
+
+/// The CPUs the process may use now ([`crate::sys::process_allowed_cpus`]), where a helper
+/// thread (the watchdog, the timer) runs whatever thread started it; `None` when they cannot
+/// be read.
+pub(crate) fn process_cpus() -> Option<CpuSet> {
+    crate::sys::process_allowed_cpus()
+        .ok()
+        .map(|cpus| cpus.into_iter().collect())
+}
+
+/// Starts helper thread `name` running `body` on the process's CPUs ([`process_cpus`]), not on
+/// the starter's pin.
+///
+/// # Errors
+///
+/// The OS's refusal to start the thread.
+pub(crate) fn spawn_helper(name: &str, body: impl FnOnce() + Send + 'static) -> io::Result<()> {
+    let cpus = process_cpus().unwrap_or_default();
+    let builder = thread::Builder::new().name(name.to_owned());
+    let place = cpus.clone();
+    spawn(builder, &cpus, move || {
+        let ids: Vec<usize> = place.iter().collect();
+        // Where the mask cannot be set (another system, a cpuset that changed meanwhile),
+        // the helper runs where it was started.
+        if !ids.is_empty() {
+            let _ = crate::sys::pin_current_thread(&ids);
+        }
+        body();
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(cpus: &[usize]) -> CpuSet {
+        cpus.iter().copied().collect()
+    }
+
+    #[test]
+    fn a_thread_starts_away_from_its_starters_cpu_where_it_may() {
+        assert_eq!(launch_cpus(&set(&[0, 1]), 0), Some(set(&[1])));
+        assert_eq!(launch_cpus(&set(&[2, 3, 4]), 3), Some(set(&[2, 4])));
+        // The starter is elsewhere: all of them.
+        assert_eq!(launch_cpus(&set(&[3]), 0), Some(set(&[3])));
+        // The starter's CPU is the only one: the thread waits for it anyway.
+        assert_eq!(launch_cpus(&set(&[3]), 3), None);
+        assert_eq!(launch_cpus(&set(&[]), 3), None);
+    }
+
+    #[test]
+    fn a_helper_started_by_a_pinned_thread_runs_on_the_process_cpus() {
+        let Some(cpus) = process_cpus().filter(|cpus| cpus.len() >= 2) else {
+            eprintln!("skipped: needs two CPUs allowed to the process");
+            return;
+        };
+        let starter = cpus.first().expect("two CPUs");
+        let (tx, rx) = std::sync::mpsc::channel();
+        thread::spawn(move || {
+            crate::sys::pin_current_thread(&[starter]).expect("pin the starter");
+            spawn_helper("podq/test", move || {
+                let on: CpuSet = crate::sys::allowed_cpus()
+                    .expect("sched_getaffinity")
+                    .into_iter()
+                    .collect();
+                tx.send((launched_on(), on)).expect("test alive");
+            })
+            .expect("a thread");
+        })
+        .join()
+        .expect("starter");
+        let (first, on) = rx
+            .recv_timeout(crate::test_support::PATIENCE)
+            .expect("the helper ran");
+        let first = first.expect("the CPU can be read on Linux");
+        assert_ne!(first, starter, "the helper first ran on its starter's CPU");
+        assert_eq!(on, cpus, "the helper kept its starter's pin");
+    }
+}
