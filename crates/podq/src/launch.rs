@@ -1,5 +1,5 @@
-//! Starting podq's own threads (workers, the stall watchdog, the timer) away from a pinned
-//! starter.
+//! Starting podq's own threads (workers, and the helpers: the stall watchdog, the timer, the
+//! limits follower, a reaper) away from a pinned starter.
 //!
 //! A new thread inherits the affinity of the thread that starts it, and podq starts its
 //! threads from whichever thread queues: often a dispatching thread pinned to one CPU. Such a
@@ -83,8 +83,8 @@ pub(crate) fn process_cpus() -> Option<CpuSet> {
         .map(|cpus| cpus.into_iter().collect())
 }
 
-/// Starts helper thread `name` running `body` on the process's CPUs ([`process_cpus`]), not on
-/// the starter's pin.
+/// Starts helper thread `name` running `body` on the process's CPUs ([`process_cpus`]) as
+/// they were at its start, not on the starter's pin.
 ///
 /// # Errors
 ///

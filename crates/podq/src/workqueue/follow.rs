@@ -44,11 +44,10 @@ pub(super) fn follow(layouts: &Arc<Layouts>) {
     if !follower.started.swap(true, Ordering::Relaxed) {
         // Without the thread, workqueues keep the pods they were built with: everything still
         // runs; only a change of the allowed CPUs goes unfollowed.
-        drop(
-            thread::Builder::new()
-                .name("podq/limits".into())
-                .spawn(move || run(follower)),
-        );
+        // On the process's CPUs, not the pin of whichever thread built the first workqueue.
+        drop(crate::launch::spawn_helper("podq/limits", move || {
+            run(follower)
+        }));
     }
     follower.layouts.lock().push(Arc::downgrade(layouts));
     follower.wake.notify_one();

@@ -774,12 +774,10 @@ fn reap(wq: Arc<WqShared>, layouts: Arc<Layouts>) {
     // Two handles: a refused spawn drops the closure, and with it `kept`; `layouts` is then
     // leaked rather than dropped.
     let kept = Arc::clone(&layouts);
-    let spawned = std::thread::Builder::new()
-        .name("podq/reaper".into())
-        .spawn(move || {
-            until_empty(&wq, &kept);
-            Flush::wait_for_leavers(kept.counters());
-        });
+    let spawned = crate::launch::spawn_helper("podq/reaper", move || {
+        until_empty(&wq, &kept);
+        Flush::wait_for_leavers(kept.counters());
+    });
     if spawned.is_err() {
         std::mem::forget(layouts);
     }

@@ -210,7 +210,7 @@ impl<T> Core<T> {
     pub(crate) fn push(&self, lane: usize, item: T) -> Push {
         // (P1) A spinner on another CPU owns the mailbox, and nothing waits in this lane that
         // the item could overtake: hand it over, and that is all.
-        let lane = lane % self.lanes.len();
+        let lane = self.wrap(lane);
         let item = if self.lanes[lane].len() == 0 {
             match self.mailbox.hand(lane, item) {
                 Ok(()) => return Push::Handed,

@@ -232,11 +232,24 @@ impl<T> Core<T> {
         lock_counted(&self.head, |head| &mut head.lock)
     }
 
+    /// `lane` wrapped to the lanes there are. A pusher's lane is already one of them (the
+    /// pool's `LaneMap` gives it), so the division is only ever taken for a stray index: on
+    /// the push path a division cost 3-4 % of `Core::push`'s samples (`perf annotate`).
+    #[inline]
+    pub(super) fn wrap(&self, lane: usize) -> usize {
+        let lanes = self.lanes.len();
+        if lane < lanes {
+            lane
+        } else {
+            lane % lanes
+        }
+    }
+
     /// (P2) Appends `item` to lane `lane` (wrapped to the lanes there are) and stores the
     /// lane's new length, which it returns.
     #[inline]
     pub(super) fn push_to_lane(&self, lane: usize, item: T) -> usize {
-        let lane = &self.lanes[lane % self.lanes.len()];
+        let lane = &self.lanes[self.wrap(lane)];
         let mut tasks = lane.lock();
         tasks.queue.push_back(item);
         let len = tasks.queue.len();
