@@ -91,10 +91,9 @@ pub(crate) fn process_cpus() -> Option<CpuSet> {
 /// The OS's refusal to start the thread.
 pub(crate) fn spawn_helper(name: &str, body: impl FnOnce() + Send + 'static) -> io::Result<()> {
     let cpus = process_cpus().unwrap_or_default();
+    let ids: Vec<usize> = cpus.iter().collect();
     let builder = thread::Builder::new().name(name.to_owned());
-    let place = cpus.clone();
     spawn(builder, &cpus, move || {
-        let ids: Vec<usize> = place.iter().collect();
         // Where the mask cannot be set (another system, a cpuset that changed meanwhile),
         // the helper runs where it was started.
         if !ids.is_empty() {

@@ -216,7 +216,7 @@ pub(crate) fn drop_payload(payload: Box<dyn std::any::Any + Send>) {
 
 /// Where a worker belongs, within the CPUs the process may use now (its main thread's
 /// affinity): [`home`] computes it, [`place`] puts the worker there.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Debug)]
 struct Home {
     /// Where the worker goes first, so that it starts near the queue's data: the pod's allowed
     /// CPUs, or the workqueue's allowed CPUs when none of the pod's is allowed; empty when none
@@ -230,9 +230,7 @@ struct Home {
 
 /// Where a worker of `shared` belongs now ([`Home`]).
 fn home<T>(shared: &Shared<T>) -> Home {
-    let allowed: Option<CpuSet> = crate::sys::process_allowed_cpus()
-        .ok()
-        .map(|cpus| cpus.into_iter().collect());
+    let allowed = crate::launch::process_cpus();
     let within = |cpus: &CpuSet| match &allowed {
         Some(allowed) => cpus.intersection(allowed),
         None => cpus.clone(),
