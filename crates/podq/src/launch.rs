@@ -8,10 +8,12 @@
 //! a pool's first worker waiting 2.98 ms there while the pod's other CPU was idle, and the
 //! watchdog, started the same way, pinned to the producer's CPU for the life of the process.
 //!
-//! So [`spawn`] moves the new thread off the starter's CPU, onto the other CPUs where it is
-//! meant to go ([`launch_cpus`]), before the thread first runs; the thread then places itself
-//! (its own pin, which may include the starter's CPU) only after that move, so that the
-//! narrower launch set never outlives the start.
+//! So when the starter's own affinity leaves the new thread no CPU but the starter's, [`spawn`]
+//! moves the new thread off that CPU, onto the other CPUs where it is meant to go
+//! ([`launch_cpus`]), before the thread first runs; the thread then places itself (its own
+//! pin, which may include the starter's CPU) only after that move, so that the narrower launch
+//! set never outlives the start. A starter allowed more CPUs (the watchdog, an unpinned
+//! thread) is left to the kernel, which places a new thread among them as it sees fit.
 
 #[cfg(test)]
 use std::cell::Cell;
@@ -35,8 +37,8 @@ pub(crate) fn launched_on() -> Option<usize> {
 }
 
 /// Starts `body` on a new thread made by `builder`, first moved to `cpus` without the calling
-/// thread's CPU ([`launch_cpus`]). `body` runs only after the move, and places the thread
-/// itself. The thread is detached.
+/// thread's CPU where the calling thread is pinned to that one CPU ([`launch_cpus`]). `body`
+/// runs only after the move, and places the thread itself. The thread is detached.
 ///
 /// # Errors
 ///
@@ -58,7 +60,9 @@ pub(crate) fn spawn(
         body();
     })?;
     let here = crate::sys::current_cpu();
-    if let Some(cpus) = here.and_then(|here| launch_cpus(cpus, here)) {
+    let inherited =
+        || -> Option<CpuSet> { Some(crate::sys::allowed_cpus().ok()?.into_iter().collect()) };
+    if let Some(cpus) = here.and_then(|here| launch_cpus(cpus, &inherited()?, here)) {
         let ids: Vec<usize> = cpus.iter().collect();
         let _ = crate::sys::pin_thread(&handle, &ids);
     }
@@ -66,9 +70,14 @@ pub(crate) fn spawn(
     Ok(())
 }
 
-/// Where a thread started from CPU `here` to run on `cpus` should first run: `cpus` other than
-/// `here`, or `None` when there is no other (it has to wait for that CPU anyway).
-pub(crate) fn launch_cpus(cpus: &CpuSet, here: usize) -> Option<CpuSet> {
+/// Where a thread started from CPU `here` by a thread allowed `inherited` (which the new
+/// thread inherits), to run on `cpus`, should first run: `cpus` other than `here` when
+/// `inherited` has no CPU but `here`; `None` when the kernel may place it elsewhere already, or
+/// when `cpus` has no other CPU (it has to wait for that one anyway).
+pub(crate) fn launch_cpus(cpus: &CpuSet, inherited: &CpuSet, here: usize) -> Option<CpuSet> {
+    if inherited.iter().any(|cpu| cpu != here) {
+        return None;
+    }
     let mut away = cpus.clone();
     away.remove(here);
     (!away.is_empty()).then_some(away)
@@ -112,14 +121,26 @@ mod tests {
     }
 
     #[test]
-    fn a_thread_starts_away_from_its_starters_cpu_where_it_may() {
-        assert_eq!(launch_cpus(&set(&[0, 1]), 0), Some(set(&[1])));
-        assert_eq!(launch_cpus(&set(&[2, 3, 4]), 3), Some(set(&[2, 4])));
+    fn a_thread_of_a_pinned_starter_starts_away_from_its_cpu_where_it_may() {
+        let pinned = |cpu| set(&[cpu]);
+        assert_eq!(launch_cpus(&set(&[0, 1]), &pinned(0), 0), Some(set(&[1])));
+        assert_eq!(
+            launch_cpus(&set(&[2, 3, 4]), &pinned(3), 3),
+            Some(set(&[2, 4]))
+        );
         // The starter is elsewhere: all of them.
-        assert_eq!(launch_cpus(&set(&[3]), 0), Some(set(&[3])));
+        assert_eq!(launch_cpus(&set(&[3]), &pinned(0), 0), Some(set(&[3])));
         // The starter's CPU is the only one: the thread waits for it anyway.
-        assert_eq!(launch_cpus(&set(&[3]), 3), None);
-        assert_eq!(launch_cpus(&set(&[]), 3), None);
+        assert_eq!(launch_cpus(&set(&[3]), &pinned(3), 3), None);
+        assert_eq!(launch_cpus(&set(&[]), &pinned(3), 3), None);
+    }
+
+    #[test]
+    fn a_thread_of_a_starter_allowed_other_cpus_is_left_to_the_kernel() {
+        assert_eq!(launch_cpus(&set(&[0, 1]), &set(&[0, 1]), 0), None);
+        // Allowed another CPU outside the new thread's: the kernel may still run it there
+        // first, and it places itself.
+        assert_eq!(launch_cpus(&set(&[0, 1]), &set(&[0, 5]), 0), None);
     }
 
     #[test]
