@@ -36,9 +36,10 @@ pub(crate) fn launched_on() -> Option<usize> {
     LAUNCHED_ON.with(Cell::get)
 }
 
-/// Starts `body` on a new thread made by `builder`, first moved to `cpus` without the calling
-/// thread's CPU where the calling thread is pinned to that one CPU ([`launch_cpus`]). `body`
-/// runs only after the move, and places the thread itself. The thread is detached.
+/// Starts `body` on a new thread made by `builder`. Where the calling thread is pinned to its
+/// one CPU ([`confined_to`]), the new thread is first moved to `cpus()` without that CPU
+/// ([`launch_cpus`]); `cpus` is asked only then. `body` runs only after the move, and places
+/// the thread itself. The thread is detached.
 ///
 /// # Errors
 ///
@@ -46,7 +47,7 @@ pub(crate) fn launched_on() -> Option<usize> {
 /// started: it places itself anyway.
 pub(crate) fn spawn(
     builder: thread::Builder,
-    cpus: &CpuSet,
+    cpus: impl FnOnce() -> CpuSet,
     body: impl FnOnce() + Send + 'static,
 ) -> io::Result<()> {
     let gate = Arc::new(Mutex::new(()));
@@ -59,25 +60,32 @@ pub(crate) fn spawn(
         LAUNCHED_ON.with(|cpu| cpu.set(crate::sys::current_cpu()));
         body();
     })?;
-    let here = crate::sys::current_cpu();
-    let inherited =
-        || -> Option<CpuSet> { Some(crate::sys::allowed_cpus().ok()?.into_iter().collect()) };
-    if let Some(cpus) = here.and_then(|here| launch_cpus(cpus, &inherited()?, here)) {
-        let ids: Vec<usize> = cpus.iter().collect();
+    let away = crate::sys::current_cpu().and_then(|here| {
+        let inherited: CpuSet = crate::sys::allowed_cpus().ok()?.into_iter().collect();
+        if !confined_to(&inherited, here) {
+            return None;
+        }
+        launch_cpus(&cpus(), here)
+    });
+    if let Some(away) = away {
+        let ids: Vec<usize> = away.iter().collect();
         let _ = crate::sys::pin_thread(&handle, &ids);
     }
     drop(moving);
     Ok(())
 }
 
-/// Where a thread started from CPU `here` by a thread allowed `inherited` (which the new
-/// thread inherits), to run on `cpus`, should first run: `cpus` other than `here` when
-/// `inherited` has no CPU but `here`; `None` when the kernel may place it elsewhere already, or
-/// when `cpus` has no other CPU (it has to wait for that one anyway).
-pub(crate) fn launch_cpus(cpus: &CpuSet, inherited: &CpuSet, here: usize) -> Option<CpuSet> {
-    if inherited.iter().any(|cpu| cpu != here) {
-        return None;
-    }
+/// Whether a thread allowed `inherited`, running on CPU `here`, leaves a thread it starts (which
+/// inherits `inherited`) no CPU but `here`. When it does not, the kernel may place the new
+/// thread elsewhere already.
+pub(crate) fn confined_to(inherited: &CpuSet, here: usize) -> bool {
+    inherited.iter().all(|cpu| cpu == here)
+}
+
+/// Where a thread confined to CPU `here` by its starter ([`confined_to`]), to run on `cpus`,
+/// should first run: `cpus` other than `here`; `None` when `cpus` has no other CPU (it has to
+/// wait for that one anyway).
+pub(crate) fn launch_cpus(cpus: &CpuSet, here: usize) -> Option<CpuSet> {
     let mut away = cpus.clone();
     away.remove(here);
     (!away.is_empty()).then_some(away)
@@ -102,45 +110,54 @@ pub(crate) fn spawn_helper(name: &str, body: impl FnOnce() + Send + 'static) -> 
     let cpus = process_cpus().unwrap_or_default();
     let ids: Vec<usize> = cpus.iter().collect();
     let builder = thread::Builder::new().name(name.to_owned());
-    spawn(builder, &cpus, move || {
-        // Where the mask cannot be set (another system, a cpuset that changed meanwhile),
-        // the helper runs where it was started.
-        if !ids.is_empty() {
-            let _ = crate::sys::pin_current_thread(&ids);
-        }
-        body();
-    })
+    spawn(
+        builder,
+        || cpus,
+        move || {
+            // Where the mask cannot be set (another system, a cpuset that changed meanwhile),
+            // the helper runs where it was started.
+            if !ids.is_empty() {
+                let _ = crate::sys::pin_current_thread(&ids);
+            }
+            body();
+        },
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn set(cpus: &[usize]) -> CpuSet {
-        cpus.iter().copied().collect()
+    fn set<const N: usize>(cpus: [usize; N]) -> CpuSet {
+        CpuSet::from_iter(cpus)
+    }
+
+    /// Where [`spawn`] first puts a thread started from CPU `here` by a thread allowed
+    /// `inherited`, to run on `cpus`.
+    fn launch(cpus: &CpuSet, inherited: &CpuSet, here: usize) -> Option<CpuSet> {
+        confined_to(inherited, here)
+            .then(|| launch_cpus(cpus, here))
+            .flatten()
     }
 
     #[test]
     fn a_thread_of_a_pinned_starter_starts_away_from_its_cpu_where_it_may() {
-        let pinned = |cpu| set(&[cpu]);
-        assert_eq!(launch_cpus(&set(&[0, 1]), &pinned(0), 0), Some(set(&[1])));
-        assert_eq!(
-            launch_cpus(&set(&[2, 3, 4]), &pinned(3), 3),
-            Some(set(&[2, 4]))
-        );
+        let pinned = |cpu| set([cpu]);
+        assert_eq!(launch(&set([0, 1]), &pinned(0), 0), Some(set([1])));
+        assert_eq!(launch(&set([2, 3, 4]), &pinned(3), 3), Some(set([2, 4])));
         // The starter is elsewhere: all of them.
-        assert_eq!(launch_cpus(&set(&[3]), &pinned(0), 0), Some(set(&[3])));
+        assert_eq!(launch(&set([3]), &pinned(0), 0), Some(set([3])));
         // The starter's CPU is the only one: the thread waits for it anyway.
-        assert_eq!(launch_cpus(&set(&[3]), &pinned(3), 3), None);
-        assert_eq!(launch_cpus(&set(&[]), &pinned(3), 3), None);
+        assert_eq!(launch(&set([3]), &pinned(3), 3), None);
+        assert_eq!(launch(&set([]), &pinned(3), 3), None);
     }
 
     #[test]
     fn a_thread_of_a_starter_allowed_other_cpus_is_left_to_the_kernel() {
-        assert_eq!(launch_cpus(&set(&[0, 1]), &set(&[0, 1]), 0), None);
+        assert_eq!(launch(&set([0, 1]), &set([0, 1]), 0), None);
         // Allowed another CPU outside the new thread's: the kernel may still run it there
         // first, and it places itself.
-        assert_eq!(launch_cpus(&set(&[0, 1]), &set(&[0, 5]), 0), None);
+        assert_eq!(launch(&set([0, 1]), &set([0, 5]), 0), None);
     }
 
     #[test]

@@ -50,7 +50,8 @@ pub(super) fn start<T: Runnable>(shared: &Arc<Shared<T>>) {
     if let Some(bytes) = shared.worker.stack_size {
         builder = builder.stack_size(bytes);
     }
-    let spawned = crate::launch::spawn(builder, &home(shared).first, move || run(&for_worker));
+    let first = || home(shared).first;
+    let spawned = crate::launch::spawn(builder, first, move || run(&for_worker));
     if let Err(_error) = &spawned {
         #[cfg(feature = "tracing")]
         crate::trace::spawn_failed(&shared.name, _error);

@@ -271,7 +271,7 @@ impl<T> Core<T> {
     /// and looks at the queue next (P2w): nobody is woken and no worker is added. Only a worker
     /// of this pool that returns to [`Core::next`] right after may call it.
     pub(crate) fn push_for_self(&self, lane: usize, item: T) {
-        self.push_to_lane(lane, item);
+        self.push_to_lane(self.wrap(lane), item);
     }
 
     /// The worker's step: takes the next item, or pulls one from `siblings`, or parks until
@@ -340,7 +340,7 @@ impl<T> Core<T> {
             // shutdown this only delays the exit by one spin.
             if !spun && self.spin_rounds > 0 {
                 spun = true;
-                let at = lane_here() % self.lanes.len();
+                let at = self.wrap(lane_here());
                 let (lane, owner) = self.start_spin(at);
                 spinning = Some(lane);
                 drop(head);

@@ -245,11 +245,11 @@ impl<T> Core<T> {
         }
     }
 
-    /// (P2) Appends `item` to lane `lane` (wrapped to the lanes there are) and stores the
+    /// (P2) Appends `item` to lane `lane` (one of the lanes: see [`Core::wrap`]) and stores the
     /// lane's new length, which it returns.
     #[inline]
     pub(super) fn push_to_lane(&self, lane: usize, item: T) -> usize {
-        let lane = &self.lanes[self.wrap(lane)];
+        let lane = &self.lanes[lane];
         let mut tasks = lane.lock();
         tasks.queue.push_back(item);
         let len = tasks.queue.len();
@@ -337,6 +337,6 @@ impl<T> Core<T> {
     /// make pushers find the lock held).
     #[cfg(test)]
     pub(crate) fn hold_lane(&self, lane: usize) -> MutexGuard<'_, LaneTasks<T>> {
-        self.lanes[lane % self.lanes.len()].tasks.lock()
+        self.lanes[self.wrap(lane)].tasks.lock()
     }
 }
