@@ -239,6 +239,67 @@ fn an_idle_pod_pulls_the_work_waiting_behind_a_busy_one() {
 }
 
 #[test]
+fn one_item_queued_from_outside_a_busy_pod_is_offered_to_an_idle_one() {
+    // A runs on pod 0's only worker and waits for B; B alone is queued to pod 0 from a thread
+    // on CPU 1, outside the pod. With the pod's own threshold (two waiting items) B would wait
+    // for A's whole patience; one item queued from elsewhere is offered, and pod 1 runs it.
+    let wq = Workqueue::builder("pull-away")
+        .scope(AffinityScope::Cpu)
+        .max_workers(1)
+        .idle_timeout(own_pools(3))
+        .build()
+        .expect("workqueue");
+    if wq.pools() < 2 || !wq.cpus().contains(0) || !wq.cpus().contains(1) {
+        eprintln!("skipped: needs two CPUs, CPUs 0 and 1 among them");
+        return;
+    }
+    let (a_started, a_running) = mpsc::channel::<()>();
+    let (b_ran, b_seen) = mpsc::channel::<String>();
+    let a_ran_on = Arc::new(Mutex::new(String::new()));
+    let a_on = Arc::clone(&a_ran_on);
+    wq.queue_on(0, move || {
+        *a_on.lock().unwrap() = thread_name();
+        let _ = a_started.send(());
+        // The pod's worker stays busy until B has run elsewhere, or for a minute.
+        let _ = b_seen.recv_timeout(Duration::from_secs(60));
+    })
+    .expect("cpu 0");
+    a_running
+        .recv_timeout(Duration::from_secs(60))
+        .expect("A started");
+    let queued = std::thread::scope(|s| {
+        s.spawn(|| {
+            if podq::affinity::pin_current_thread(&[1].into_iter().collect()).is_err() {
+                return None;
+            }
+            let b_ran = b_ran.clone();
+            Some(wq.queue_on(0, move || {
+                let _ = b_ran.send(thread_name());
+            }))
+        })
+        .join()
+        .expect("the queuing thread")
+    });
+    let Some(queued) = queued else {
+        eprintln!("skipped: cannot pin a thread to CPU 1");
+        let _ = b_ran.send(String::new());
+        assert!(wq.flush());
+        return;
+    };
+    assert!(matches!(queued, Ok(true)), "{queued:?}");
+    assert!(wq.flush());
+    assert_eq!(*a_ran_on.lock().unwrap(), "podq/cpu-p0");
+    let stats = wq.stats();
+    let pool = |pod: usize| stats.pools.iter().find(|p| p.pod == pod).expect("pool");
+    assert_eq!(
+        (pool(0).pulled_out, pool(1).pulled_in),
+        (1, 1),
+        "{:?}",
+        stats.pools
+    );
+}
+
+#[test]
 fn a_parked_worker_of_an_idle_pod_is_woken_to_pull() {
     // Pod 1's worker has run an item and parked: the offer of pod 0 wakes it (O2), and once
     // woken it asks its siblings again, though it asked before it parked.

@@ -137,12 +137,14 @@ impl Engine<'_> {
 
     /// (O1) A push from dense CPU `cpu` left `waiting` items in its lane of `pool` with every
     /// worker busy (P4's `Busy`, or P6's `Watch`): the pool offers its waiting work when
-    /// [`pull::offers`] says so, and kicks a sibling (O2). Returns what it costs the pusher.
+    /// [`pull::offers`] says so (for a push from a CPU of the pool's pod or from elsewhere),
+    /// and kicks a sibling (O2). Returns what it costs the pusher.
     pub(super) fn offer(&mut self, pool: usize, waiting: usize, cpu: u32) -> f64 {
+        let from_pod = self.pools[pool].cpus.contains(&cpu);
         let Some(group) = &mut self.pull else {
             return 0.0;
         };
-        if !pull::offers(waiting) || group.offering[pool] {
+        if !pull::offers(waiting, from_pod) || group.offering[pool] {
             return 0.0;
         }
         group.offering[pool] = true;

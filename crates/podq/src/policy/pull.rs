@@ -6,7 +6,8 @@
 //!   after the pod's own id so that the pods of a level do not all look at the same sibling
 //!   first. A worker takes the oldest waiting item of the first sibling that has one.
 //! * **Which pools offer work**: a pool offers its waiting items to its siblings when a push
-//!   leaves [`OFFER_WAITING`] or more in its lane with every worker busy ([`offers`]); the pool
+//!   leaves [`OFFER_WAITING`] or more in its lane with every worker busy, or
+//!   [`OFFER_WAITING_AWAY`] when the push comes from outside the pod ([`offers`]); the pool
 //!   layer keeps a summary of the offering pools (a bit per pod), so a search that has nothing
 //!   to find reads a few words and takes no lock. An offer also asks one sibling that has an
 //!   idle worker, or room for one, to send it ([`kick`]).
@@ -135,19 +136,35 @@ pub fn siblings(places: &[PodPlace], pod: usize) -> Siblings {
     out
 }
 
-/// Items a push must leave waiting in its lane, with every worker busy and no spinner to take
-/// them, before its pool offers its waiting work to siblings: 2, so that an item queued behind
-/// one other item is offered, but a single item queued while the pool's worker finishes the
-/// item that queued it (the request/response case: one hop at a time) is not. Pulling that
-/// one item would move it to another CPU's cache while its own worker is a moment away.
+/// Items a push from a CPU of the pool's own pod must leave waiting in its lane, with every
+/// worker busy and no spinner to take them, before its pool offers its waiting work to
+/// siblings: 2, so that an item queued behind one other item is offered, but a single item
+/// queued while the pool's worker finishes the item that queued it (the request/response case:
+/// one hop at a time) is not. Pulling that one item would move it to another CPU's cache while
+/// its own worker is a moment away.
 pub const OFFER_WAITING: usize = 2;
 
+/// The same for a push from a CPU outside the pool's pod (a steered item issued elsewhere, a
+/// `queue_on` another CPU, a timer firing): 1. No worker of the pool is about to finish the
+/// item that queued this one, so a single item waits for whatever the busy workers run, up to
+/// a whole item's time; offered, it starts on an idle sibling at once. The model put the cost
+/// of the other choice at steering's start p99 (`podq sim --profile podq --workload locality
+/// --items 2000 --scopes cpu --steer on,off`): 4.8x that of unsteered items on `grace`, 17x on
+/// `epyc-9d64`, with 2 (`docs/benchmarks-history.md`, twelfth pass).
+pub const OFFER_WAITING_AWAY: usize = 1;
+
 /// Whether a push that left `waiting` items in its lane with every worker busy offers the
-/// pool's waiting work to siblings ([`OFFER_WAITING`]).
+/// pool's waiting work to siblings: [`OFFER_WAITING`] from a CPU of the pod (`from_pod`),
+/// [`OFFER_WAITING_AWAY`] from elsewhere.
 #[must_use]
 #[inline]
-pub fn offers(waiting: usize) -> bool {
-    waiting >= OFFER_WAITING
+pub fn offers(waiting: usize, from_pod: bool) -> bool {
+    waiting
+        >= if from_pod {
+            OFFER_WAITING
+        } else {
+            OFFER_WAITING_AWAY
+        }
 }
 
 /// What a pool asked by an offering sibling does ([`kick`]).
@@ -358,10 +375,13 @@ mod tests {
     }
 
     #[test]
-    fn offers_need_an_item_behind_another() {
-        assert!(!offers(0));
-        assert!(!offers(1));
-        assert!(offers(OFFER_WAITING));
+    fn offers_need_an_item_behind_another_from_the_pod_and_one_item_from_elsewhere() {
+        assert!(!offers(0, true));
+        assert!(!offers(1, true));
+        assert!(offers(OFFER_WAITING, true));
+        assert!(!offers(0, false));
+        assert!(offers(1, false));
+        assert!(offers(OFFER_WAITING, false));
     }
 
     #[test]

@@ -40,6 +40,12 @@ impl LaneMap {
         }
     }
 
+    /// Whether `at` (as for [`LaneMap::lane`]) is a CPU of the pod.
+    #[inline]
+    pub(super) fn in_pod(&self, at: usize) -> bool {
+        self.by_cpu.get(at).is_some_and(|&lane| lane != usize::MAX)
+    }
+
     /// The calling thread's lane (see [`LaneMap::lane`]), for the paths that read the CPU
     /// where they push: a worker, and a re-queue after a run.
     #[inline]

@@ -211,10 +211,13 @@ impl<T: Runnable> Pool<T> {
     /// (`policy::pull::offers`): work waits with every worker busy.
     #[inline]
     pub(crate) fn push(&self, task: T, at: usize) -> bool {
-        let (grow, offers) = match self.shared.core.push(self.shared.lanes.lane(at), task) {
+        let lanes = &self.shared.lanes;
+        let from_pod = lanes.in_pod(at);
+        let offers = |waiting| crate::policy::pull::offers(waiting, from_pod);
+        let (grow, offers) = match self.shared.core.push(lanes.lane(at), from_pod, task) {
             Push::Spawn => (Grow::Spawn, false),
-            Push::Watch(waiting) => (Grow::Watch, crate::policy::pull::offers(waiting)),
-            Push::Busy(waiting) => (Grow::No, crate::policy::pull::offers(waiting)),
+            Push::Watch(waiting) => (Grow::Watch, offers(waiting)),
+            Push::Busy(waiting) => (Grow::No, offers(waiting)),
             Push::Woken | Push::Queued | Push::Handed => (Grow::No, false),
         };
         worker::grow_pool(&self.shared, grow);

@@ -206,8 +206,9 @@ impl<T> Core<T> {
     }
 
     /// Queues `item` in lane `lane` (wrapped to the lanes there are) and wakes or asks for a
-    /// worker if needed (P1-P7).
-    pub(crate) fn push(&self, lane: usize, item: T) -> Push {
+    /// worker if needed (P1-P7). `from_pod`: the pusher runs on a CPU of the pool's pod, which
+    /// sets how many waiting items the pool offers to its siblings (`policy::pull::offers`).
+    pub(crate) fn push(&self, lane: usize, from_pod: bool, item: T) -> Push {
         // (P1) A spinner on another CPU owns the mailbox, and nothing waits in this lane that
         // the item could overtake: hand it over, and that is all.
         let lane = self.wrap(lane);
@@ -233,7 +234,7 @@ impl<T> Core<T> {
             elsewhere > 0 && policy::spinners_take(waiting, elsewhere)
         };
         if !help {
-            return if crate::policy::pull::offers(waiting) && spinners_take() {
+            return if crate::policy::pull::offers(waiting, from_pod) && spinners_take() {
                 Push::Queued
             } else {
                 Push::Busy(waiting)

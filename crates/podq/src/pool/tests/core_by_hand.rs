@@ -21,11 +21,11 @@ fn limits(max_workers: usize) -> Config {
 #[test]
 fn the_core_asks_for_one_worker_at_a_time() {
     let core = Core::<u32>::new(limits(4));
-    assert_eq!(core.push(0, 1), Push::Spawn);
+    assert_eq!(core.push(0, true, 1), Push::Spawn);
     // The first worker is on its way: no second one for the next items yet. The items wait
     // behind it with nobody idle (the lane's length with them).
-    assert_eq!(core.push(0, 2), Push::Busy(2));
-    assert_eq!(core.push(0, 3), Push::Busy(3));
+    assert_eq!(core.push(0, true, 2), Push::Busy(2));
+    assert_eq!(core.push(0, true, 3), Push::Busy(3));
     let mut slot = WorkerSlot::new();
     // It takes an item while more wait and nobody is idle: it asks for the next worker.
     assert!(matches!(
@@ -52,8 +52,8 @@ fn the_core_asks_for_one_worker_at_a_time() {
 #[test]
 fn a_worker_that_cannot_start_gives_its_items_back_to_the_caller() {
     let core = Core::<u32>::new(limits(4));
-    assert_eq!(core.push(0, 7), Push::Spawn);
-    assert_eq!(core.push(0, 8), Push::Busy(2));
+    assert_eq!(core.push(0, true, 7), Push::Spawn);
+    assert_eq!(core.push(0, true, 8), Push::Busy(2));
     // No worker at all: the caller must run what is queued.
     assert!(core.spawn_failed());
     assert_eq!(core.pop(), Some(7));
@@ -61,13 +61,13 @@ fn a_worker_that_cannot_start_gives_its_items_back_to_the_caller() {
     let snap = core.snapshot();
     assert_eq!((snap.workers, snap.workers_created), (0, 0));
     // The next push asks for a worker again.
-    assert_eq!(core.push(0, 9), Push::Spawn);
+    assert_eq!(core.push(0, true, 9), Push::Spawn);
 }
 
 #[test]
 fn a_full_pool_queues_without_asking_for_workers() {
     let core = Core::<u32>::new(limits(1));
-    assert_eq!(core.push(0, 1), Push::Spawn);
+    assert_eq!(core.push(0, true, 1), Push::Spawn);
     let mut slot = WorkerSlot::new();
     assert!(matches!(
         core.next(&mut slot, || 0, &mut NoSiblings),
@@ -76,7 +76,7 @@ fn a_full_pool_queues_without_asking_for_workers() {
             grow: Grow::No
         }
     ));
-    assert_eq!(core.push(0, 2), Push::Busy(1));
+    assert_eq!(core.push(0, true, 2), Push::Busy(1));
     assert_eq!(core.remove_if(|&i| i == 2), Some(2));
     assert_eq!(core.snapshot().queue_depth, 0);
 }
@@ -84,10 +84,10 @@ fn a_full_pool_queues_without_asking_for_workers() {
 #[test]
 fn each_lane_keeps_its_order_and_the_lanes_take_turns() {
     let core = Core::<u32>::new(limits(1));
-    assert_eq!(core.push(0, 10), Push::Spawn);
+    assert_eq!(core.push(0, true, 10), Push::Spawn);
     // Lane numbers wrap: 3 is lane 1 of 2.
     for (lane, item, waiting) in [(3, 20, 1), (0, 11, 2), (1, 21, 2), (0, 12, 3)] {
-        assert_eq!(core.push(lane, item), Push::Busy(waiting));
+        assert_eq!(core.push(lane, true, item), Push::Busy(waiting));
     }
     let mut slot = WorkerSlot::new();
     let mut ran = Vec::new();
@@ -105,8 +105,8 @@ fn each_lane_keeps_its_order_and_the_lanes_take_turns() {
 #[test]
 fn a_worker_that_cannot_start_gives_back_the_items_of_every_lane() {
     let core = Core::<u32>::new(limits(4));
-    assert_eq!(core.push(1, 7), Push::Spawn);
-    assert_eq!(core.push(0, 8), Push::Busy(1));
+    assert_eq!(core.push(1, true, 7), Push::Spawn);
+    assert_eq!(core.push(0, true, 8), Push::Busy(1));
     assert!(core.spawn_failed());
     let mut back = std::iter::from_fn(|| core.pop()).collect::<Vec<_>>();
     back.sort_unstable();
@@ -117,8 +117,8 @@ fn a_worker_that_cannot_start_gives_back_the_items_of_every_lane() {
 #[test]
 fn cancel_finds_an_item_in_any_lane() {
     let core = Core::<u32>::new(limits(1));
-    assert_eq!(core.push(0, 1), Push::Spawn);
-    assert_eq!(core.push(1, 2), Push::Busy(1));
+    assert_eq!(core.push(0, true, 1), Push::Spawn);
+    assert_eq!(core.push(1, true, 2), Push::Busy(1));
     assert_eq!(core.remove_if(|&i| i == 2), Some(2));
     assert_eq!(core.remove_if(|&i| i == 2), None);
     assert_eq!(core.snapshot().queue_depth, 1);
@@ -128,9 +128,9 @@ fn cancel_finds_an_item_in_any_lane() {
 #[test]
 fn a_re_formation_takes_every_matching_item_from_the_head_and_the_lanes() {
     let core = Core::<u32>::new(limits(1));
-    assert_eq!(core.push(0, 1), Push::Spawn);
+    assert_eq!(core.push(0, true, 1), Push::Spawn);
     for (lane, item) in [(1, 2), (0, 3), (1, 4), (0, 5)] {
-        assert!(matches!(core.push(lane, item), Push::Busy(_)));
+        assert!(matches!(core.push(lane, true, item), Push::Busy(_)));
     }
     // A worker's take moves one lane to the head first.
     assert_eq!(core.pop(), Some(1));
