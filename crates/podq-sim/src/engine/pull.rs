@@ -26,8 +26,9 @@ use crate::outcome::PullCounts;
 pub(super) struct PullGroup {
     /// Per pool (pod id): its siblings, search domain and gate.
     pods: Vec<PodPull>,
-    /// The summary: whether each pool offers waiting work.
-    offering: Vec<bool>,
+    /// The summary: how far each pool's offer of its waiting work reaches (`None`: it offers
+    /// none), as [`pull::offer_reach`] says.
+    offering: Vec<Option<Level>>,
     /// The dense CPU that last wrote the summary: where its line is.
     summary_cpu: u32,
     /// Per search domain (a cache domain, or a pod spanning several): searchers now, and cap.
@@ -104,7 +105,7 @@ impl PullGroup {
             });
         }
         Some(PullGroup {
-            offering: vec![false; group_pods.len()],
+            offering: vec![None; group_pods.len()],
             pods: group_pods,
             summary_cpu: 0,
             domains: domains.caps.into_iter().map(|cap| (0, cap)).collect(),
@@ -112,13 +113,18 @@ impl PullGroup {
         })
     }
 
-    /// Whether a sibling of `pool` at `level` offers work.
+    /// Whether a sibling of `pool` at `level` offers work to that level.
     fn offered_at(&self, pool: usize, level: Level) -> bool {
         self.pods[pool]
             .siblings
             .level(level)
             .iter()
-            .any(|&s| self.offering[s])
+            .any(|&s| self.offers_to(s, level))
+    }
+
+    /// Whether `pool` offers its waiting work to its siblings at `level`.
+    fn offers_to(&self, pool: usize, level: Level) -> bool {
+        self.offering[pool].is_some_and(|reach| pull::reaches(reach, level))
     }
 }
 
@@ -144,23 +150,30 @@ impl Engine<'_> {
         let Some(group) = &mut self.pull else {
             return 0.0;
         };
-        if !pull::offers(waiting, from_pod) || group.offering[pool] {
+        let Some(reach) = pull::offer_reach(waiting, from_pod) else {
+            return 0.0;
+        };
+        if group.offering[pool].is_some_and(|now| pull::reaches(now, reach)) {
             return 0.0;
         }
-        group.offering[pool] = true;
+        group.offering[pool] = Some(reach);
         group.counts.offers += 1;
         let from = std::mem::replace(&mut group.summary_cpu, cpu);
-        self.line(from, cpu) + self.kick_one(pool, cpu)
+        self.line(from, cpu) + self.kick_one(pool, reach, cpu)
     }
 
     /// (O2) Asks the nearest sibling of `pool` that may help and whose gate would search at
     /// that level to wake or start a worker, as [`pull::kick`] decides under its pool lock.
     /// Returns what it costs the pusher on dense CPU `cpu`.
-    fn kick_one(&mut self, pool: usize, cpu: u32) -> f64 {
+    fn kick_one(&mut self, pool: usize, reach: Level, cpu: u32) -> f64 {
         let Some(group) = &self.pull else {
             return 0.0;
         };
-        let order: Vec<(Level, usize)> = group.pods[pool].siblings.iter().collect();
+        let order: Vec<(Level, usize)> = group.pods[pool]
+            .siblings
+            .iter()
+            .filter(|&(level, _)| pull::reaches(reach, level))
+            .collect();
         let mut cost = 0.0;
         for (level, sib) in order {
             let p = &self.pools[sib];
@@ -202,8 +215,8 @@ impl Engine<'_> {
     /// (W2d) A worker on dense CPU `cpu` found `pool`'s queue empty: it offers no more.
     pub(super) fn withdraw(&mut self, pool: usize, cpu: u32) {
         if let Some(group) = &mut self.pull {
-            if group.offering[pool] {
-                group.offering[pool] = false;
+            if group.offering[pool].is_some() {
+                group.offering[pool] = None;
                 group.summary_cpu = cpu;
             }
         }
@@ -309,7 +322,7 @@ impl Engine<'_> {
             let at_level = group.pods[pool].siblings.level(level);
             let victim = at_level[usize::from(s.next)..]
                 .iter()
-                .position(|&sib| group.offering[sib])
+                .position(|&sib| group.offers_to(sib, level))
                 .map(|k| usize::from(s.next) + k);
             if let Some(k) = victim {
                 let sib = at_level[k];

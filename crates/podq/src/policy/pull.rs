@@ -153,18 +153,38 @@ pub const OFFER_WAITING: usize = 2;
 /// `epyc-9d64`, with 2 (`docs/benchmarks-history.md`, twelfth pass).
 pub const OFFER_WAITING_AWAY: usize = 1;
 
-/// Whether a push that left `waiting` items in its lane with every worker busy offers the
-/// pool's waiting work to siblings: [`OFFER_WAITING`] from a CPU of the pod (`from_pod`),
-/// [`OFFER_WAITING_AWAY`] from elsewhere.
+/// How far the offer of a push that left `waiting` items in its lane with every worker busy
+/// reaches: the farthest [`Level`] of siblings that may take the pool's waiting work, or `None`
+/// for no offer. [`OFFER_WAITING`] items offer to every level; fewer, but at least
+/// [`OFFER_WAITING_AWAY`] from a CPU outside the pod (`from_pod` false), only to the pod's
+/// cache domain, where the item's data is one shared-cache hit away: an item moved to another
+/// cache runs cold, and on a machine of many cache domains enough of those (the model: EPYC
+/// 9D64's cpu scope at 60 % load) raise the pods' busy fractions over steering's
+/// `BUSY_LIMIT` and switch steering off.
+#[must_use]
+#[inline]
+pub fn offer_reach(waiting: usize, from_pod: bool) -> Option<Level> {
+    if waiting >= OFFER_WAITING {
+        Some(Level::Machine)
+    } else if !from_pod && waiting >= OFFER_WAITING_AWAY {
+        Some(Level::CacheDomain)
+    } else {
+        None
+    }
+}
+
+/// Whether such a push offers at all ([`offer_reach`]).
 #[must_use]
 #[inline]
 pub fn offers(waiting: usize, from_pod: bool) -> bool {
-    waiting
-        >= if from_pod {
-            OFFER_WAITING
-        } else {
-            OFFER_WAITING_AWAY
-        }
+    offer_reach(waiting, from_pod).is_some()
+}
+
+/// Whether an offer that reaches `reach` ([`offer_reach`]) is open to a sibling at `level`.
+#[must_use]
+#[inline]
+pub fn reaches(reach: Level, level: Level) -> bool {
+    level.index() <= reach.index()
 }
 
 /// What a pool asked by an offering sibling does ([`kick`]).
@@ -382,6 +402,16 @@ mod tests {
         assert!(!offers(0, false));
         assert!(offers(1, false));
         assert!(offers(OFFER_WAITING, false));
+        assert_eq!(offer_reach(OFFER_WAITING, true), Some(Level::Machine));
+        assert_eq!(offer_reach(OFFER_WAITING, false), Some(Level::Machine));
+        assert_eq!(
+            offer_reach(OFFER_WAITING_AWAY, false),
+            Some(Level::CacheDomain)
+        );
+        assert_eq!(offer_reach(OFFER_WAITING_AWAY, true), None);
+        assert!(reaches(Level::Machine, Level::Node));
+        assert!(reaches(Level::CacheDomain, Level::CacheDomain));
+        assert!(!reaches(Level::CacheDomain, Level::Node));
     }
 
     #[test]

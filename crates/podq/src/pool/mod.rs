@@ -40,6 +40,7 @@ use std::time::Duration;
 
 use crate::cpuset::CpuSet;
 use crate::policy::growth::Limits;
+use crate::policy::pull::Level;
 use crate::policy::stall::Look;
 use crate::scope::{AffinityScope, Pod};
 use crate::stats::PoolStats;
@@ -206,22 +207,22 @@ impl<T: Runnable> Pool<T> {
 
     /// Queues `task` in the lane of `at` (the caller's CPU, or thread index where the CPU
     /// cannot be read, as `crate::here::Here::index` gives it); wakes an idle worker, or
-    /// starts one when every worker is busy and the pool is below `max_workers`. Returns
-    /// whether the pool should offer its waiting work to its siblings
-    /// (`policy::pull::offers`): work waits with every worker busy.
+    /// starts one when every worker is busy and the pool is below `max_workers`. Returns how
+    /// far the pool should offer its waiting work to its siblings, if at all
+    /// (`policy::pull::offer_reach`): work waits with every worker busy.
     #[inline]
-    pub(crate) fn push(&self, task: T, at: usize) -> bool {
+    pub(crate) fn push(&self, task: T, at: usize) -> Option<Level> {
         let lanes = &self.shared.lanes;
         let from_pod = lanes.in_pod(at);
-        let offers = |waiting| crate::policy::pull::offers(waiting, from_pod);
-        let (grow, offers) = match self.shared.core.push(lanes.lane(at), from_pod, task) {
-            Push::Spawn => (Grow::Spawn, false),
-            Push::Watch(waiting) => (Grow::Watch, offers(waiting)),
-            Push::Busy(waiting) => (Grow::No, offers(waiting)),
-            Push::Woken | Push::Queued | Push::Handed => (Grow::No, false),
+        let reach = |waiting| crate::policy::pull::offer_reach(waiting, from_pod);
+        let (grow, reach) = match self.shared.core.push(lanes.lane(at), from_pod, task) {
+            Push::Spawn => (Grow::Spawn, None),
+            Push::Watch(waiting) => (Grow::Watch, reach(waiting)),
+            Push::Busy(waiting) => (Grow::No, reach(waiting)),
+            Push::Woken | Push::Queued | Push::Handed => (Grow::No, None),
         };
         worker::grow_pool(&self.shared, grow);
-        offers
+        reach
     }
 
     /// Queues `task` from the task that just finished on the calling thread (a work item queued
@@ -230,13 +231,13 @@ impl<T: Runnable> Pool<T> {
     /// makes it race the current one for the item (measured: a futex wake-up per closed-loop
     /// item). Anywhere else it is an ordinary [`Pool::push`] from the calling thread's CPU,
     /// and returns what that returns.
-    pub(crate) fn push_after_run(&self, task: T) -> bool {
+    pub(crate) fn push_after_run(&self, task: T) -> Option<Level> {
         if worker::is_worker_of(&self.shared) {
             apart::kept(&self.shared);
             self.shared
                 .core
                 .push_for_self(self.shared.lanes.here(), task);
-            false
+            None
         } else {
             self.push(task, crate::here::cpu_or_thread())
         }

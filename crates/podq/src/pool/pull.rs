@@ -29,9 +29,12 @@ pub(crate) struct PullGroup<T> {
     pools: Box<[Arc<Shared<T>>]>,
     /// I: per pod: its siblings and its gate.
     pods: Box<[PodPull]>,
-    /// A: the summary: bit `p % 64` of word `p / 64` says pool `p` offers waiting work.
-    /// `Relaxed`: a hint; the tasks themselves are taken under the victim's head lock.
+    /// A: the summary: bit `p % 64` of word `p / 64` says pool `p` offers waiting work to
+    /// every level (`policy::pull::offer_reach`). `Relaxed`: a hint; the tasks themselves are
+    /// taken under the victim's head lock.
     offering: Box<[CachePadded<AtomicU64>]>,
+    /// A: the same for the offers that reach only the pool's cache domain.
+    near: Box<[CachePadded<AtomicU64>]>,
     /// I/A: per search domain (a cache domain, or a pod that spans several): the searchers
     /// now and their cap.
     domains: Box<[CachePadded<Searchers>]>,
@@ -205,6 +208,9 @@ impl<T: Runnable> PullGroup<T> {
             offering: (0..words)
                 .map(|_| CachePadded::new(AtomicU64::new(0)))
                 .collect(),
+            near: (0..words)
+                .map(|_| CachePadded::new(AtomicU64::new(0)))
+                .collect(),
             domains: domains
                 .caps
                 .into_iter()
@@ -228,27 +234,58 @@ impl<T: Runnable> PullGroup<T> {
         (pod / WORD, 1 << (pod % WORD))
     }
 
-    fn is_offering(&self, pod: usize) -> bool {
+    /// The summary's words of offers that siblings at `level` may take: those to every level,
+    /// and at the cache domain's level those to the cache domain only.
+    fn offer_words(&self, level: Level) -> impl Iterator<Item = u64> + '_ {
+        let near = policy::reaches(Level::CacheDomain, level);
+        self.offering
+            .iter()
+            .zip(self.near.iter())
+            .map(move |(all, n)| {
+                let all = all.load(Ordering::Relaxed);
+                if near {
+                    all | n.load(Ordering::Relaxed)
+                } else {
+                    all
+                }
+            })
+    }
+
+    /// Whether pool `pod` offers its waiting work to its siblings at `level`.
+    fn offers_to(&self, pod: usize, level: Level) -> bool {
         let (w, bit) = Self::word_bit(pod);
-        self.offering[w].load(Ordering::Relaxed) & bit != 0
+        let mut word = self.offering[w].load(Ordering::Relaxed);
+        if policy::reaches(Level::CacheDomain, level) {
+            word |= self.near[w].load(Ordering::Relaxed);
+        }
+        word & bit != 0
     }
 
     /// (O1) Pool `pod` leaves work waiting with every worker busy: it offers its waiting work
-    /// to its siblings, and asks one of them to send a worker. Nothing when it offers already.
-    pub(super) fn offer(&self, pod: usize) {
+    /// to its siblings up to level `reach`, and asks one of them to send a worker. Nothing when
+    /// it offers that far already.
+    pub(super) fn offer(&self, pod: usize, reach: Level) {
         let (w, bit) = Self::word_bit(pod);
-        let word = &self.offering[w];
-        if word.load(Ordering::Relaxed) & bit != 0 {
+        if self.offers_to(pod, reach) {
             return;
         }
-        word.fetch_or(bit, Ordering::Relaxed);
-        self.kick_one(pod);
+        let words = if reach == Level::CacheDomain {
+            &self.near
+        } else {
+            &self.offering
+        };
+        words[w].fetch_or(bit, Ordering::Relaxed);
+        self.kick_one(pod, reach);
     }
 
-    /// (O2) Asks the nearest sibling that may help (someone idle, or room to grow), and whose
-    /// gate would search at that level, to wake or start a worker, which pulls.
-    fn kick_one(&self, pod: usize) {
+    /// (O2) Asks the nearest sibling up to level `reach` that may help (someone idle, or room
+    /// to grow), and whose gate would search at that level, to wake or start a worker, which
+    /// pulls.
+    fn kick_one(&self, pod: usize, reach: Level) {
         for (level, sib) in self.pods[pod].siblings.iter() {
+            if !policy::reaches(reach, level) {
+                continue;
+            }
             let shared = &self.pools[sib];
             if !shared.core.may_help() || shared.is_shut() {
                 continue;
@@ -272,9 +309,10 @@ impl<T: Runnable> PullGroup<T> {
     #[inline]
     pub(super) fn withdraw(&self, pod: usize) {
         let (w, bit) = Self::word_bit(pod);
-        let word = &self.offering[w];
-        if word.load(Ordering::Relaxed) & bit != 0 {
-            word.fetch_and(!bit, Ordering::Relaxed);
+        for word in [&self.offering[w], &self.near[w]] {
+            if word.load(Ordering::Relaxed) & bit != 0 {
+                word.fetch_and(!bit, Ordering::Relaxed);
+            }
         }
     }
 
@@ -282,8 +320,8 @@ impl<T: Runnable> PullGroup<T> {
     fn offered_at(&self, pod: usize, level: Level) -> bool {
         self.pods[pod].masks[level.index()]
             .iter()
-            .zip(self.offering.iter())
-            .any(|(&mask, word)| mask != 0 && word.load(Ordering::Relaxed) & mask != 0)
+            .zip(self.offer_words(level))
+            .any(|(&mask, word)| mask != 0 && word & mask != 0)
     }
 
     /// (W7p) A worker of pool `pod` found its queue empty: at each level whose siblings offer
@@ -324,7 +362,7 @@ impl<T: Runnable> PullGroup<T> {
     /// found empty.
     fn search(&self, pod: usize, level: Level) -> Option<T> {
         for &sib in self.pods[pod].siblings.level(level) {
-            if !self.is_offering(sib) {
+            if !self.offers_to(sib, level) {
                 continue;
             }
             let victim = &self.pools[sib];
@@ -364,7 +402,7 @@ impl<T: Runnable> PullGroup<T> {
                 .collect(),
             capped: gate.capped.load(Ordering::Relaxed),
             mean_idle_interval: gate.mean_idle(),
-            offering: self.is_offering(pod),
+            offering: self.offers_to(pod, Level::CacheDomain),
         }
     }
 }

@@ -3,6 +3,7 @@
 //!
 //! [`Registry`]: super::Registry
 
+use crate::policy::pull::Level;
 use std::fmt;
 
 use super::pull::PullGroup;
@@ -64,23 +65,24 @@ impl<T: Runnable> PoolSet<T> {
     /// the pool offers it to its siblings (O1).
     #[inline]
     pub(crate) fn push(&self, index: usize, task: T, at: usize) {
-        if self.pools[index].push(task, at) {
-            self.offer(index);
+        if let Some(reach) = self.pools[index].push(task, at) {
+            self.offer(index, reach);
         }
     }
 
     /// Queues `task` to the pool of pod `index` from the task that just finished on the calling
     /// thread (see [`Pool::push_after_run`]).
     pub(crate) fn push_after_run(&self, index: usize, task: T) {
-        if self.pools[index].push_after_run(task) {
-            self.offer(index);
+        if let Some(reach) = self.pools[index].push_after_run(task) {
+            self.offer(index, reach);
         }
     }
 
-    /// Pool `index` offers its waiting work to its siblings, if the pools pull.
-    fn offer(&self, index: usize) {
+    /// Pool `index` offers its waiting work to its siblings up to level `reach`, if the pools
+    /// pull.
+    fn offer(&self, index: usize, reach: Level) {
         if let Some(group) = &self.pull {
-            group.offer(index);
+            group.offer(index, reach);
         }
     }
 
