@@ -145,12 +145,13 @@ pub fn siblings(places: &[PodPlace], pod: usize) -> Siblings {
 pub const OFFER_WAITING: usize = 2;
 
 /// The same for a push from a CPU outside the pool's pod (a steered item issued elsewhere, a
-/// `queue_on` another CPU, a timer firing): 1. No worker of the pool is about to finish the
-/// item that queued this one, so a single item waits for whatever the busy workers run, up to
-/// a whole item's time; offered, it starts on an idle sibling at once. The model put the cost
-/// of the other choice at steering's start p99 (`podq sim --profile podq --workload locality
-/// --items 2000 --scopes cpu --steer on,off`): 4.8x that of unsteered items on `grace`, 17x on
-/// `epyc-9d64`, with 2 (`docs/benchmarks-history.md`, twelfth pass).
+/// `queue_on` another CPU, a timer firing): 1, offered only to the pod's cache domain
+/// ([`offer_reach`]). No worker of the pool is about to finish the item that queued this one,
+/// so a single item waits for whatever the busy workers run, up to a whole item's time;
+/// offered, it starts on an idle sibling at once. In the model (`podq sim --profile podq
+/// --workload locality --items 2000 --scopes cpu --steer on,off`) steering's start p99 against
+/// unsteered items went from 17x to 1.07x on `epyc-9d64` and from 4.8x to 2.2x on `grace`
+/// (`docs/benchmarks-history.md`, twelfth pass).
 pub const OFFER_WAITING_AWAY: usize = 1;
 
 /// How far the offer of a push that left `waiting` items in its lane with every worker busy
