@@ -146,7 +146,9 @@ pub const OFFER_WAITING: usize = 2;
 
 /// The same for a push from a CPU outside the pool's pod (a steered item issued elsewhere, a
 /// `queue_on` another CPU, a timer firing): 1, offered only to the pod's cache domain
-/// ([`offer_reach`]). No worker of the pool is about to finish the item that queued this one,
+/// ([`offer_reach`]), and by the runtime only while every worker of the pool is inside a task
+/// (its probes; a worker between two tasks is a moment away, and the model does not make the
+/// distinction). No worker of the pool is about to finish the item that queued this one,
 /// so a single item waits for whatever the busy workers run, up to a whole item's time;
 /// offered, it starts on an idle sibling at once. In the model (`podq sim --profile podq
 /// --workload locality --items 2000 --scopes cpu --steer on,off`) steering's start p99 against

@@ -214,7 +214,12 @@ impl<T: Runnable> Pool<T> {
     pub(crate) fn push(&self, task: T, at: usize) -> Option<Level> {
         let lanes = &self.shared.lanes;
         let from_pod = lanes.in_pod(at);
-        let reach = |waiting| crate::policy::pull::offer_reach(waiting, from_pod);
+        // An offer of a single item from outside the pod also needs every worker inside a task
+        // (the probes): a worker between two tasks is a moment away from this one.
+        let reach = |waiting| {
+            crate::policy::pull::offer_reach(waiting, from_pod)
+                .filter(|&reach| reach != Level::CacheDomain || self.shared.probes.all_busy())
+        };
         let (grow, reach) = match self.shared.core.push(lanes.lane(at), from_pod, task) {
             Push::Spawn => (Grow::Spawn, None),
             Push::Watch(waiting) => (Grow::Watch, reach(waiting)),

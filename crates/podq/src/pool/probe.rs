@@ -81,6 +81,14 @@ impl Probes {
         Some(Some(busy))
     }
 
+    /// Whether every live worker runs a task now (false when none has a probe, or when the
+    /// list's lock is held: the caller then acts as if one were about to be free).
+    pub(super) fn all_busy(&self) -> bool {
+        self.list.try_lock().is_some_and(|list| {
+            !list.is_empty() && list.iter().all(|p| p.runs.load(Ordering::Relaxed) % 2 == 1)
+        })
+    }
+
     /// Looks at every busy worker: how many run a task, how many of those sleep. Under the
     /// list's lock, which only a worker's start and exit also take.
     pub(super) fn look(&self) -> Seen {
