@@ -3,11 +3,11 @@
 //!
 //! [`Registry`]: super::Registry
 
-use crate::policy::pull::Level;
 use std::fmt;
 
 use super::pull::PullGroup;
 use super::{Pool, Runnable};
+use crate::policy::pull::Level;
 use crate::scope::{Pod, Pods};
 use crate::stats::PoolStats;
 use crate::sync::Arc;
