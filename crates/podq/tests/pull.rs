@@ -151,6 +151,27 @@ fn thread_name() -> String {
     std::thread::current().name().unwrap_or("").to_owned()
 }
 
+/// A `cpu`-scope workqueue named `name` with one worker per pool, built by `build`; `None`
+/// (skipped, with a message) unless it has two pools and `cpus` among its CPUs.
+fn one_worker_per_pod(
+    name: &str,
+    build: impl FnOnce(podq::WorkqueueBuilder) -> podq::WorkqueueBuilder,
+    cpus: &[usize],
+) -> Option<Workqueue> {
+    let wq = build(
+        Workqueue::builder(name)
+            .scope(AffinityScope::Cpu)
+            .max_workers(1),
+    )
+    .build()
+    .expect("workqueue");
+    if wq.pools() < 2 || !cpus.iter().all(|&cpu| wq.cpus().contains(cpu)) {
+        eprintln!("skipped: needs two CPUs, {cpus:?} among them");
+        return None;
+    }
+    Some(wq)
+}
+
 /// On a `cpu`-scope workqueue built by `build`, with one worker per pool: item A, queued on
 /// CPU 0, waits up to `patience` for item B, queued behind it on CPU 0 with a third item C.
 /// Returns the threads that ran A and B and the workqueue (to read its stats), or `None` on a
@@ -168,17 +189,7 @@ fn blocked_behind_after(
     patience: Duration,
     before: impl FnOnce(&Workqueue),
 ) -> Option<([String; 2], Workqueue)> {
-    let wq = build(
-        Workqueue::builder("pull-test")
-            .scope(AffinityScope::Cpu)
-            .max_workers(1),
-    )
-    .build()
-    .expect("workqueue");
-    if wq.pools() < 2 || !wq.cpus().contains(0) {
-        eprintln!("skipped: needs two CPUs, CPU 0 among them");
-        return None;
-    }
+    let wq = one_worker_per_pod("pull-test", build, &[0])?;
     before(&wq);
     let (b_ran, b_seen) = mpsc::channel::<()>();
     let who = Arc::new(Mutex::new([String::new(), String::new()]));
@@ -243,16 +254,10 @@ fn one_item_queued_from_outside_a_busy_pod_is_offered_to_an_idle_one() {
     // A runs on pod 0's only worker and waits for B; B alone is queued to pod 0 from a thread
     // on CPU 1, outside the pod. With the pod's own threshold (two waiting items) B would wait
     // for A's whole patience; one item queued from elsewhere is offered, and pod 1 runs it.
-    let wq = Workqueue::builder("pull-away")
-        .scope(AffinityScope::Cpu)
-        .max_workers(1)
-        .idle_timeout(own_pools(3))
-        .build()
-        .expect("workqueue");
-    if wq.pools() < 2 || !wq.cpus().contains(0) || !wq.cpus().contains(1) {
-        eprintln!("skipped: needs two CPUs, CPUs 0 and 1 among them");
+    let Some(wq) = one_worker_per_pod("pull-away", |b| b.idle_timeout(own_pools(3)), &[0, 1])
+    else {
         return;
-    }
+    };
     let (a_started, a_running) = mpsc::channel::<()>();
     let (b_ran, b_seen) = mpsc::channel::<String>();
     let a_ran_on = Arc::new(Mutex::new(String::new()));

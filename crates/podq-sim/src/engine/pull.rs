@@ -142,15 +142,17 @@ impl Engine<'_> {
     }
 
     /// (O1) A push from dense CPU `cpu` left `waiting` items in its lane of `pool` with every
-    /// worker busy (P4's `Busy`, or P6's `Watch`): the pool offers its waiting work when
-    /// [`pull::offers`] says so (for a push from a CPU of the pool's pod or from elsewhere),
-    /// and kicks a sibling (O2). Returns what it costs the pusher.
+    /// worker busy (P4's `Busy`, or P6's `Watch`): the pool offers its waiting work as far as
+    /// [`pull::offer_reach`] says (for a push from a CPU of the pool's pod or from elsewhere),
+    /// and kicks a sibling within that reach (O2). Returns what it costs the pusher.
     pub(super) fn offer(&mut self, pool: usize, waiting: usize, cpu: u32) -> f64 {
         let from_pod = self.pools[pool].cpus.contains(&cpu);
         let Some(group) = &mut self.pull else {
             return 0.0;
         };
-        let Some(reach) = pull::offer_reach(waiting, from_pod) else {
+        // The model does not tell a worker between two items from one inside an item: every
+        // worker counts as inside one.
+        let Some(reach) = pull::offer_reach(waiting, from_pod, || true) else {
             return 0.0;
         };
         if group.offering[pool].is_some_and(|now| pull::reaches(now, reach)) {

@@ -145,49 +145,53 @@ pub fn siblings(places: &[PodPlace], pod: usize) -> Siblings {
 pub const OFFER_WAITING: usize = 2;
 
 /// The same for a push from a CPU outside the pool's pod (a steered item issued elsewhere, a
-/// `queue_on` another CPU, a timer firing): 1, offered only to the pod's cache domain
-/// ([`offer_reach`]), and by the runtime only while every worker of the pool is inside a task
-/// (its probes; a worker between two tasks is a moment away, and the model does not make the
-/// distinction). No worker of the pool is about to finish the item that queued this one,
-/// so a single item waits for whatever the busy workers run, up to a whole item's time;
-/// offered, it starts on an idle sibling at once. In the model (`podq sim --profile podq
-/// --workload locality --items 2000 --scopes cpu --steer on,off`) steering's start p99 against
-/// unsteered items went from 17x to 1.07x on `epyc-9d64` and from 4.8x to 2.2x on `grace`
-/// (`docs/benchmarks-history.md`, twelfth pass).
+/// `queue_on` another CPU, a timer firing): 1, offered only to the pod's cache domain, and only
+/// while every worker of the pool is inside a task ([`offer_reach`]). No worker of the pool is
+/// about to finish the item that queued this one, so a single item waits for whatever the busy
+/// workers run, up to a whole item's time; offered, it starts on an idle sibling at once. In the
+/// model (`podq sim --profile podq --workload locality --items 2000 --scopes cpu --steer on,off`)
+/// steering's start p99 against unsteered items went from 17x to 1.07x on `epyc-9d64` and from
+/// 4.8x to 2.2x on `grace` (`docs/benchmarks-history.md`, twelfth pass).
 pub const OFFER_WAITING_AWAY: usize = 1;
 
 /// How far the offer of a push that left `waiting` items in its lane with every worker busy
 /// reaches: the farthest [`Level`] of siblings that may take the pool's waiting work, or `None`
-/// for no offer. [`OFFER_WAITING`] items offer to every level; fewer, but at least
-/// [`OFFER_WAITING_AWAY`] from a CPU outside the pod (`from_pod` false), only to the pod's
-/// cache domain, where the item's data is one shared-cache hit away: an item moved to another
-/// cache runs cold, and on a machine of many cache domains enough of those (the model: EPYC
-/// 9D64's cpu scope at 60 % load) raise the pods' busy fractions over steering's
-/// `BUSY_LIMIT` and switch steering off.
+/// for no offer. [`OFFER_WAITING`] items offer to every level. Fewer, but at least
+/// [`OFFER_WAITING_AWAY`] from a CPU outside the pod (`from_pod` false), offer only to the
+/// pod's cache domain, and only when `all_in_tasks` says every worker of the pool runs a task
+/// (asked only then): a worker between two tasks is a moment away. In the cache domain the
+/// item's data is one shared-cache hit away; an item moved to another cache runs cold, and on a
+/// machine of many cache domains enough of those (the model: EPYC 9D64's cpu scope at 60 %
+/// load) raise the pods' busy fractions over steering's `BUSY_LIMIT` and switch steering off.
 #[must_use]
 #[inline]
-pub fn offer_reach(waiting: usize, from_pod: bool) -> Option<Level> {
+pub fn offer_reach(
+    waiting: usize,
+    from_pod: bool,
+    all_in_tasks: impl FnOnce() -> bool,
+) -> Option<Level> {
     if waiting >= OFFER_WAITING {
         Some(Level::Machine)
-    } else if !from_pod && waiting >= OFFER_WAITING_AWAY {
+    } else if !from_pod && waiting >= OFFER_WAITING_AWAY && all_in_tasks() {
         Some(Level::CacheDomain)
     } else {
         None
     }
 }
 
-/// Whether such a push offers at all ([`offer_reach`]).
+/// Whether such a push may offer, before the workers are looked at: [`offer_reach`] with
+/// every worker in a task. The queue call uses it to decide whether the spinners matter.
 #[must_use]
 #[inline]
 pub fn offers(waiting: usize, from_pod: bool) -> bool {
-    offer_reach(waiting, from_pod).is_some()
+    offer_reach(waiting, from_pod, || true).is_some()
 }
 
 /// Whether an offer that reaches `reach` ([`offer_reach`]) is open to a sibling at `level`.
 #[must_use]
 #[inline]
 pub fn reaches(reach: Level, level: Level) -> bool {
-    level.index() <= reach.index()
+    level <= reach
 }
 
 /// What a pool asked by an offering sibling does ([`kick`]).
@@ -405,13 +409,22 @@ mod tests {
         assert!(!offers(0, false));
         assert!(offers(1, false));
         assert!(offers(OFFER_WAITING, false));
-        assert_eq!(offer_reach(OFFER_WAITING, true), Some(Level::Machine));
-        assert_eq!(offer_reach(OFFER_WAITING, false), Some(Level::Machine));
+        let busy = || true;
+        assert_eq!(offer_reach(OFFER_WAITING, true, busy), Some(Level::Machine));
         assert_eq!(
-            offer_reach(OFFER_WAITING_AWAY, false),
+            offer_reach(OFFER_WAITING, false, busy),
+            Some(Level::Machine)
+        );
+        assert_eq!(
+            offer_reach(OFFER_WAITING, false, || false),
+            Some(Level::Machine)
+        );
+        assert_eq!(
+            offer_reach(OFFER_WAITING_AWAY, false, busy),
             Some(Level::CacheDomain)
         );
-        assert_eq!(offer_reach(OFFER_WAITING_AWAY, true), None);
+        assert_eq!(offer_reach(OFFER_WAITING_AWAY, false, || false), None);
+        assert_eq!(offer_reach(OFFER_WAITING_AWAY, true, busy), None);
         assert!(reaches(Level::Machine, Level::Node));
         assert!(reaches(Level::CacheDomain, Level::CacheDomain));
         assert!(!reaches(Level::CacheDomain, Level::Node));

@@ -34,16 +34,17 @@ impl LaneMap {
     /// which the core wraps to its lanes.
     #[inline]
     pub(super) fn lane(&self, at: usize) -> usize {
-        match self.by_cpu.get(at) {
-            Some(&lane) if lane != usize::MAX => lane,
-            _ => at,
-        }
+        self.lookup(at).unwrap_or(at)
     }
 
-    /// Whether `at` (as for [`LaneMap::lane`]) is a CPU of the pod.
+    /// The lane of `at` (as for [`LaneMap::lane`]) when it is a CPU of the pod; `None` off the
+    /// pod.
     #[inline]
-    pub(super) fn in_pod(&self, at: usize) -> bool {
-        self.by_cpu.get(at).is_some_and(|&lane| lane != usize::MAX)
+    pub(super) fn lookup(&self, at: usize) -> Option<usize> {
+        self.by_cpu
+            .get(at)
+            .copied()
+            .filter(|&lane| lane != usize::MAX)
     }
 
     /// The calling thread's lane (see [`LaneMap::lane`]), for the paths that read the CPU

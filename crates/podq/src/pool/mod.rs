@@ -212,15 +212,12 @@ impl<T: Runnable> Pool<T> {
     /// (`policy::pull::offer_reach`): work waits with every worker busy.
     #[inline]
     pub(crate) fn push(&self, task: T, at: usize) -> Option<Level> {
-        let lanes = &self.shared.lanes;
-        let from_pod = lanes.in_pod(at);
-        // An offer of a single item from outside the pod also needs every worker inside a task
-        // (the probes): a worker between two tasks is a moment away from this one.
+        let own = self.shared.lanes.lookup(at);
+        let from_pod = own.is_some();
         let reach = |waiting| {
-            crate::policy::pull::offer_reach(waiting, from_pod)
-                .filter(|&reach| reach != Level::CacheDomain || self.shared.probes.all_busy())
+            crate::policy::pull::offer_reach(waiting, from_pod, || self.shared.probes.all_busy())
         };
-        let (grow, reach) = match self.shared.core.push(lanes.lane(at), from_pod, task) {
+        let (grow, reach) = match self.shared.core.push(own.unwrap_or(at), from_pod, task) {
             Push::Spawn => (Grow::Spawn, None),
             Push::Watch(waiting) => (Grow::Watch, reach(waiting)),
             Push::Busy(waiting) => (Grow::No, reach(waiting)),

@@ -234,31 +234,21 @@ impl<T: Runnable> PullGroup<T> {
         (pod / WORD, 1 << (pod % WORD))
     }
 
-    /// The summary's words of offers that siblings at `level` may take: those to every level,
-    /// and at the cache domain's level those to the cache domain only.
-    fn offer_words(&self, level: Level) -> impl Iterator<Item = u64> + '_ {
-        let near = policy::reaches(Level::CacheDomain, level);
-        self.offering
-            .iter()
-            .zip(self.near.iter())
-            .map(move |(all, n)| {
-                let all = all.load(Ordering::Relaxed);
-                if near {
-                    all | n.load(Ordering::Relaxed)
-                } else {
-                    all
-                }
-            })
+    /// Word `w` of the summary as siblings at `level` read it: the offers to every level, and
+    /// at the cache domain's level those to the cache domain only too.
+    fn word(&self, w: usize, level: Level) -> u64 {
+        let all = self.offering[w].load(Ordering::Relaxed);
+        if policy::reaches(Level::CacheDomain, level) {
+            all | self.near[w].load(Ordering::Relaxed)
+        } else {
+            all
+        }
     }
 
     /// Whether pool `pod` offers its waiting work to its siblings at `level`.
     fn offers_to(&self, pod: usize, level: Level) -> bool {
         let (w, bit) = Self::word_bit(pod);
-        let mut word = self.offering[w].load(Ordering::Relaxed);
-        if policy::reaches(Level::CacheDomain, level) {
-            word |= self.near[w].load(Ordering::Relaxed);
-        }
-        word & bit != 0
+        self.word(w, level) & bit != 0
     }
 
     /// (O1) Pool `pod` leaves work waiting with every worker busy: it offers its waiting work
@@ -320,8 +310,8 @@ impl<T: Runnable> PullGroup<T> {
     fn offered_at(&self, pod: usize, level: Level) -> bool {
         self.pods[pod].masks[level.index()]
             .iter()
-            .zip(self.offer_words(level))
-            .any(|(&mask, word)| mask != 0 && word & mask != 0)
+            .enumerate()
+            .any(|(w, &mask)| mask != 0 && self.word(w, level) & mask != 0)
     }
 
     /// (W7p) A worker of pool `pod` found its queue empty: at each level whose siblings offer
