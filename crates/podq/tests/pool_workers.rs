@@ -167,3 +167,52 @@ fn a_worker_that_cannot_be_pinned_still_runs_the_work_and_is_counted() {
     assert_eq!(on_worker(&wq, last, || "ran"), "ran");
     assert_eq!(total(&wq, |p| p.pin_failures), 1);
 }
+
+#[test]
+fn a_non_strict_worker_moved_out_of_its_pod_moves_back_before_its_next_item() {
+    let topo = Topology::discover().expect("this machine");
+    let cpus = topo.cpu_set();
+    if affinity::current_cpu().is_none() || allowed() != cpus || cpus.len() < 2 {
+        eprintln!("skipped: needs a system that tells the CPU, and all of its 2+ CPUs to use");
+        return;
+    }
+    let mut two = cpus.iter();
+    let (home, away) = (two.next().expect("a CPU"), two.next().expect("a CPU"));
+    let wq = Arc::new(
+        Workqueue::builder("repatriate")
+            .scope(AffinityScope::Cpu)
+            .strict(false)
+            // The second item is queued from outside its pod while the pod's worker is busy:
+            // with pull, the other pod's worker may take it.
+            .pull(false)
+            .idle_timeout(private_timeout(6))
+            .build()
+            .expect("workqueue"),
+    );
+    let rounds: u64 = 5;
+    for _ in 0..rounds {
+        // The first item moves its worker to the other CPU and gives it back its wide
+        // affinity, as the OS's load balancer may, then queues the second to the same pod: the
+        // worker goes straight on to it, with no wake-up for the OS to place it again.
+        let (wide, inner, (tx, rx)) = (cpus.clone(), Arc::clone(&wq), mpsc::channel());
+        on_worker(&wq, home, move || {
+            affinity::pin_current_thread(&std::iter::once(away).collect()).expect("pin");
+            affinity::pin_current_thread(&wide).expect("widen");
+            let queued = inner.queue_on(home, move || {
+                tx.send(affinity::allowed_cpus().expect("affinity"))
+                    .expect("test alive");
+            });
+            assert_eq!(queued.ok(), Some(true));
+        });
+        // Moved back, it is a non-strict worker still: the OS may move it again.
+        let affinity = rx.recv_timeout(PATIENCE).expect("the second item ran");
+        assert_eq!(affinity, cpus);
+        // Past the shortest time between two moves back of one worker.
+        thread::sleep(Duration::from_millis(5));
+    }
+    // A move back pins the worker to its pod, which returns once it runs there. The OS may
+    // itself move the worker home between the two items (then there is nothing to do), so two
+    // rounds of five may go without one; without moves back there are none.
+    let moved = total(&wq, |p| p.workers_repatriated);
+    assert!(moved + 2 >= rounds, "{moved} moves back in {rounds} rounds");
+}
