@@ -49,100 +49,75 @@ impl Repatriate {
     }
 
     /// Before a task: moves the calling worker back into its pod when the OS put it outside
-    /// (W14). Returns whether it moved.
-    pub(super) fn before_task<T>(&mut self, shared: &Shared<T>) -> bool {
+    /// (W14).
+    pub(super) fn before_task<T>(&mut self, shared: &Shared<T>) {
         if !self.applies {
-            return false;
+            return;
         }
-        let Some(cpu) = crate::sys::current_cpu() else {
-            return false;
-        };
-        if shared.pod.cpus.contains(cpu) {
-            return false;
+        match crate::sys::current_cpu() {
+            Some(cpu) if !shared.pod.cpus.contains(cpu) => {}
+            _ => return,
         }
         let now = Instant::now();
         if self
             .last
             .is_some_and(|last| now.duration_since(last) < REPATRIATE_EVERY)
         {
-            return false;
+            return;
         }
         self.last = Some(now);
-        if !move_back(&super::worker::home_cpus(shared)) {
-            return false;
+        let (pod, wide) = super::worker::home_cpus(shared);
+        if move_back(&pod, &wide) {
+            shared.repatriated.fetch_add(1, Ordering::Relaxed);
         }
-        shared.repatriated.fetch_add(1, Ordering::Relaxed);
-        true
     }
 }
 
 /// Moves the calling thread onto `pod` and then allows it `wide` again, when its affinity is
 /// `wide` now (podq never widens a mask that someone else narrowed) and `pod` is a non-empty
 /// part of it. Returns whether it moved.
-fn move_back((pod, wide): &(CpuSet, CpuSet)) -> bool {
+fn move_back(pod: &CpuSet, wide: &CpuSet) -> bool {
     if pod.is_empty() || pod == wide {
         return false;
     }
-    let Ok(now) = crate::sys::allowed_cpus() else {
-        return false;
-    };
-    if now.into_iter().collect::<CpuSet>() != *wide {
+    if crate::affinity::allowed_cpus().ok().as_ref() != Some(wide) {
         return false;
     }
-    let ids = |cpus: &CpuSet| cpus.iter().collect::<Vec<usize>>();
-    if crate::sys::pin_current_thread(&ids(pod)).is_err() {
+    if crate::affinity::pin_current_thread(pod).is_err() {
         return false;
     }
     // A failure leaves it on its pod's CPUs, all of them allowed: as a strict worker.
-    let _ = crate::sys::pin_current_thread(&ids(wide));
+    let _ = crate::affinity::pin_current_thread(wide);
     true
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The calling thread's affinity.
-    fn affinity() -> CpuSet {
-        crate::sys::allowed_cpus()
-            .expect("affinity")
-            .into_iter()
-            .collect()
-    }
+    use crate::pool::tests::{affinity, on_own_thread_with_two_cpus};
 
     #[test]
     fn a_move_back_ends_with_the_wide_affinity() {
-        std::thread::spawn(|| {
+        on_own_thread_with_two_cpus(|| {
             let wide = affinity();
-            if crate::sys::current_cpu().is_none() || wide.len() < 2 {
-                eprintln!("skipped: needs a system that tells the CPU, and 2 CPUs to use");
-                return;
-            }
-            let first = wide.iter().next().expect("a CPU");
-            let pod: CpuSet = [first].into_iter().collect();
-            assert!(move_back(&(pod, wide.clone())));
+            let pod: CpuSet = wide.iter().take(1).collect();
+            assert!(move_back(&pod, &wide));
             assert_eq!(affinity(), wide);
-        })
-        .join()
-        .expect("thread");
+        });
     }
 
     #[test]
     fn a_narrowed_worker_is_not_moved_back() {
-        std::thread::spawn(|| {
+        on_own_thread_with_two_cpus(|| {
             let wide = affinity();
-            if crate::sys::current_cpu().is_none() || wide.len() < 2 {
-                eprintln!("skipped: needs a system that tells the CPU, and 2 CPUs to use");
-                return;
-            }
             let ids: Vec<usize> = wide.iter().collect();
-            let (first, second) = (ids[0], ids[1]);
-            crate::sys::pin_current_thread(&[second]).expect("pin");
-            let pod: CpuSet = [first].into_iter().collect();
-            assert!(!move_back(&(pod, wide)));
-            assert_eq!(affinity(), [second].into_iter().collect());
-        })
-        .join()
-        .expect("thread");
+            let (pod, narrowed): (CpuSet, CpuSet) = (
+                [ids[0]].into_iter().collect(),
+                [ids[1]].into_iter().collect(),
+            );
+            crate::affinity::pin_current_thread(&narrowed).expect("pin");
+            assert!(!move_back(&pod, &wide));
+            assert_eq!(affinity(), narrowed);
+        });
     }
 }
