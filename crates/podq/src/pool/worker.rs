@@ -143,7 +143,6 @@ fn work<T: Runnable>(
     probe: Option<&WorkerProbe>,
 ) {
     let mut slot = WorkerSlot::new();
-    let mut repatriate = super::repatriate::Repatriate::new(shared);
     let mut runs = 0u64;
     let mut wakes = 0u64;
     while let Next::Run { item, grow } =
@@ -156,7 +155,6 @@ fn work<T: Runnable>(
             super::apart::woken(wakes);
         }
         grow_pool(shared, grow);
-        repatriate.before_task(shared);
         if let Some(probe) = probe {
             runs += 1;
             probe.mark(runs);
@@ -229,19 +227,6 @@ struct Home {
     cpus: CpuSet,
     /// Whether the pod has CPUs but none of them is allowed.
     pod_lost: bool,
-}
-
-/// A worker's pod and the CPUs a non-strict one may run on afterwards, within the CPUs the
-/// process may use now (the pod's part is empty when none of its CPUs is allowed), for a move
-/// back into the pod (W14).
-pub(super) fn home_cpus<T>(shared: &Shared<T>) -> (CpuSet, CpuSet) {
-    let home = home(shared);
-    let pod = if home.pod_lost {
-        CpuSet::default()
-    } else {
-        home.first
-    };
-    (pod, home.cpus)
 }
 
 /// Where a worker of `shared` belongs now ([`Home`]).
