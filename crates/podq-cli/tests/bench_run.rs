@@ -578,6 +578,7 @@ fn locality_json_measures_each_scope_with_steering_on_and_off_beside_the_peers()
         );
         let busy = row["cpu_busy"].as_f64().unwrap_or(-1.0);
         assert!(busy >= 0.0, "the busy fraction: {row}");
+        check_cpu_reuse(row);
         assert!(
             u64_of(row, "run_p50_ns") <= u64_of(row, "run_p99_ns"),
             "{row}"
@@ -649,5 +650,26 @@ fn locality_overload_runs_one_group_at_full_load_and_the_text_labels_steering() 
     assert!(
         out.contains("steer") && out.contains("run p50") && out.contains("busy"),
         "{out}"
+    );
+}
+
+/// A locality row's split of its items by whether they ran on their group's previous item's
+/// CPU: a fraction, with the run time p50 of each side that had items. Linux tells the CPU, so
+/// there the split is always there.
+fn check_cpu_reuse(row: &serde_json::Value) {
+    let Some(same) = row["same_cpu"].as_f64() else {
+        assert!(!cfg!(target_os = "linux"), "no same_cpu on Linux: {row}");
+        return;
+    };
+    assert!((0.0..=1.0).contains(&same), "{row}");
+    assert_eq!(
+        row["run_p50_same_cpu_ns"].is_u64(),
+        same > 0.0,
+        "a p50 for the items on their group's CPU exactly when there were some: {row}"
+    );
+    assert_eq!(
+        row["run_p50_moved_ns"].is_u64(),
+        same < 1.0,
+        "a p50 for the items that moved exactly when there were some: {row}"
     );
 }

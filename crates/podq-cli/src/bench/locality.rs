@@ -15,11 +15,12 @@
 //! podq queues each item through its group's handle (`Workqueue::group`, steered or not as the
 //! workqueue is built); the peers, which have no groups, queue the same items as plain closures.
 //! Reported: items/sec (all items over the wall time until the last has run), the queue call's
-//! latency, each item's queue-to-start time, each item's own run time (its walk and work) and
-//! how busy the process kept the CPUs.
+//! latency, each item's queue-to-start time, each item's own run time (its walk and work), how
+//! busy the process kept the CPUs, and how many items ran on the CPU of their group's previous
+//! item ([`reuse`]).
 
 use std::hint::black_box;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -36,8 +37,10 @@ use crate::error::CliError;
 
 mod cpu_time;
 pub(crate) mod pace;
+pub(crate) mod reuse;
 
 use self::pace::Pace;
+use self::reuse::{CpuReuse, Placed};
 
 // The workload's defaults and bounds, one home for the bench and the simulator.
 pub(crate) use podq_sim::scenario::{
@@ -62,7 +65,12 @@ struct Line {
 pub(crate) struct WorkingSet {
     /// The lines.
     lines: Box<[Line]>,
+    /// The CPU of the last item that walked it ([`NO_CPU`]: none yet).
+    last_cpu: AtomicUsize,
 }
+
+/// [`WorkingSet::last_cpu`] before any item walked the set.
+const NO_CPU: usize = usize::MAX;
 
 impl WorkingSet {
     /// A set of `kb` KiB (at least one line) whose cycle `rng` draws.
@@ -85,7 +93,18 @@ impl WorkingSet {
                 visits: AtomicU64::new(0),
             })
             .collect();
-        WorkingSet { lines }
+        WorkingSet {
+            lines,
+            last_cpu: AtomicUsize::new(NO_CPU),
+        }
+    }
+
+    /// Records that an item of the set's group starts on the calling thread's CPU, and says
+    /// whether that is the CPU of the group's previous item ([`reuse`]).
+    pub(crate) fn walked_here(&self) -> Placed {
+        let cpu = podq::affinity::current_cpu();
+        let last = self.last_cpu.swap(cpu.unwrap_or(NO_CPU), Ordering::Relaxed);
+        Placed::of(cpu, (last != NO_CPU).then_some(last))
     }
 
     /// Lines in the set.
@@ -180,6 +199,8 @@ struct Produced {
     tally: Tally,
     /// Every item's own run time (its walk), in nanoseconds.
     run_ns: Box<[AtomicU64]>,
+    /// Where every item ran against its group's previous item ([`Placed::raw`]).
+    placed: Box<[AtomicU64]>,
 }
 
 /// One item: a walk of its group's set, with what it reports into.
@@ -201,15 +222,18 @@ pub(crate) struct Item {
 }
 
 impl Item {
-    /// Runs the item: records its start, walks its group's set and burns its work, records
-    /// that time, and counts itself done.
+    /// Runs the item: records its start and where it runs, walks its group's set and burns
+    /// its work, records that time, and counts itself done.
     pub(crate) fn run(self) {
         let produced = &self.produced;
         produced.tally.start(self.n, self.queued);
+        let set = &self.sets[self.group];
+        let placed = set.walked_here();
         let t0 = Instant::now();
-        self.sets[self.group].walk(self.from);
+        set.walk(self.from);
         burn(self.work);
         produced.run_ns[self.n].store(nanos(t0.elapsed()), Ordering::Relaxed);
+        produced.placed[self.n].store(placed.raw(), Ordering::Relaxed);
         produced.tally.finish();
     }
 }
@@ -299,6 +323,7 @@ pub(crate) fn drive<E: Executor, G: Sync>(
             Ok(Produced {
                 tally,
                 run_ns: slots(items, "locality", "run times")?,
+                placed: slots(items, "locality", "where items ran")?,
             })
         });
         let produced = match made {
@@ -361,10 +386,16 @@ pub(crate) fn drive<E: Executor, G: Sync>(
         produced.tally.record_into(&mut queue_to_start);
         record_slots(&produced.run_ns, &mut run_time);
     }
+    let cpu_reuse = CpuReuse::of(
+        results
+            .iter()
+            .map(|(_, produced)| (&*produced.placed, &*produced.run_ns)),
+    );
     Ok(Ran {
         measurement: Measurement {
             queue_to_start: Some(Percentiles::of(&queue_to_start)),
             groups: Some(groups.len()),
+            cpu_reuse,
             ..Measurement::of_run(items, cpus.len(), wall, &latency)
         },
         run_time,

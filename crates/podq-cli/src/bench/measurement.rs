@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
+use super::locality::reuse::CpuReuse;
+
 /// Latency percentiles of a histogram, in nanoseconds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Percentiles {
@@ -68,6 +70,9 @@ pub(crate) struct Measurement {
     /// Grouped items that ran on their group's home pod, those sent elsewhere, and the
     /// groups' home changes (podq, locality only).
     pub(crate) steering: Option<Steering>,
+    /// How many items ran on the CPU of their group's previous item, and the run time of those
+    /// that did and of those that moved (locality only).
+    pub(crate) cpu_reuse: Option<CpuReuse>,
 }
 
 /// podq's steering counts of one run (`WorkqueueStats::grouped_at_home`, `grouped_elsewhere`,
@@ -141,6 +146,9 @@ pub(crate) struct Summary {
     pub(crate) cpu_busy: Option<f64>,
     /// Median of each steering count (podq, locality only).
     pub(crate) steering: Option<Steering>,
+    /// Median of the fraction of items on their group's previous CPU, and of each side's run
+    /// time p50 (locality only).
+    pub(crate) cpu_reuse: Option<CpuReuse>,
 }
 
 impl Summary {
@@ -187,8 +195,24 @@ impl Summary {
                         .map(|s| s.home_changes),
                 ),
             }),
+            cpu_reuse: cpu_reuse(runs),
         })
     }
+}
+
+/// The medians of the runs' [`CpuReuse`]: of the fraction, and of each side's p50 over the runs
+/// that had items on that side; `None` when no run has one.
+fn cpu_reuse(runs: &[Measurement]) -> Option<CpuReuse> {
+    let all: Vec<CpuReuse> = runs.iter().filter_map(|m| m.cpu_reuse).collect();
+    let side = |pick: fn(&CpuReuse) -> Option<u64>| {
+        let values: Vec<u64> = all.iter().filter_map(pick).collect();
+        (!values.is_empty()).then(|| median_u64(values.into_iter()))
+    };
+    (!all.is_empty()).then(|| CpuReuse {
+        same: median_f64(&all.iter().map(|r| r.same).collect::<Vec<_>>()),
+        same_p50: side(|r| r.same_p50),
+        moved_p50: side(|r| r.moved_p50),
+    })
 }
 
 /// The median of the count `pick` finds in the runs; `None` when the first run has none.

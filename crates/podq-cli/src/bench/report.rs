@@ -188,7 +188,7 @@ fn table(workload: Workload, rows: &[&Row], settings: &Settings) -> String {
         ]),
     }
     if shape == Shape::Local {
-        header.extend(["run p50", "run p99", "busy"]);
+        header.extend(["run p50", "run p99", "busy", "same CPU"]);
     }
     header.extend(["pulled", "pools", "workers"]);
     if shape == Shape::Mixed {
@@ -247,6 +247,8 @@ fn table(workload: Workload, rows: &[&Row], settings: &Settings) -> String {
                 run.p99.to_string(),
                 s.cpu_busy
                     .map_or_else(dash, |b| format!("{:.0} %", b * 100.0)),
+                s.cpu_reuse
+                    .map_or_else(dash, |r| format!("{:.0} %", r.same * 100.0)),
             ]);
         }
         line.push(s.pulled.map_or_else(dash, |p| p.to_string()));
@@ -411,6 +413,15 @@ fn json_row(row: &Row, settings: &Settings) -> Value {
         map.insert("run_p99_ns".into(), run.p99.into());
         if let Some(start) = s.queue_to_start {
             map.insert("start_p99_ns".into(), start.p99.into());
+        }
+        if let Some(reuse) = s.cpu_reuse {
+            map.insert("same_cpu".into(), reuse.same.into());
+            if let Some(p50) = reuse.same_p50 {
+                map.insert("run_p50_same_cpu_ns".into(), p50.into());
+            }
+            if let Some(p50) = reuse.moved_p50 {
+                map.insert("run_p50_moved_ns".into(), p50.into());
+            }
         }
     }
     if let Some(groups) = s.groups {
