@@ -25,6 +25,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crossbeam_utils::CachePadded;
 use hdrhistogram::Histogram;
 use podq_sim::Rng;
 
@@ -65,8 +66,9 @@ struct Line {
 pub(crate) struct WorkingSet {
     /// The lines.
     lines: Box<[Line]>,
-    /// The CPU of the last item that walked it ([`NO_CPU`]: none yet).
-    last_cpu: AtomicUsize,
+    /// The CPU of the last item that walked it ([`NO_CPU`]: none yet). On a line of its own:
+    /// the sets lie side by side, and every item reads its set's `lines` pointer.
+    last_cpu: CachePadded<AtomicUsize>,
 }
 
 /// [`WorkingSet::last_cpu`] before any item walked the set.
@@ -95,7 +97,7 @@ impl WorkingSet {
             .collect();
         WorkingSet {
             lines,
-            last_cpu: AtomicUsize::new(NO_CPU),
+            last_cpu: CachePadded::new(AtomicUsize::new(NO_CPU)),
         }
     }
 

@@ -43,11 +43,10 @@ impl Placed {
 
     /// What a slot holds.
     fn from_raw(raw: u64) -> Placed {
-        match raw {
-            1 => Placed::Same,
-            2 => Placed::Moved,
-            _ => Placed::Unknown,
-        }
+        [Placed::Same, Placed::Moved]
+            .into_iter()
+            .find(|p| p.raw() == raw)
+            .unwrap_or(Placed::Unknown)
     }
 }
 
