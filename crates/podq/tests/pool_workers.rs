@@ -167,3 +167,122 @@ fn a_worker_that_cannot_be_pinned_still_runs_the_work_and_is_counted() {
     assert_eq!(on_worker(&wq, last, || "ran"), "ran");
     assert_eq!(total(&wq, |p| p.pin_failures), 1);
 }
+
+/// What an issuer thread is asked to queue (`a_worker_moved_out_of_its_pod_...`).
+enum Issue {
+    /// A group item that reports the CPU it ran on and the worker's affinity.
+    Grouped,
+    /// The same as a plain item to the pod of the CPU given.
+    Plain(usize),
+}
+
+/// The CPU an item ran on and its worker's affinity.
+type Ran = (Option<usize>, CpuSet);
+
+/// Reports where the calling item runs.
+fn report(tx: mpsc::Sender<Ran>) -> impl FnOnce() + Send + 'static {
+    move || {
+        let ran = (
+            affinity::current_cpu(),
+            affinity::allowed_cpus().expect("affinity"),
+        );
+        tx.send(ran).expect("test alive");
+    }
+}
+
+#[test]
+fn a_worker_moved_out_of_its_pod_moves_back_for_a_group_item_steered_there_from_outside() {
+    let topo = Topology::discover().expect("this machine");
+    let cpus = topo.cpu_set();
+    if affinity::current_cpu().is_none() || allowed() != cpus || cpus.len() < 2 {
+        eprintln!("skipped: needs a system that tells the CPU, and all of its 2+ CPUs to use");
+        return;
+    }
+    let mut two = cpus.iter();
+    let (home, away) = (two.next().expect("a CPU"), two.next().expect("a CPU"));
+    let wq = Workqueue::builder("repatriate")
+        .scope(AffinityScope::Cpu)
+        .strict(false)
+        // The pod of `away` must not take the home's items.
+        .pull(false)
+        .idle_timeout(private_timeout(6))
+        .build()
+        .expect("workqueue");
+    let group = wq.group();
+    let moved = || total(&wq, |p| p.workers_repatriated);
+    thread::scope(|s| {
+        // An issuer thread pinned to `cpu`, queueing what it is told.
+        let issuer = |cpu: usize| {
+            let (go, orders) = mpsc::channel::<(Issue, mpsc::Sender<Ran>)>();
+            let (group, wq) = (group.clone(), &wq);
+            s.spawn(move || {
+                affinity::pin_current_thread(&std::iter::once(cpu).collect()).expect("pin");
+                for (issue, tx) in orders {
+                    // Woken on the worker's CPU, the issuer may have preempted it inside the
+                    // item that sent the order: it lets the item end first, so that the home
+                    // pod is not busy when the group's item is steered.
+                    for _ in 0..3 {
+                        thread::yield_now();
+                    }
+                    let queued = match issue {
+                        Issue::Grouped => group.queue(report(tx)),
+                        Issue::Plain(to) => wq.queue_on(to, report(tx)).expect("a CPU"),
+                    };
+                    assert!(queued);
+                }
+            });
+            go
+        };
+        let (inside, outside) = (issuer(home), issuer(away));
+        // One round: the worker of the home pod goes to `away` and gets its wide affinity
+        // back, as the OS's load balancer may move it, and at once has `by` queue `issue`: the
+        // worker goes straight on to it from its spin on `away`, with no wake-up for the OS to
+        // place it again.
+        let round = |by: &mpsc::Sender<(Issue, mpsc::Sender<Ran>)>, issue: Issue| -> Ran {
+            let (tx, rx) = mpsc::channel();
+            let (by, wide) = (by.clone(), cpus.clone());
+            on_worker(&wq, home, move || {
+                affinity::pin_current_thread(&std::iter::once(away).collect()).expect("pin");
+                affinity::pin_current_thread(&wide).expect("widen");
+                by.send((issue, tx)).expect("issuer alive");
+            });
+            let ran = rx.recv_timeout(PATIENCE).expect("the item ran");
+            // Past the shortest time between two moves back of one worker.
+            thread::sleep(Duration::from_millis(5));
+            ran
+        };
+        // The group's home: the pod of `home`, where its first item, queued there, runs.
+        let (tx, rx) = mpsc::channel();
+        inside.send((Issue::Grouped, tx)).expect("issuer alive");
+        rx.recv_timeout(PATIENCE).expect("the first item ran");
+        let home_pod = group.home().expect("a home once an item ran");
+        let rounds: u64 = 5;
+        // A group item queued from inside its pod, and a plain item from outside, move
+        // nobody: their issuers may run on the pod's CPU.
+        for _ in 0..rounds {
+            let (_, wide) = round(&inside, Issue::Grouped);
+            assert_eq!(wide, cpus);
+            round(&outside, Issue::Plain(home));
+        }
+        assert_eq!(moved(), 0);
+        assert_eq!(group.home(), Some(home_pod));
+        // Steered home from outside, the item finds its worker moved back onto the pod's CPU,
+        // and that worker is a non-strict worker still: the OS may move it again.
+        let mut at_home = 0;
+        for _ in 0..rounds {
+            let (cpu, wide) = round(&outside, Issue::Grouped);
+            assert_eq!(wide, cpus);
+            at_home += u64::from(cpu == Some(home));
+        }
+        assert_eq!(group.home(), Some(home_pod));
+        // The OS may itself move the worker home before the item (then there is nothing to
+        // do) or away again while it runs, so two rounds of five may go without; without
+        // moves back there are none.
+        let moved = moved();
+        assert!(moved + 2 >= rounds, "{moved} moves back in {rounds} rounds");
+        assert!(
+            at_home + 2 >= rounds,
+            "{at_home} of {rounds} items on the pod's CPU"
+        );
+    });
+}

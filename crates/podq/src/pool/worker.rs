@@ -95,6 +95,7 @@ fn run<T: Runnable>(shared: &Arc<Shared<T>>) {
     #[cfg(feature = "tracing")]
     crate::trace::worker_started(&shared.name);
     let probe = shared.probes.register();
+    super::repatriate::enter(shared);
     let group = shared.group.get().and_then(std::sync::Weak::upgrade);
     match group {
         Some(group) => work(
@@ -107,6 +108,7 @@ fn run<T: Runnable>(shared: &Arc<Shared<T>>) {
         ),
         None => work(shared, &mut NoSiblings, probe.as_deref().map(|p| &**p)),
     }
+    super::repatriate::leave();
     if let Some(probe) = &probe {
         shared.probes.remove(probe);
     }
@@ -227,6 +229,19 @@ struct Home {
     cpus: CpuSet,
     /// Whether the pod has CPUs but none of them is allowed.
     pod_lost: bool,
+}
+
+/// A worker's pod and the CPUs a non-strict one may run on afterwards, within the CPUs the
+/// process may use now (the pod's part is empty when none of its CPUs is allowed), for a move
+/// back into the pod (W14).
+pub(super) fn home_cpus<T>(shared: &Shared<T>) -> (CpuSet, CpuSet) {
+    let home = home(shared);
+    let pod = if home.pod_lost {
+        CpuSet::default()
+    } else {
+        home.first
+    };
+    (pod, home.cpus)
 }
 
 /// Where a worker of `shared` belongs now ([`Home`]).

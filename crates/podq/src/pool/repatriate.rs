@@ -1,0 +1,198 @@
+//! A non-strict worker that runs a group's item sent to its pod from outside moves back onto
+//! the pod's CPUs, when the OS had put it elsewhere (step W14 of `pool/README.md`): the kernel
+//! repatriates the workers of its non-strict pools, and a steered item is one whose data waits
+//! in the pod's caches.
+//!
+//! A non-strict worker starts on its pod's CPUs and is then allowed all of its workqueue's
+//! CPUs, so that the OS may move it where a CPU is free. Left at that, the OS soon places it
+//! anywhere: sampled every 50 ms during `podq bench --workload locality --scopes cpu` on 2 CPUs,
+//! the running workers of the two one-CPU pools were on their own pod's CPU 108 times and on
+//! the other 105 times. An item steered to its group's home pod then ran wherever that pod's
+//! worker happened to be, and found its data in the other CPU's caches.
+//!
+//! So when a group's item starts at its home pod (`workqueue/steering.rs`, S3), and it was
+//! queued from a CPU outside that pod, the worker reads the CPU it runs on. Outside its pod, it
+//! pins itself to the pod's allowed CPUs, which moves it there at once, and widens its affinity
+//! again to the workqueue's allowed CPUs, so that the OS may still move it. It does so at most
+//! once per [`REPATRIATE_EVERY`], and only while its affinity is the wide one podq gave it: a
+//! worker kept apart from its producer (W13), or narrowed by someone else, stays where it is.
+//!
+//! Only those items, because a move back onto a CPU that another thread keeps busy costs more
+//! than the cache saves. Moved back before every task, the worker of a one-CPU pod whose one
+//! producer is pinned to that CPU and waits for each item shared the CPU with it while the other
+//! CPU idled: one producer's closed loop with the `cpu` scope fell from 0.65-0.88M to 0.12M
+//! items/s (`docs/benchmarks-history.md`, the thirteenth pass). An item queued from inside its
+//! pod may have such an issuer on the pod's CPU; an ungrouped item has no data that says where
+//! it should run.
+
+use std::cell::RefCell;
+use std::time::Instant;
+
+use super::{Runnable, Shared};
+use crate::cpuset::CpuSet;
+use crate::sync::atomic::Ordering;
+use crate::sync::Arc;
+
+/// The shortest time between two moves back of one worker.
+///
+/// A move back is two `sched_setaffinity` calls and a migration: 35-36 us on the 2-vCPU Zen 5
+/// test VM (a C loop of 2,000 moves between its two CPUs, twice; a migration there sends an
+/// interrupt to the other vCPU). Where the OS keeps moving a worker out (its pod's CPUs busy
+/// with other threads), one move per millisecond costs that worker at most about 3.5 % of its
+/// time there.
+pub(crate) const REPATRIATE_EVERY: std::time::Duration = std::time::Duration::from_millis(1);
+
+thread_local! {
+    /// What the calling worker keeps to move back into its pod; `None` on threads that are
+    /// not podq workers, and on workers that never leave their pod.
+    static HOMING: RefCell<Option<Repatriate>> = const { RefCell::new(None) };
+}
+
+/// The part of a pool that a move back reads, without the pool's task type.
+trait PodHome: Send + Sync {
+    /// The pod's CPUs (all of them, allowed or not).
+    fn pod_cpus(&self) -> &CpuSet;
+    /// The pod's allowed CPUs and the workqueue's allowed CPUs now.
+    fn home_cpus(&self) -> (CpuSet, CpuSet);
+    /// Counts one move back.
+    fn count_move(&self);
+}
+
+impl<T: Runnable> PodHome for Shared<T> {
+    fn pod_cpus(&self) -> &CpuSet {
+        &self.pod.cpus
+    }
+
+    fn home_cpus(&self) -> (CpuSet, CpuSet) {
+        super::worker::home_cpus(self)
+    }
+
+    fn count_move(&self) {
+        self.repatriated.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// What one worker thread keeps to move back into its pod.
+struct Repatriate {
+    /// The worker's pool.
+    pool: Arc<dyn PodHome>,
+    /// When it last moved back.
+    last: Option<Instant>,
+}
+
+/// Called by a worker of `shared` as it starts: a worker that may leave its pod (a non-strict
+/// workqueue whose CPUs are more than the pod's) keeps what a move back needs.
+pub(super) fn enter<T: Runnable>(shared: &Arc<Shared<T>>) {
+    if shared.strict || shared.pod.cpus == shared.cpus {
+        return;
+    }
+    let pool: Arc<dyn PodHome> = shared.clone();
+    HOMING.with(|h| *h.borrow_mut() = Some(Repatriate { pool, last: None }));
+}
+
+/// Called by a worker as it ends.
+pub(super) fn leave() {
+    HOMING.with(|h| h.borrow_mut().take());
+}
+
+/// (W14) The task running on the calling thread is a group's item at its home pod, the pod of
+/// this worker, queued from CPU `from` (`None`: not known). When it came from outside the pod
+/// and the OS has put this worker outside it, the worker moves back onto the pod's CPUs (see
+/// the module). Anywhere else (not a worker, a strict one, one whose pod is all of its
+/// workqueue's CPUs) nothing happens.
+pub(crate) fn steered_here(from: Option<usize>) {
+    HOMING.with(|h| {
+        let Ok(mut homing) = h.try_borrow_mut() else {
+            return;
+        };
+        if let Some(homing) = homing.as_mut() {
+            homing.steered_here(from);
+        }
+    });
+}
+
+impl Repatriate {
+    /// [`steered_here`] on this worker.
+    fn steered_here(&mut self, from: Option<usize>) {
+        let pod = self.pool.pod_cpus();
+        match from {
+            Some(cpu) if !pod.contains(cpu) => {}
+            _ => return,
+        }
+        match crate::sys::current_cpu() {
+            Some(cpu) if !pod.contains(cpu) => {}
+            _ => return,
+        }
+        let now = Instant::now();
+        if self
+            .last
+            .is_some_and(|last| now.duration_since(last) < REPATRIATE_EVERY)
+        {
+            return;
+        }
+        self.last = Some(now);
+        let (pod, wide) = self.pool.home_cpus();
+        if move_back(&pod, &wide) {
+            self.pool.count_move();
+        }
+    }
+}
+
+/// Moves the calling thread onto `pod` and then allows it `wide` again, when its affinity is
+/// `wide` now (podq never widens a mask that someone else narrowed) and `pod` is a non-empty
+/// part of it. Returns whether it moved.
+fn move_back(pod: &CpuSet, wide: &CpuSet) -> bool {
+    if pod.is_empty() || pod == wide {
+        return false;
+    }
+    if crate::affinity::allowed_cpus().ok().as_ref() != Some(wide) {
+        return false;
+    }
+    if crate::affinity::pin_current_thread(pod).is_err() {
+        return false;
+    }
+    // A failure leaves it on its pod's CPUs, all of them allowed: as a strict worker.
+    let _ = crate::affinity::pin_current_thread(wide);
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pool::tests::{affinity, on_own_thread_with_two_cpus};
+
+    #[test]
+    fn a_move_back_ends_with_the_wide_affinity() {
+        on_own_thread_with_two_cpus(|| {
+            let wide = affinity();
+            let pod: CpuSet = wide.iter().take(1).collect();
+            assert!(move_back(&pod, &wide));
+            assert_eq!(affinity(), wide);
+        });
+    }
+
+    #[test]
+    fn a_narrowed_worker_is_not_moved_back() {
+        on_own_thread_with_two_cpus(|| {
+            let wide = affinity();
+            let ids: Vec<usize> = wide.iter().collect();
+            let (pod, narrowed): (CpuSet, CpuSet) = (
+                [ids[0]].into_iter().collect(),
+                [ids[1]].into_iter().collect(),
+            );
+            crate::affinity::pin_current_thread(&narrowed).expect("pin");
+            assert!(!move_back(&pod, &wide));
+            assert_eq!(affinity(), narrowed);
+        });
+    }
+
+    #[test]
+    fn off_a_worker_a_steered_item_moves_nothing() {
+        on_own_thread_with_two_cpus(|| {
+            let before = affinity();
+            steered_here(Some(usize::MAX));
+            steered_here(None);
+            assert_eq!(affinity(), before);
+        });
+    }
+}
