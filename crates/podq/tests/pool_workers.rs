@@ -191,7 +191,7 @@ fn report(tx: mpsc::Sender<Ran>) -> impl FnOnce() + Send + 'static {
 }
 
 #[test]
-fn a_worker_moved_out_of_its_pod_moves_back_for_a_group_item_steered_there_from_outside() {
+fn a_worker_keeps_to_its_pod_for_group_items_steered_there_from_outside() {
     let topo = Topology::discover().expect("this machine");
     let cpus = topo.cpu_set();
     if affinity::current_cpu().is_none() || allowed() != cpus || cpus.len() < 2 {
@@ -266,15 +266,21 @@ fn a_worker_moved_out_of_its_pod_moves_back_for_a_group_item_steered_there_from_
         }
         assert_eq!(moved(), 0);
         assert_eq!(group.home(), Some(home_pod));
-        // Steered home from outside, the item finds its worker moved back onto the pod's CPU,
-        // and that worker is a non-strict worker still: the OS may move it again.
+        // Steered home from outside, the item finds its worker moved back onto the pod's CPU
+        // and kept there.
+        let pod: CpuSet = std::iter::once(home).collect();
         let mut at_home = 0;
         for _ in 0..rounds {
-            let (cpu, wide) = round(&outside, Issue::Grouped);
-            assert_eq!(wide, cpus);
+            let (cpu, kept) = round(&outside, Issue::Grouped);
+            assert_eq!(kept, pod);
             at_home += u64::from(cpu == Some(home));
         }
         assert_eq!(group.home(), Some(home_pod));
+        // The next item that was not steered there from outside runs where the worker is, and
+        // then the worker is a non-strict worker again: the OS may move it.
+        let affinity = || affinity::allowed_cpus().expect("affinity");
+        assert_eq!(on_worker(&wq, home, affinity), pod);
+        assert_eq!(on_worker(&wq, home, affinity), cpus);
         // The OS may itself move the worker home before the item (then there is nothing to
         // do) or away again while it runs, so two rounds of five may go without; without
         // moves back there are none.

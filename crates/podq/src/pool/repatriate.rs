@@ -76,8 +76,13 @@ impl<T: Runnable> PodHome for Shared<T> {
 struct Repatriate {
     /// The worker's pool.
     pool: Arc<dyn PodHome>,
-    /// When it last moved back.
+    /// When it last narrowed itself to its pod.
     last: Option<Instant>,
+    /// The pod's CPUs it narrowed itself to and the wide set to return to, while it keeps to
+    /// its pod.
+    narrowed: Option<(CpuSet, CpuSet)>,
+    /// Whether the task running now was steered to the pod from outside.
+    kept: bool,
 }
 
 /// Called by a worker of `shared` as it starts: a worker that may leave its pod (a non-strict
@@ -87,7 +92,14 @@ pub(super) fn enter<T: Runnable>(shared: &Arc<Shared<T>>) {
         return;
     }
     let pool: Arc<dyn PodHome> = shared.clone();
-    HOMING.with(|h| *h.borrow_mut() = Some(Repatriate { pool, last: None }));
+    HOMING.with(|h| {
+        *h.borrow_mut() = Some(Repatriate {
+            pool,
+            last: None,
+            narrowed: None,
+            kept: false,
+        });
+    });
 }
 
 /// Called by a worker as it ends.
@@ -96,17 +108,27 @@ pub(super) fn leave() {
 }
 
 /// (W14) The task running on the calling thread is a group's item at its home pod, the pod of
-/// this worker, queued from CPU `from` (`None`: not known). When it came from outside the pod
-/// and the OS has put this worker outside it, the worker moves back onto the pod's CPUs (see
-/// the module). Anywhere else (not a worker, a strict one, one whose pod is all of its
-/// workqueue's CPUs) nothing happens.
+/// this worker, queued from CPU `from` (`None`: not known). When it came from outside the pod,
+/// the worker keeps to its pod's CPUs (see the module). Anywhere else (not a worker, a strict
+/// one, one whose pod is all of its workqueue's CPUs) nothing happens.
 pub(crate) fn steered_here(from: Option<usize>) {
+    with(|r| r.steered_here(from));
+}
+
+/// (W14) After each task: a worker that keeps to its pod and ran a task that was not steered
+/// there from outside is allowed its workqueue's CPUs again.
+pub(super) fn after_task() {
+    with(Repatriate::after_task);
+}
+
+/// Runs `f` on the calling worker's state, if it has one.
+fn with(f: impl FnOnce(&mut Repatriate)) {
     HOMING.with(|h| {
         let Ok(mut homing) = h.try_borrow_mut() else {
             return;
         };
         if let Some(homing) = homing.as_mut() {
-            homing.steered_here(from);
+            f(homing);
         }
     });
 }
@@ -114,14 +136,13 @@ pub(crate) fn steered_here(from: Option<usize>) {
 impl Repatriate {
     /// [`steered_here`] on this worker.
     fn steered_here(&mut self, from: Option<usize>) {
-        let pod = self.pool.pod_cpus();
         match from {
-            Some(cpu) if !pod.contains(cpu) => {}
+            Some(cpu) if !self.pool.pod_cpus().contains(cpu) => {}
             _ => return,
         }
-        match crate::sys::current_cpu() {
-            Some(cpu) if !pod.contains(cpu) => {}
-            _ => return,
+        self.kept = true;
+        if self.narrowed.is_some() {
+            return;
         }
         let now = Instant::now();
         if self
@@ -131,29 +152,42 @@ impl Repatriate {
             return;
         }
         self.last = Some(now);
+        let outside =
+            crate::sys::current_cpu().is_some_and(|cpu| !self.pool.pod_cpus().contains(cpu));
         let (pod, wide) = self.pool.home_cpus();
-        if move_back(&pod, &wide) {
-            self.pool.count_move();
+        if narrow(&pod, &wide) {
+            if outside {
+                self.pool.count_move();
+            }
+            self.narrowed = Some((pod, wide));
+        }
+    }
+
+    /// [`after_task`] on this worker.
+    fn after_task(&mut self) {
+        if std::mem::take(&mut self.kept) {
+            return;
+        }
+        if let Some((pod, wide)) = self.narrowed.take() {
+            // Only the mask it set itself: someone else's narrower one stays.
+            if crate::affinity::allowed_cpus().ok().as_ref() == Some(&pod) {
+                let _ = crate::affinity::pin_current_thread(&wide);
+            }
         }
     }
 }
 
-/// Moves the calling thread onto `pod` and then allows it `wide` again, when its affinity is
-/// `wide` now (podq never widens a mask that someone else narrowed) and `pod` is a non-empty
-/// part of it. Returns whether it moved.
-fn move_back(pod: &CpuSet, wide: &CpuSet) -> bool {
+/// Narrows the calling thread to `pod` (moving it there when it runs elsewhere), when its
+/// affinity is `wide` now (podq never changes a mask that someone else narrowed) and `pod` is
+/// a non-empty part of it. Returns whether it did.
+fn narrow(pod: &CpuSet, wide: &CpuSet) -> bool {
     if pod.is_empty() || pod == wide {
         return false;
     }
     if crate::affinity::allowed_cpus().ok().as_ref() != Some(wide) {
         return false;
     }
-    if crate::affinity::pin_current_thread(pod).is_err() {
-        return false;
-    }
-    // A failure leaves it on its pod's CPUs, all of them allowed: as a strict worker.
-    let _ = crate::affinity::pin_current_thread(wide);
-    true
+    crate::affinity::pin_current_thread(pod).is_ok()
 }
 
 #[cfg(test)]
@@ -162,17 +196,19 @@ mod tests {
     use crate::pool::tests::{affinity, on_own_thread_with_two_cpus};
 
     #[test]
-    fn a_move_back_ends_with_the_wide_affinity() {
+    fn a_narrowing_keeps_the_thread_on_its_pod() {
         on_own_thread_with_two_cpus(|| {
             let wide = affinity();
             let pod: CpuSet = wide.iter().take(1).collect();
-            assert!(move_back(&pod, &wide));
-            assert_eq!(affinity(), wide);
+            assert!(narrow(&pod, &wide));
+            assert_eq!(affinity(), pod);
+            let cpu = crate::sys::current_cpu().expect("the CPU");
+            assert!(pod.contains(cpu), "on CPU {cpu}");
         });
     }
 
     #[test]
-    fn a_narrowed_worker_is_not_moved_back() {
+    fn a_mask_someone_else_narrowed_is_left_alone() {
         on_own_thread_with_two_cpus(|| {
             let wide = affinity();
             let ids: Vec<usize> = wide.iter().collect();
@@ -181,7 +217,7 @@ mod tests {
                 [ids[1]].into_iter().collect(),
             );
             crate::affinity::pin_current_thread(&narrowed).expect("pin");
-            assert!(!move_back(&pod, &wide));
+            assert!(!narrow(&pod, &wide));
             assert_eq!(affinity(), narrowed);
         });
     }

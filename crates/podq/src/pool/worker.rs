@@ -162,6 +162,7 @@ fn work<T: Runnable>(
             probe.mark(runs);
         }
         let ran = run_task(shared, item);
+        super::repatriate::after_task();
         if let Some(probe) = probe {
             runs += 1;
             probe.mark(runs);
