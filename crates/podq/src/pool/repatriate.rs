@@ -1,29 +1,41 @@
-//! A non-strict worker that runs a group's item sent to its pod from outside moves back onto
-//! the pod's CPUs, when the OS had put it elsewhere (step W14 of `pool/README.md`): the kernel
-//! repatriates the workers of its non-strict pools, and a steered item is one whose data waits
-//! in the pod's caches.
+//! A non-strict worker keeps to its pod's CPUs while it runs a group's items sent to its pod
+//! from outside (step W14 of `pool/README.md`): the kernel repatriates the workers of its
+//! non-strict pools, and a steered item is one whose data waits in the pod's caches.
 //!
 //! A non-strict worker starts on its pod's CPUs and is then allowed all of its workqueue's
 //! CPUs, so that the OS may move it where a CPU is free. Left at that, the OS soon places it
 //! anywhere: sampled every 50 ms during `podq bench --workload locality --scopes cpu` on 2 CPUs,
 //! the running workers of the two one-CPU pools were on their own pod's CPU 108 times and on
 //! the other 105 times. An item steered to its group's home pod then ran wherever that pod's
-//! worker happened to be, and found its data in the other CPU's caches.
+//! worker happened to be, and found its data in the other CPU's caches. An item steered from
+//! outside the pod is the worst case: the OS wakes a parked worker near the thread that woke
+//! it, which is the issuer, outside the pod.
 //!
 //! So when a group's item starts at its home pod (`workqueue/steering.rs`, S3), and it was
-//! queued from a CPU outside that pod, the worker reads the CPU it runs on. Outside its pod, it
-//! pins itself to the pod's allowed CPUs, which moves it there at once, and widens its affinity
-//! again to the workqueue's allowed CPUs, so that the OS may still move it. It does so at most
-//! once per [`REPATRIATE_EVERY`], and only while its affinity is the wide one podq gave it: a
-//! worker kept apart from its producer (W13), or narrowed by someone else, stays where it is.
+//! queued from a CPU outside that pod, the worker narrows its affinity to the pod's allowed
+//! CPUs, which moves it there at once if the OS had put it elsewhere (counted in
+//! `workers_repatriated`), and keeps it while such items come: a wake-up then places it on the
+//! pod's CPUs, as the kernel's repatriation places its non-strict workers. After the first
+//! task that was not steered there from outside, it is allowed the workqueue's allowed CPUs
+//! again. It narrows itself at most once per [`REPATRIATE_EVERY`], and only while its affinity
+//! is the wide one podq gave it: a worker kept apart from its producer (W13), or narrowed by
+//! someone else, stays as it is, and a mask that someone else set meanwhile is never widened.
 //!
-//! Only those items, because a move back onto a CPU that another thread keeps busy costs more
-//! than the cache saves. Moved back before every task, the worker of a one-CPU pod whose one
-//! producer is pinned to that CPU and waits for each item shared the CPU with it while the other
-//! CPU idled: one producer's closed loop with the `cpu` scope fell from 0.65-0.88M to 0.12M
-//! items/s (`docs/benchmarks-history.md`, the thirteenth pass). An item queued from inside its
-//! pod may have such an issuer on the pod's CPU; an ungrouped item has no data that says where
-//! it should run.
+//! Only those items, because a worker kept on a CPU that another thread keeps busy waits for
+//! it. Moved back before every task, the worker of a one-CPU pod whose one producer is pinned
+//! to that CPU and waits for each item shared the CPU with it while the other CPU idled: one
+//! producer's closed loop with the `cpu` scope fell from 0.65-0.88M to 0.12M items/s
+//! (`docs/benchmarks-history.md`, the thirteenth pass). An item queued from inside its pod may
+//! have such an issuer on the pod's CPU; an ungrouped item has no data that says where it
+//! should run. A pod's CPU that a thread outside podq keeps busy makes the kept worker's items
+//! run slower, which raises the pod's busy fraction past `policy::steer::BUSY_LIMIT`: steering
+//! then sends the group's items where ungrouped ones go, and the first of them widens the
+//! worker again.
+//!
+//! Moving back and widening at once (the first form of W14) did not keep the worker: the next
+//! wake-up by an issuer outside the pod put it outside again, and with at most one move per
+//! [`REPATRIATE_EVERY`] the items between two moves ran there (on 2 CPUs, 1,281 moves in a run
+//! of 4,000 items, and 63-70 % of them on their group's previous CPU, against 85 % kept).
 
 use std::cell::RefCell;
 use std::time::Instant;
@@ -33,28 +45,28 @@ use crate::cpuset::CpuSet;
 use crate::sync::atomic::Ordering;
 use crate::sync::Arc;
 
-/// The shortest time between two moves back of one worker.
+/// The shortest time between two narrowings of one worker to its pod.
 ///
-/// A move back is two `sched_setaffinity` calls and a migration: 35-36 us on the 2-vCPU Zen 5
-/// test VM (a C loop of 2,000 moves between its two CPUs, twice; a migration there sends an
-/// interrupt to the other vCPU). Where the OS keeps moving a worker out (its pod's CPUs busy
-/// with other threads), one move per millisecond costs that worker at most about 3.5 % of its
-/// time there.
+/// A narrowing is a `sched_setaffinity` call, and a migration when the worker runs outside its
+/// pod; a move back and widening, two such calls and a migration, took 35-36 us on the 2-vCPU
+/// Zen 5 test VM (a C loop of 2,000 moves between its two CPUs, twice; a migration there sends
+/// an interrupt to the other vCPU). Where items steered from outside and other items alternate,
+/// one narrowing per millisecond costs that worker at most about 3.5 % of its time.
 pub(crate) const REPATRIATE_EVERY: std::time::Duration = std::time::Duration::from_millis(1);
 
 thread_local! {
-    /// What the calling worker keeps to move back into its pod; `None` on threads that are
-    /// not podq workers, and on workers that never leave their pod.
+    /// What the calling worker keeps to keep to its pod; `None` on threads that are not podq
+    /// workers, and on workers that never leave their pod.
     static HOMING: RefCell<Option<Repatriate>> = const { RefCell::new(None) };
 }
 
-/// The part of a pool that a move back reads, without the pool's task type.
+/// The part of a pool that W14 reads, without the pool's task type.
 trait PodHome: Send + Sync {
     /// The pod's CPUs (all of them, allowed or not).
     fn pod_cpus(&self) -> &CpuSet;
     /// The pod's allowed CPUs and the workqueue's allowed CPUs now.
     fn home_cpus(&self) -> (CpuSet, CpuSet);
-    /// Counts one move back.
+    /// Counts one move back onto the pod's CPUs.
     fn count_move(&self);
 }
 
@@ -72,21 +84,20 @@ impl<T: Runnable> PodHome for Shared<T> {
     }
 }
 
-/// What one worker thread keeps to move back into its pod.
+/// What one worker thread keeps to keep to its pod.
 struct Repatriate {
     /// The worker's pool.
     pool: Arc<dyn PodHome>,
     /// When it last narrowed itself to its pod.
     last: Option<Instant>,
-    /// The pod's CPUs it narrowed itself to and the wide set to return to, while it keeps to
-    /// its pod.
-    narrowed: Option<(CpuSet, CpuSet)>,
+    /// The pod's CPUs it narrowed itself to, while it keeps to its pod.
+    narrowed: Option<CpuSet>,
     /// Whether the task running now was steered to the pod from outside.
     kept: bool,
 }
 
 /// Called by a worker of `shared` as it starts: a worker that may leave its pod (a non-strict
-/// workqueue whose CPUs are more than the pod's) keeps what a move back needs.
+/// workqueue whose CPUs are more than the pod's) keeps what W14 needs.
 pub(super) fn enter<T: Runnable>(shared: &Arc<Shared<T>>) {
     if shared.strict || shared.pod.cpus == shared.cpus {
         return;
@@ -159,7 +170,7 @@ impl Repatriate {
             if outside {
                 self.pool.count_move();
             }
-            self.narrowed = Some((pod, wide));
+            self.narrowed = Some(pod);
         }
     }
 
@@ -168,9 +179,11 @@ impl Repatriate {
         if std::mem::take(&mut self.kept) {
             return;
         }
-        if let Some((pod, wide)) = self.narrowed.take() {
-            // Only the mask it set itself: someone else's narrower one stays.
-            if crate::affinity::allowed_cpus().ok().as_ref() == Some(&pod) {
+        if let Some(pod) = self.narrowed.take() {
+            // Only the mask it set itself: someone else's narrower one stays. The workqueue's
+            // CPUs allowed now: the process's may have changed since it narrowed itself.
+            let (_, wide) = self.pool.home_cpus();
+            if !wide.is_empty() && crate::affinity::allowed_cpus().ok().as_ref() == Some(&pod) {
                 let _ = crate::affinity::pin_current_thread(&wide);
             }
         }

@@ -194,8 +194,8 @@ impl Ticket {
 
     /// (S3) The execution starts on the calling thread: if it is a worker of one of the
     /// workqueue's pools, the group learns where its item ran, and a worker that runs it at
-    /// home, queued from outside the pod, moves back onto the pod's CPUs if the OS put it
-    /// elsewhere (W14, `pool::steered_here`). Elsewhere (a thread running tasks because the OS
+    /// home, queued from outside the pod, keeps to the pod's CPUs (W14,
+    /// `pool::steered_here`). Elsewhere (a thread running tasks because the OS
     /// refused a worker) nothing is learned.
     pub(crate) fn started(&self) {
         let Some(pod) = pool::worker_pod().filter(|&p| p < self.group.steer.pods) else {
