@@ -276,10 +276,9 @@ fn a_worker_keeps_to_its_pod_for_group_items_steered_there_from_outside() {
             at_home += u64::from(cpu == Some(home));
         }
         assert_eq!(group.home(), Some(home_pod));
-        // The next item that was not steered there from outside runs where the worker is, and
-        // then the worker is a non-strict worker again: the OS may move it.
+        // Once its queue ran empty the worker is a non-strict worker again: the OS may move it,
+        // and a wake-up may place it on any CPU that is free.
         let affinity = || affinity::allowed_cpus().expect("affinity");
-        assert_eq!(on_worker(&wq, home, affinity), pod);
         assert_eq!(on_worker(&wq, home, affinity), cpus);
         // The OS may itself move the worker home before the item (then there is nothing to
         // do) or away again while it runs, so two rounds of five may go without; without

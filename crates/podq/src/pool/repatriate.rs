@@ -132,6 +132,13 @@ pub(super) fn after_task() {
     with(Repatriate::after_task);
 }
 
+/// (W14) The calling worker's queue is empty and it is about to park: a worker that keeps to
+/// its pod is allowed its workqueue's CPUs again, so that whoever wakes it, the OS may place
+/// it on any free CPU (see the module).
+pub(super) fn idle() {
+    with(Repatriate::widen);
+}
+
 /// Runs `f` on the calling worker's state, if it has one.
 fn with(f: impl FnOnce(&mut Repatriate)) {
     HOMING.with(|h| {
@@ -179,6 +186,11 @@ impl Repatriate {
         if std::mem::take(&mut self.kept) {
             return;
         }
+        self.widen();
+    }
+
+    /// Allows the worker its workqueue's CPUs again, if it keeps to its pod now.
+    fn widen(&mut self) {
         if let Some(pod) = self.narrowed.take() {
             // Only the mask it set itself: someone else's narrower one stays. The workqueue's
             // CPUs allowed now: the process's may have changed since it narrowed itself.

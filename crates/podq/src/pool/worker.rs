@@ -10,7 +10,7 @@ use std::cell::Cell;
 use std::panic::{self, AssertUnwindSafe};
 use std::thread;
 
-use super::core::{Grow, Next, NoSiblings, Siblings, WorkerSlot};
+use super::core::{Grow, Next, Siblings, WorkerSlot};
 use super::probe::WorkerProbe;
 use super::pull::PullGroup;
 use super::{Hook, Runnable, Shared, WorkerInfo};
@@ -106,7 +106,7 @@ fn run<T: Runnable>(shared: &Arc<Shared<T>>) {
             },
             probe.as_deref().map(|p| &**p),
         ),
-        None => work(shared, &mut NoSiblings, probe.as_deref().map(|p| &**p)),
+        None => work(shared, &mut Alone, probe.as_deref().map(|p| &**p)),
     }
     super::repatriate::leave();
     if let Some(probe) = &probe {
@@ -185,6 +185,7 @@ impl<T: Runnable> Siblings<T> for Puller<'_, T> {
     #[inline]
     fn drained(&mut self) {
         self.group.withdraw(self.shared.pod.id);
+        super::repatriate::idle();
     }
 
     fn pull(&mut self) -> Option<T> {
@@ -193,6 +194,21 @@ impl<T: Runnable> Siblings<T> for Puller<'_, T> {
             return None;
         }
         self.group.pull(self.shared.pod.id)
+    }
+}
+
+/// A worker's siblings when its pool pulls from none: nothing to tell, nothing to take.
+struct Alone;
+
+impl<T: Runnable> Siblings<T> for Alone {
+    #[inline]
+    fn drained(&mut self) {
+        super::repatriate::idle();
+    }
+
+    #[inline]
+    fn pull(&mut self) -> Option<T> {
+        None
     }
 }
 
