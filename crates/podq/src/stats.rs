@@ -51,7 +51,8 @@ pub struct PoolStats {
     pub pin_failures: u64,
     /// Times a worker of a non-strict workqueue that the OS had moved out of its pod moved
     /// back onto the pod's CPUs to run a group's item steered to the pod from outside (step
-    /// W14 of the pool's protocol: such a worker then keeps to its pod while such items come).
+    /// W14 of the pool's protocol: such a worker then keeps to its pod while it runs such items
+    /// back to back).
     pub workers_repatriated: u64,
     /// Runs that unwound into a worker past the workqueue's own panic handling; 0 unless
     /// something is badly wrong. The worker goes on.

@@ -14,28 +14,32 @@
 //! So when a group's item starts at its home pod (`workqueue/steering.rs`, S3), and it was
 //! queued from a CPU outside that pod, the worker narrows its affinity to the pod's allowed
 //! CPUs, which moves it there at once if the OS had put it elsewhere (counted in
-//! `workers_repatriated`), and keeps it while such items come: a wake-up then places it on the
-//! pod's CPUs, as the kernel's repatriation places its non-strict workers. After the first
-//! task that was not steered there from outside, it is allowed the workqueue's allowed CPUs
-//! again. It narrows itself at most once per [`REPATRIATE_EVERY`], and only while its affinity
-//! is the wide one podq gave it: a worker kept apart from its producer (W13), or narrowed by
-//! someone else, stays as it is, and a mask that someone else set meanwhile is never widened.
+//! `workers_repatriated`), and keeps it while it runs such items back to back. It narrows
+//! itself on its pod's CPU too: left wide there, it still ran steered items off their group's
+//! previous CPU about a third of the time at 40 % busy on 2 CPUs (the sixteenth pass of the
+//! history). After the first task that was not steered there from outside, and as soon as its
+//! queue runs empty, it is allowed the workqueue's allowed CPUs again: it never spins or parks
+//! narrowed. A parked worker then wakes where the OS places it: on the CPU it last ran on, its
+//! pod's, when that CPU is free, and elsewhere when it is not, which is the placement the
+//! kernel's wake-up hint gives its non-strict workers. It narrows itself at most once per
+//! [`REPATRIATE_EVERY`], and only while its affinity is the wide one podq gave it: a worker
+//! kept apart from its producer (W13), or narrowed by someone else, stays as it is, and a mask
+//! that someone else set meanwhile is never widened.
 //!
-//! Only those items, because a worker kept on a CPU that another thread keeps busy waits for
-//! it. Moved back before every task, the worker of a one-CPU pod whose one producer is pinned
-//! to that CPU and waits for each item shared the CPU with it while the other CPU idled: one
-//! producer's closed loop with the `cpu` scope fell from 0.65-0.88M to 0.12M items/s
-//! (`docs/benchmarks-history.md`, the thirteenth pass). An item queued from inside its pod may
-//! have such an issuer on the pod's CPU; an ungrouped item has no data that says where it
-//! should run. A pod's CPU that a thread outside podq keeps busy makes the kept worker's items
-//! run slower, which raises the pod's busy fraction past `policy::steer::BUSY_LIMIT`: steering
-//! then sends the group's items where ungrouped ones go, and the first of them widens the
-//! worker again.
-//!
-//! Moving back and widening at once (the first form of W14) did not keep the worker: the next
-//! wake-up by an issuer outside the pod put it outside again, and with at most one move per
-//! [`REPATRIATE_EVERY`] the items between two moves ran there (on 2 CPUs, 1,281 moves in a run
-//! of 4,000 items, and 63-70 % of them on their group's previous CPU, against 85 % kept).
+//! Only those items, and only while they run, because a worker kept on a CPU that another
+//! thread keeps busy waits for it. Moved back before every task, the worker of a one-CPU pod
+//! whose one producer is pinned to that CPU and waits for each item shared the CPU with it
+//! while the other CPU idled: one producer's closed loop with the `cpu` scope fell from
+//! 0.65-0.88M to 0.12M items/s (`docs/benchmarks-history.md`, the thirteenth pass). An item
+//! queued from inside its pod may have such an issuer on the pod's CPU; an ungrouped item has
+//! no data that says where it should run. Kept narrowed while it spun and parked, the worker
+//! shared the pod's CPU with the issuers pinned there, and was woken onto it behind them:
+//! `tests/steer.rs`'s lightly loaded group, issued from two pinned threads in turn, then
+//! started items up to a timer tick late and failed in 3 of 8 runs of the file (the sixteenth
+//! pass of the history). A pod's CPU that a thread outside podq keeps busy makes the kept
+//! worker's items run slower, which raises the pod's busy fraction past
+//! `policy::steer::BUSY_LIMIT`: steering then sends the group's items where ungrouped ones go,
+//! and the first of them widens the worker again.
 
 use std::cell::RefCell;
 use std::time::Instant;
@@ -132,9 +136,9 @@ pub(super) fn after_task() {
     with(Repatriate::after_task);
 }
 
-/// (W14) The calling worker's queue is empty and it is about to park: a worker that keeps to
-/// its pod is allowed its workqueue's CPUs again, so that whoever wakes it, the OS may place
-/// it on any free CPU (see the module).
+/// (W14) The calling worker found its queue empty (it spins, pulls or parks next): a worker
+/// that keeps to its pod is allowed its workqueue's CPUs again, so that it never waits
+/// narrowed, and a wake-up may place it on any free CPU (see the module).
 pub(super) fn idle() {
     with(Repatriate::widen);
 }

@@ -185,6 +185,8 @@ impl<T: Runnable> Siblings<T> for Puller<'_, T> {
     #[inline]
     fn drained(&mut self) {
         self.group.withdraw(self.shared.pod.id);
+        // (W14) Under the head lock: a `sched_setaffinity` call, only after a narrowing (at
+        // most one per `REPATRIATE_EVERY`).
         super::repatriate::idle();
     }
 
@@ -197,7 +199,8 @@ impl<T: Runnable> Siblings<T> for Puller<'_, T> {
     }
 }
 
-/// A worker's siblings when its pool pulls from none: nothing to tell, nothing to take.
+/// A worker's siblings when its pool pulls from none: nothing to take; an empty queue is only
+/// the cue for W14 (as for [`Puller`]).
 struct Alone;
 
 impl<T: Runnable> Siblings<T> for Alone {
