@@ -98,6 +98,9 @@ struct Repatriate {
     narrowed: Option<CpuSet>,
     /// Whether the task running now was steered to the pod from outside.
     kept: bool,
+    /// Whether the worker was woken from parking for the task running now: the OS placed it
+    /// then, and a move would cost the task's start.
+    woken: bool,
 }
 
 /// Called by a worker of `shared` as it starts: a worker that may leave its pod (a non-strict
@@ -113,6 +116,7 @@ pub(super) fn enter<T: Runnable>(shared: &Arc<Shared<T>>) {
             last: None,
             narrowed: None,
             kept: false,
+            woken: false,
         });
     });
 }
@@ -128,6 +132,11 @@ pub(super) fn leave() {
 /// one, one whose pod is all of its workqueue's CPUs) nothing happens.
 pub(crate) fn steered_here(from: Option<usize>) {
     with(|r| r.steered_here(from));
+}
+
+/// (W14) The calling worker was woken from parking for the task it starts next.
+pub(super) fn woken() {
+    with(|r| r.woken = true);
 }
 
 /// (W14) After each task: a worker that keeps to its pod and ran a task that was not steered
@@ -163,7 +172,9 @@ impl Repatriate {
             _ => return,
         }
         self.kept = true;
-        if self.narrowed.is_some() {
+        // Just woken: the OS chose the CPU as it woke the worker (its last one when that was
+        // free), and a move now would cost this item's start as much as a cold walk saves.
+        if self.narrowed.is_some() || self.woken {
             return;
         }
         let now = Instant::now();
@@ -187,6 +198,7 @@ impl Repatriate {
 
     /// [`after_task`] on this worker.
     fn after_task(&mut self) {
+        self.woken = false;
         if std::mem::take(&mut self.kept) {
             return;
         }

@@ -155,6 +155,7 @@ fn work<T: Runnable>(
         if slot.wakes() != wakes {
             wakes = slot.wakes();
             super::apart::woken(wakes);
+            super::repatriate::woken();
         }
         grow_pool(shared, grow);
         if let Some(probe) = probe {
