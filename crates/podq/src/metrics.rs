@@ -228,13 +228,6 @@ const POOL: &[Metric<PoolStats>] = &[
         read: |s| s.pin_failures,
     },
     Metric {
-        name: "podq_pool_workers_repatriated_total",
-        kind: Kind::Counter,
-        unit: "moves",
-        help: "Times a non-strict worker that the OS had moved out of its pod moved back for a steered item.",
-        read: |s| s.workers_repatriated,
-    },
-    Metric {
         name: "podq_pool_worker_panics_total",
         kind: Kind::Counter,
         unit: "runs",

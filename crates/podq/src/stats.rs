@@ -49,11 +49,6 @@ pub struct PoolStats {
     /// Workers that could not be placed on their CPUs and ran where the OS put them (for
     /// instance on a synthetic topology whose CPUs this machine lacks).
     pub pin_failures: u64,
-    /// Times a worker of a non-strict workqueue that the OS had moved out of its pod moved
-    /// back onto the pod's CPUs to run a group's item steered to the pod from outside (step
-    /// W14 of the pool's protocol: such a worker then keeps to its pod while it runs such items
-    /// back to back).
-    pub workers_repatriated: u64,
     /// Runs that unwound into a worker past the workqueue's own panic handling; 0 unless
     /// something is badly wrong. The worker goes on.
     pub worker_panics: u64,

@@ -85,9 +85,6 @@ pub(crate) struct Steering {
     pub(crate) elsewhere: u64,
     /// Times a group's home moved.
     pub(crate) home_changes: u64,
-    /// Times a worker moved back onto its pod's CPUs for an item steered there
-    /// (`PoolStats::workers_repatriated`, summed over the pools).
-    pub(crate) moved_back: u64,
 }
 
 impl Measurement {
@@ -196,9 +193,6 @@ impl Summary {
                     runs.iter()
                         .filter_map(|m| m.steering)
                         .map(|s| s.home_changes),
-                ),
-                moved_back: median_u64(
-                    runs.iter().filter_map(|m| m.steering).map(|s| s.moved_back),
                 ),
             }),
             cpu_reuse: cpu_reuse(runs),

@@ -431,7 +431,6 @@ fn json_row(row: &Row, settings: &Settings) -> Value {
         map.insert("grouped_at_home".into(), steering.at_home.into());
         map.insert("grouped_elsewhere".into(), steering.elsewhere.into());
         map.insert("home_changes".into(), steering.home_changes.into());
-        map.insert("workers_repatriated".into(), steering.moved_back.into());
     }
     if let Some(blocking) = s.blocking_items {
         map.insert("blocking_items".into(), blocking.into());

@@ -99,7 +99,6 @@ impl PodqExecutor {
             at_home: stats.grouped_at_home,
             elsewhere: stats.grouped_elsewhere,
             home_changes: stats.home_changes,
-            moved_back: stats.pools.iter().map(|p| p.workers_repatriated).sum(),
         }
     }
 

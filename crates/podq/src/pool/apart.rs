@@ -157,7 +157,6 @@ fn move_off_this_cpu() -> Option<(Moved, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pool::tests::{affinity, on_own_thread_with_two_cpus};
 
     #[test]
     fn three_preemptions_in_four_kept_items_is_the_ping_pong() {
@@ -166,6 +165,24 @@ mod tests {
         assert!(ping_pong(PREEMPTED_OF));
         assert!(ping_pong(u64::from(CHECK_EVERY)));
         assert_eq!(PREEMPTED_OF * 4, u64::from(CHECK_EVERY) * 3);
+    }
+
+    /// The calling thread's affinity.
+    fn affinity() -> CpuSet {
+        crate::sys::allowed_cpus()
+            .expect("affinity")
+            .into_iter()
+            .collect()
+    }
+
+    /// Runs `check` on a thread of its own (only that thread's affinity changes), where the
+    /// system tells the CPU and the test may use 2 CPUs; says it skipped otherwise.
+    fn on_own_thread_with_two_cpus(check: fn()) {
+        if crate::sys::current_cpu().is_none() || affinity().len() < 2 {
+            eprintln!("skipped: needs a system that tells the CPU, and 2 CPUs to use");
+            return;
+        }
+        std::thread::spawn(check).join().expect("thread");
     }
 
     #[test]

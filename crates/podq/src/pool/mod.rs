@@ -30,7 +30,6 @@ mod options;
 mod probe;
 mod pull;
 mod registry;
-mod repatriate;
 mod set;
 mod watchdog;
 mod worker;
@@ -58,7 +57,6 @@ pub(crate) use load::Load;
 pub use options::WorkerInfo;
 pub(crate) use options::{check_nice, Hook, WorkerOptions};
 pub(crate) use registry::Registry;
-pub(crate) use repatriate::steered_here;
 pub(crate) use set::PoolSet;
 pub(crate) use worker::{drop_payload, worker_pod};
 
@@ -123,9 +121,6 @@ pub(crate) struct Shared<T> {
     cpus: CpuSet,
     /// A: workers that could not be pinned as asked and ran unpinned. Relaxed: a statistic.
     pin_failures: AtomicU64,
-    /// A: times a non-strict worker found outside its pod moved back for a steered item (W14).
-    /// Relaxed: a statistic.
-    repatriated: AtomicU64,
     /// A: tasks whose `run` unwound into the worker (a bug in the task; the worker goes on).
     /// Relaxed: a statistic.
     worker_panics: AtomicU64,
@@ -194,7 +189,6 @@ impl<T: Runnable> Pool<T> {
                 lanes: CachePadded::new(lanes),
                 cpus: attrs.cpus.clone(),
                 pin_failures: AtomicU64::new(0),
-                repatriated: AtomicU64::new(0),
                 worker_panics: AtomicU64::new(0),
                 spawn_failures: AtomicU64::new(0),
                 pulled_in: AtomicU64::new(0),
@@ -296,7 +290,6 @@ impl<T: Runnable> Pool<T> {
             lock_contended: snap.lock.contended,
             executed: snap.executed,
             pin_failures: shared.pin_failures.load(Ordering::Relaxed),
-            workers_repatriated: shared.repatriated.load(Ordering::Relaxed),
             worker_panics: shared.worker_panics.load(Ordering::Relaxed),
             spawn_failures: shared.spawn_failures.load(Ordering::Relaxed),
             pulled_in: shared.pulled_in.load(Ordering::Relaxed),

@@ -10,7 +10,7 @@ use std::cell::Cell;
 use std::panic::{self, AssertUnwindSafe};
 use std::thread;
 
-use super::core::{Grow, Next, Siblings, WorkerSlot};
+use super::core::{Grow, Next, NoSiblings, Siblings, WorkerSlot};
 use super::probe::WorkerProbe;
 use super::pull::PullGroup;
 use super::{Hook, Runnable, Shared, WorkerInfo};
@@ -95,7 +95,6 @@ fn run<T: Runnable>(shared: &Arc<Shared<T>>) {
     #[cfg(feature = "tracing")]
     crate::trace::worker_started(&shared.name);
     let probe = shared.probes.register();
-    super::repatriate::enter(shared);
     let group = shared.group.get().and_then(std::sync::Weak::upgrade);
     match group {
         Some(group) => work(
@@ -106,9 +105,8 @@ fn run<T: Runnable>(shared: &Arc<Shared<T>>) {
             },
             probe.as_deref().map(|p| &**p),
         ),
-        None => work(shared, &mut Alone, probe.as_deref().map(|p| &**p)),
+        None => work(shared, &mut NoSiblings, probe.as_deref().map(|p| &**p)),
     }
-    super::repatriate::leave();
     if let Some(probe) = &probe {
         shared.probes.remove(probe);
     }
@@ -155,7 +153,6 @@ fn work<T: Runnable>(
         if slot.wakes() != wakes {
             wakes = slot.wakes();
             super::apart::woken(wakes);
-            super::repatriate::woken();
         }
         grow_pool(shared, grow);
         if let Some(probe) = probe {
@@ -163,7 +160,6 @@ fn work<T: Runnable>(
             probe.mark(runs);
         }
         let ran = run_task(shared, item);
-        super::repatriate::after_task();
         if let Some(probe) = probe {
             runs += 1;
             probe.mark(runs);
@@ -186,9 +182,6 @@ impl<T: Runnable> Siblings<T> for Puller<'_, T> {
     #[inline]
     fn drained(&mut self) {
         self.group.withdraw(self.shared.pod.id);
-        // (W14) Under the head lock: a `sched_setaffinity` call, only after a narrowing (at
-        // most one per `REPATRIATE_EVERY`).
-        super::repatriate::idle();
     }
 
     fn pull(&mut self) -> Option<T> {
@@ -197,22 +190,6 @@ impl<T: Runnable> Siblings<T> for Puller<'_, T> {
             return None;
         }
         self.group.pull(self.shared.pod.id)
-    }
-}
-
-/// A worker's siblings when its pool pulls from none: nothing to take; an empty queue is only
-/// the cue for W14 (as for [`Puller`]).
-struct Alone;
-
-impl<T: Runnable> Siblings<T> for Alone {
-    #[inline]
-    fn drained(&mut self) {
-        super::repatriate::idle();
-    }
-
-    #[inline]
-    fn pull(&mut self) -> Option<T> {
-        None
     }
 }
 
@@ -250,19 +227,6 @@ struct Home {
     cpus: CpuSet,
     /// Whether the pod has CPUs but none of them is allowed.
     pod_lost: bool,
-}
-
-/// A worker's pod and the CPUs a non-strict one may run on afterwards, within the CPUs the
-/// process may use now (the pod's part is empty when none of its CPUs is allowed), for a move
-/// back into the pod (W14).
-pub(super) fn home_cpus<T>(shared: &Shared<T>) -> (CpuSet, CpuSet) {
-    let home = home(shared);
-    let pod = if home.pod_lost {
-        CpuSet::default()
-    } else {
-        home.first
-    };
-    (pod, home.cpus)
 }
 
 /// Where a worker of `shared` belongs now ([`Home`]).

@@ -98,7 +98,7 @@ impl Group<'_> {
             return true;
         }
         let runnable = self.state.runnable();
-        let ticket = Ticket::new(&self.state, here);
+        let ticket = Ticket::new(&self.state);
         let job = Job::once(move || {
             ticket.started();
             f();
@@ -130,7 +130,7 @@ impl Group<'_> {
             work,
             |layout| self.place(layout, here, runnable),
             here.index(),
-            |item| item.group.put(Ticket::new(&self.state, here)),
+            |item| item.group.put(Ticket::new(&self.state)),
         )
     }
 

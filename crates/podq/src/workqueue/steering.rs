@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
 
-use crate::here::{self, Here};
+use crate::here;
 use crate::policy::steer::{self as policy, Preference, Recorded, Snapshot};
 use crate::pool;
 use crate::sync::Mutex;
@@ -139,21 +139,19 @@ impl GroupState {
     /// (S3) One of the group's executions starts on a worker of pod `ran_on` at `now`: counts
     /// it at home or elsewhere, and votes for its pod, unless the group voted less than
     /// `policy::steer::VOTE_INTERVAL` ago or another start holds the preference's lock.
-    /// Returns whether it started at home.
-    fn started(&self, ran_on: usize, now: Duration) -> bool {
+    fn started(&self, ran_on: usize, now: Duration) {
         let stripe = self.steer.mine();
         let snapshot = self.snapshot();
-        let at_home = snapshot.home_at(now) == Some(ran_on);
-        if at_home {
+        if snapshot.home_at(now) == Some(ran_on) {
             stripe.at_home.fetch_add(1, Ordering::Relaxed);
         } else {
             stripe.elsewhere.fetch_add(1, Ordering::Relaxed);
         }
         if snapshot.home.is_some() && !policy::votes(snapshot.last_item, now) {
-            return at_home;
+            return;
         }
         let Some(mut pref) = self.pref.try_lock() else {
-            return at_home;
+            return;
         };
         // Another start may have recorded a later time first: time never goes back.
         let now = now.max(pref.last_item);
@@ -164,7 +162,6 @@ impl GroupState {
             .store(pref.home.unwrap_or(NO_HOME), Ordering::Relaxed);
         self.last_item_ns
             .store(duration_ns(pref.last_item), Ordering::Relaxed);
-        at_home
     }
 }
 
@@ -175,42 +172,30 @@ fn duration_ns(d: Duration) -> u64 {
 
 /// One queued execution of a group: counted in the group's runnable items from its queue call
 /// (S1) until it is dropped (S5): when the execution finishes, or is discarded or cancelled.
-pub(crate) struct Ticket {
-    /// The group.
-    group: Arc<GroupState>,
-    /// The CPU the execution was queued from, where it could be read.
-    from: Option<usize>,
-}
+pub(crate) struct Ticket(Arc<GroupState>);
 
 impl Ticket {
-    /// (S1) Counts one more runnable execution of `group`, queued from `here`.
-    pub(crate) fn new(group: &Arc<GroupState>, here: Here) -> Ticket {
+    /// (S1) Counts one more runnable execution of `group`.
+    pub(crate) fn new(group: &Arc<GroupState>) -> Ticket {
         group.runnable.fetch_add(1, Ordering::Relaxed);
-        Ticket {
-            group: Arc::clone(group),
-            from: here.cpu(),
-        }
+        Ticket(Arc::clone(group))
     }
 
     /// (S3) The execution starts on the calling thread: if it is a worker of one of the
-    /// workqueue's pools, the group learns where its item ran, and a worker that runs it at
-    /// home, queued from outside the pod, keeps to the pod's CPUs (W14,
-    /// `pool::steered_here`). Elsewhere (a thread running tasks because the OS
-    /// refused a worker) nothing is learned.
+    /// workqueue's pools, the group learns where its item ran. Elsewhere (a thread running
+    /// tasks because the OS refused a worker) nothing is learned.
     pub(crate) fn started(&self) {
-        let Some(pod) = pool::worker_pod().filter(|&p| p < self.group.steer.pods) else {
+        let Some(pod) = pool::worker_pod().filter(|&p| p < self.0.steer.pods) else {
             return;
         };
-        if self.group.started(pod, pool::clock()) {
-            pool::steered_here(self.from);
-        }
+        self.0.started(pod, pool::clock());
     }
 }
 
 impl Drop for Ticket {
     /// (S5) The execution is over (run, discarded or cancelled).
     fn drop(&mut self) {
-        self.group.runnable.fetch_sub(1, Ordering::Relaxed);
+        self.0.runnable.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -275,8 +260,8 @@ mod tests {
     #[test]
     fn tickets_count_runnable_executions_until_dropped() {
         let g = group();
-        let a = Ticket::new(&g, Here::now());
-        let b = Ticket::new(&g, Here::now());
+        let a = Ticket::new(&g);
+        let b = Ticket::new(&g);
         assert_eq!(g.runnable(), 2);
         drop(a);
         assert_eq!(g.runnable(), 1);

@@ -46,9 +46,7 @@ use queue::{lock_counted, Head, Lane, LockCounts};
 
 pub(crate) use crate::policy::growth::Grow;
 pub(crate) use idle::WorkerSlot;
-#[cfg(test)]
-pub(crate) use pull::NoSiblings;
-pub(crate) use pull::{Siblings, Stolen};
+pub(crate) use pull::{NoSiblings, Siblings, Stolen};
 
 /// The workers' state, under the pool lock.
 #[derive(Debug)]

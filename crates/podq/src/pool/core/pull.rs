@@ -24,13 +24,10 @@ pub(crate) trait Siblings<T> {
     fn pull(&mut self) -> Option<T>;
 }
 
-/// The siblings of a pool that does not pull, in the core's tests and models: nothing to tell,
-/// nothing to take.
-#[cfg(test)]
+/// The siblings of a pool that does not pull: nothing to tell, nothing to take.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct NoSiblings;
 
-#[cfg(test)]
 impl<T> Siblings<T> for NoSiblings {
     #[inline]
     fn drained(&mut self) {}

@@ -17,21 +17,6 @@ mod core_by_hand;
 mod load;
 mod registry;
 
-/// The calling thread's affinity.
-pub(super) fn affinity() -> CpuSet {
-    crate::affinity::allowed_cpus().expect("affinity")
-}
-
-/// Runs `check` on a thread of its own (only that thread's affinity changes), where the
-/// system tells the CPU and the test may use 2 CPUs; says it skipped otherwise.
-pub(super) fn on_own_thread_with_two_cpus(check: fn()) {
-    if crate::sys::current_cpu().is_none() || affinity().len() < 2 {
-        eprintln!("skipped: needs a system that tells the CPU, and 2 CPUs to use");
-        return;
-    }
-    thread::spawn(check).join().expect("thread");
-}
-
 /// A one-shot closure, as a pool job.
 struct TestJob(Box<dyn FnOnce() + Send>);
 
