@@ -82,7 +82,10 @@ pub(crate) fn run(args: &BenchArgs) -> Result<(), CliError> {
     crate::output::print(&out)
 }
 
-/// Every run of every configuration, round-robin, summarised per configuration in order.
+/// Every run of every configuration, round-robin, summarised per configuration in order. Each
+/// round starts one configuration later than the round before, so that none always runs
+/// first, or right after the same other one: a host that drifts within a round (a VM whose
+/// host moves its CPUs after a busy run) then weighs on every configuration alike.
 fn measure_all(settings: &Settings) -> Result<Vec<Row>, CliError> {
     let configurations: Vec<(Workload, System)> = settings
         .workloads
@@ -97,10 +100,12 @@ fn measure_all(settings: &Settings) -> Result<Vec<Row>, CliError> {
     let progress = progress_bar(configurations.len() * settings.runs);
     let mut runs: Vec<Vec<Measurement>> =
         vec![Vec::with_capacity(settings.runs); configurations.len()];
-    for _ in 0..settings.runs {
-        for (measured, &(workload, system)) in runs.iter_mut().zip(&configurations) {
+    for round in 0..settings.runs {
+        for k in 0..configurations.len() {
+            let at = (round + k) % configurations.len();
+            let (workload, system) = configurations[at];
             progress.set_message(format!("{} {}", workload.name(), settings.label(system)));
-            measured.push(measure(workload, system, settings)?);
+            runs[at].push(measure(workload, system, settings)?);
             progress.inc(1);
         }
     }
