@@ -82,10 +82,8 @@ pub(crate) fn run(args: &BenchArgs) -> Result<(), CliError> {
     crate::output::print(&out)
 }
 
-/// Every run of every configuration, round-robin, summarised per configuration in order. Each
-/// round starts one configuration later than the round before, so that none always runs
-/// first, or right after the same other one: a host that drifts within a round (a VM whose
-/// host moves its CPUs after a busy run) then weighs on every configuration alike.
+/// Every run of every configuration, round-robin ([`round_order`]), summarised per
+/// configuration in order.
 fn measure_all(settings: &Settings) -> Result<Vec<Row>, CliError> {
     let configurations: Vec<(Workload, System)> = settings
         .workloads
@@ -101,8 +99,7 @@ fn measure_all(settings: &Settings) -> Result<Vec<Row>, CliError> {
     let mut runs: Vec<Vec<Measurement>> =
         vec![Vec::with_capacity(settings.runs); configurations.len()];
     for round in 0..settings.runs {
-        for k in 0..configurations.len() {
-            let at = (round + k) % configurations.len();
+        for at in round_order(round, configurations.len()) {
             let (workload, system) = configurations[at];
             progress.set_message(format!("{} {}", workload.name(), settings.label(system)));
             runs[at].push(measure(workload, system, settings)?);
@@ -121,6 +118,15 @@ fn measure_all(settings: &Settings) -> Result<Vec<Row>, CliError> {
             })
         })
         .collect())
+}
+
+/// The configurations of round `round` of `count`, by index: each round starts one
+/// configuration later than the round before, so that every configuration takes every place in
+/// a round in turn. A host that drifts within a round (a VM whose host moves its CPUs after a
+/// busy run, `docs/benchmarks.md`, "Locality, session 16") then weighs on each alike, where a
+/// fixed order would load it onto the first ones.
+fn round_order(round: usize, count: usize) -> impl Iterator<Item = usize> {
+    (0..count).map(move |k| (round + k) % count)
 }
 
 /// A progress bar on stderr when it is a terminal; hidden otherwise.
@@ -239,5 +245,20 @@ fn drive<E: Executor>(
         Workload::Locality => Err(CliError::Failed(
             "the locality workload is driven with its groups".into(),
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::round_order;
+
+    #[test]
+    fn each_round_starts_one_configuration_later_and_runs_each_once() {
+        let rounds: Vec<Vec<usize>> = (0..4).map(|r| round_order(r, 3).collect()).collect();
+        assert_eq!(
+            rounds,
+            [vec![0, 1, 2], vec![1, 2, 0], vec![2, 0, 1], vec![0, 1, 2]]
+        );
+        assert_eq!(round_order(5, 0).count(), 0, "no configurations, no runs");
     }
 }
