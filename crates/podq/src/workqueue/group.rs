@@ -27,12 +27,10 @@ use super::{Work, Workqueue};
 ///   as it has CPUs: then it goes where [`Workqueue::queue`] would send it, and idle pods may
 ///   still pull it.
 ///
-/// Steering chooses the pod. Which of its CPUs runs an item is the OS's choice on a non-strict
-/// workqueue, and a parked worker woken from outside its pod usually starts on the CPU that
-/// woke it, so at light load a one-CPU pod's steered items often run next to their issuer. A
-/// strict workqueue ([`WorkqueueBuilder::strict`](super::WorkqueueBuilder::strict)) keeps them
-/// on the pod's CPUs, and an item queued there from outside then waits for one of them to
-/// wake (`docs/design.md`, "Steering").
+/// Steering chooses the pod, not the CPU: on a non-strict workqueue the OS picks which CPU runs
+/// the pod's worker, and only a strict one
+/// ([`WorkqueueBuilder::strict`](super::WorkqueueBuilder::strict)) keeps the items on the
+/// pod's CPUs (what each costs: `docs/design.md`, "Steering", "Aim at a pod").
 ///
 /// Grouped items keep every guarantee of the workqueue: [`Group::queue`] and
 /// [`Group::queue_work`] return what [`Workqueue::queue`] and [`Workqueue::queue_work`] return
