@@ -1,5 +1,6 @@
 //! Starting podq's own threads (workers, and the helpers: the stall watchdog, the timer, the
-//! limits follower, a reaper) away from a pinned starter.
+//! limits follower, a reaper) away from a pinned starter, and a pool's workers spread over its
+//! pod.
 //!
 //! A new thread inherits the affinity of the thread that starts it, and podq starts its
 //! threads from whichever thread queues: often a dispatching thread pinned to one CPU. Such a
@@ -9,14 +10,20 @@
 //! watchdog, started the same way, pinned to the producer's CPU for the life of the process.
 //!
 //! So when the starter's own affinity leaves the new thread no CPU but the starter's, [`spawn`]
-//! moves the new thread off that CPU, onto the other CPUs where it is meant to go
-//! ([`launch_cpus`]), before the thread first runs; the thread then places itself (its own
-//! pin, which may include the starter's CPU) only after that move, so that the narrower launch
-//! set never outlives the start. A starter allowed more CPUs (the watchdog, an unpinned
-//! thread) is left to the kernel, which places a new thread among them as it sees fit.
+//! moves the new thread to the one CPU its caller chooses ([`launch_cpu`]: the CPU of the
+//! thread's home with the fewest live threads of its kind launched there, another CPU than
+//! the starter's among equals), before the thread first runs; the thread then places itself
+//! (its own pin, which may include the starter's CPU) only after that move, so that the
+//! narrower launch set never outlives the start. Counting the launches keeps one pinned
+//! starter from putting every worker of a pool on the same CPU: `perf sched timehist` of the
+//! closed loop with one producer per CPU on 2 CPUs showed both workers of each new pool on one
+//! CPU for its first 7-11 ms when every launch only avoided the starter's CPU. A starter
+//! allowed more CPUs (the watchdog, an unpinned thread) is left to the kernel, which places a
+//! new thread among them as it sees fit.
 
 #[cfg(test)]
 use std::cell::Cell;
+use std::collections::BTreeMap;
 use std::io;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
@@ -37,39 +44,43 @@ pub(crate) fn launched_on() -> Option<usize> {
 }
 
 /// Starts `body` on a new thread made by `builder`. Where the calling thread is pinned to its
-/// one CPU ([`confined_to`]), the new thread is first moved to `cpus()` without that CPU
-/// ([`launch_cpus`]); `cpus` is asked only then. `body` runs only after the move, and places
-/// the thread itself. The thread is detached.
+/// one CPU ([`confined_to`]), `choose` is asked, with that CPU, where the new thread first
+/// runs, and the thread is moved there; `body` runs only after the move, is given the CPU
+/// chosen (`None` where the starter was not confined or `choose` declined), and places the
+/// thread itself. The thread is detached.
 ///
 /// # Errors
 ///
-/// The OS's refusal to start the thread. A move that fails leaves the thread where it was
-/// started: it places itself anyway.
+/// The OS's refusal to start the thread; `choose` is not asked then. A move that fails leaves
+/// the thread where it was started: it places itself anyway.
 pub(crate) fn spawn(
     builder: thread::Builder,
-    cpus: impl FnOnce() -> CpuSet,
-    body: impl FnOnce() + Send + 'static,
+    choose: impl FnOnce(usize) -> Option<usize>,
+    body: impl FnOnce(Option<usize>) + Send + 'static,
 ) -> io::Result<()> {
-    let gate = Arc::new(Mutex::new(()));
-    let moving = gate.lock().unwrap_or_else(PoisonError::into_inner);
+    // The CPU chosen, written by the starter before it lets the thread go.
+    let gate: Arc<Mutex<Option<usize>>> = Arc::new(Mutex::new(None));
+    let mut moving = gate.lock().unwrap_or_else(PoisonError::into_inner);
     let for_thread = Arc::clone(&gate);
     let handle = builder.spawn(move || {
         // Until the starter has moved this thread.
-        drop(for_thread.lock().unwrap_or_else(PoisonError::into_inner));
+        let launched = *for_thread.lock().unwrap_or_else(PoisonError::into_inner);
+        drop(for_thread);
         #[cfg(test)]
         LAUNCHED_ON.with(|cpu| cpu.set(crate::sys::current_cpu()));
-        body();
+        body(launched);
     })?;
-    let away = crate::sys::current_cpu().and_then(|here| {
-        let inherited: CpuSet = crate::sys::allowed_cpus().ok()?.into_iter().collect();
-        if !confined_to(&inherited, here) {
-            return None;
-        }
-        launch_cpus(&cpus(), here)
+    let confined = crate::sys::current_cpu().filter(|&here| {
+        crate::sys::allowed_cpus()
+            .is_ok_and(|inherited| confined_to(&inherited.into_iter().collect(), here))
     });
-    if let Some(away) = away {
-        let ids: Vec<usize> = away.iter().collect();
-        let _ = crate::sys::pin_thread(&handle, &ids);
+    if let Some(here) = confined {
+        *moving = choose(here);
+        if let Some(cpu) = *moving {
+            if cpu != here {
+                let _ = crate::sys::pin_thread(&handle, &[cpu]);
+            }
+        }
     }
     drop(moving);
     Ok(())
@@ -83,12 +94,49 @@ pub(crate) fn confined_to(inherited: &CpuSet, here: usize) -> bool {
 }
 
 /// Where a thread confined to CPU `here` by its starter ([`confined_to`]), to run on `cpus`,
-/// should first run: `cpus` other than `here`; `None` when `cpus` has no other CPU (it has to
-/// wait for that one anyway).
-pub(crate) fn launch_cpus(cpus: &CpuSet, here: usize) -> Option<CpuSet> {
-    let mut away = cpus.clone();
-    away.remove(here);
-    (!away.is_empty()).then_some(away)
+/// should first run: the CPU of `cpus` with the fewest `live` threads of its kind launched
+/// there, and among those another than `here` (the starter may keep its CPU for a whole time
+/// slice), then the lowest; `None` when `cpus` is empty.
+pub(crate) fn launch_cpu(cpus: &CpuSet, here: usize, live: impl Fn(usize) -> u32) -> Option<usize> {
+    cpus.iter().min_by_key(|&cpu| (live(cpu), cpu == here, cpu))
+}
+
+/// A pool's count of its live workers by the CPU each was launched on ([`launch_cpu`]'s
+/// `live`). A worker is counted from its launch until it exits; only workers whose starter
+/// was confined ([`confined_to`]) are launched, and so counted.
+#[derive(Debug, Default)]
+pub(crate) struct Launched {
+    /// Live workers by launch CPU; CPUs with none are absent.
+    by_cpu: Mutex<BTreeMap<usize, u32>>,
+}
+
+impl Launched {
+    /// Chooses where a new worker of a pool whose home is `cpus` first runs, started from CPU
+    /// `here`, and counts it there.
+    pub(crate) fn choose(&self, cpus: &CpuSet, here: usize) -> Option<usize> {
+        let mut by_cpu = self.by_cpu.lock().unwrap_or_else(PoisonError::into_inner);
+        let cpu = launch_cpu(cpus, here, |cpu| by_cpu.get(&cpu).copied().unwrap_or(0))?;
+        *by_cpu.entry(cpu).or_default() += 1;
+        Some(cpu)
+    }
+
+    /// A worker launched on `cpu` exits.
+    pub(crate) fn exited(&self, cpu: usize) {
+        let mut by_cpu = self.by_cpu.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(live) = by_cpu.get_mut(&cpu) {
+            *live -= 1;
+            if *live == 0 {
+                by_cpu.remove(&cpu);
+            }
+        }
+    }
+
+    /// The live workers launched on `cpu`.
+    #[cfg(test)]
+    pub(crate) fn on(&self, cpu: usize) -> u32 {
+        let by_cpu = self.by_cpu.lock().unwrap_or_else(PoisonError::into_inner);
+        by_cpu.get(&cpu).copied().unwrap_or(0)
+    }
 }
 
 /// The CPUs the process may use now ([`crate::sys::process_allowed_cpus`]), where a helper
@@ -112,8 +160,8 @@ pub(crate) fn spawn_helper(name: &str, body: impl FnOnce() + Send + 'static) -> 
     let builder = thread::Builder::new().name(name.to_owned());
     spawn(
         builder,
-        || cpus,
-        move || {
+        |here| launch_cpu(&cpus, here, |_| 0),
+        move |_| {
             // Where the mask cannot be set (another system, a cpuset that changed meanwhile),
             // the helper runs where it was started.
             if !ids.is_empty() {
@@ -133,22 +181,23 @@ mod tests {
     }
 
     /// Where [`spawn`] first puts a thread started from CPU `here` by a thread allowed
-    /// `inherited`, to run on `cpus`.
-    fn launch(cpus: &CpuSet, inherited: &CpuSet, here: usize) -> Option<CpuSet> {
+    /// `inherited`, to run on `cpus`, with no thread of its kind launched yet.
+    fn launch(cpus: &CpuSet, inherited: &CpuSet, here: usize) -> Option<usize> {
         confined_to(inherited, here)
-            .then(|| launch_cpus(cpus, here))
+            .then(|| launch_cpu(cpus, here, |_| 0))
             .flatten()
     }
 
     #[test]
     fn a_thread_of_a_pinned_starter_starts_away_from_its_cpu_where_it_may() {
         let pinned = |cpu| set([cpu]);
-        assert_eq!(launch(&set([0, 1]), &pinned(0), 0), Some(set([1])));
-        assert_eq!(launch(&set([2, 3, 4]), &pinned(3), 3), Some(set([2, 4])));
-        // The starter is elsewhere: all of them.
-        assert_eq!(launch(&set([3]), &pinned(0), 0), Some(set([3])));
-        // The starter's CPU is the only one: the thread waits for it anyway.
-        assert_eq!(launch(&set([3]), &pinned(3), 3), None);
+        assert_eq!(launch(&set([0, 1]), &pinned(0), 0), Some(1));
+        assert_eq!(launch(&set([2, 3, 4]), &pinned(2), 2), Some(3));
+        assert_eq!(launch(&set([2, 3, 4]), &pinned(3), 3), Some(2));
+        // The starter is elsewhere: the lowest of them.
+        assert_eq!(launch(&set([3, 5]), &pinned(0), 0), Some(3));
+        // The starter's CPU is the only one: the thread waits for it.
+        assert_eq!(launch(&set([3]), &pinned(3), 3), Some(3));
         assert_eq!(launch(&set([]), &pinned(3), 3), None);
     }
 
@@ -158,6 +207,24 @@ mod tests {
         // Allowed another CPU outside the new thread's: the kernel may still run it there
         // first, and it places itself.
         assert_eq!(launch(&set([0, 1]), &set([0, 5]), 0), None);
+    }
+
+    #[test]
+    fn a_pinned_starter_spreads_a_pools_workers_over_its_pod() {
+        let launched = Launched::default();
+        let pod = set([0, 1, 2]);
+        // One starter on CPU 0 starts four workers: the other CPUs first, then its own.
+        let chosen: Vec<_> = (0..4).map(|_| launched.choose(&pod, 0)).collect();
+        assert_eq!(chosen, [Some(1), Some(2), Some(0), Some(1)]);
+        assert_eq!((launched.on(0), launched.on(1), launched.on(2)), (1, 2, 1));
+        // The worker launched on CPU 2 exits: the next goes there, whoever starts it.
+        launched.exited(2);
+        assert_eq!(launched.choose(&pod, 1), Some(2));
+        // A CPU outside the pod (the pod was re-formed) counts for nothing.
+        launched.exited(7);
+        assert_eq!(launched.choose(&set([5, 6]), 5), Some(6));
+        assert_eq!(launched.choose(&set([5, 6]), 5), Some(5));
+        assert_eq!(launched.choose(&set([]), 5), None);
     }
 
     #[test]

@@ -148,6 +148,9 @@ pub(crate) struct Shared<T> {
     group: OnceLock<Weak<PullGroup<T>>>,
     /// I: how the workers are made, and their hooks.
     worker: WorkerOptions,
+    /// The live workers by the CPU they were launched on, so that a pinned starter spreads
+    /// them over the pod (`launch.rs`).
+    launched: crate::launch::Launched,
 }
 
 impl<T> Shared<T> {
@@ -200,6 +203,7 @@ impl<T: Runnable> Pool<T> {
                 load,
                 group: OnceLock::new(),
                 worker: attrs.worker.clone(),
+                launched: crate::launch::Launched::default(),
             }),
             entry: None,
         }

@@ -40,8 +40,9 @@ pub(super) fn is_worker_of<T>(shared: &Arc<Shared<T>>) -> bool {
     WORKER_OF.with(|w| w.get() == addr)
 }
 
-/// Starts one worker for the pool, as the core asked, away from the calling thread's CPU
-/// where its home has another (`launch.rs`). If the OS refuses the thread, the core takes the
+/// Starts one worker for the pool, as the core asked, where a pinned calling thread would
+/// confine it: on the CPU of its home with the fewest of the pool's workers launched there
+/// (`launch.rs`). If the OS refuses the thread, the core takes the
 /// worker back; should that leave queued tasks and no worker at all, the calling thread runs
 /// them, so that nothing queued is lost.
 pub(super) fn start<T: Runnable>(shared: &Arc<Shared<T>>) {
@@ -50,8 +51,13 @@ pub(super) fn start<T: Runnable>(shared: &Arc<Shared<T>>) {
     if let Some(bytes) = shared.worker.stack_size {
         builder = builder.stack_size(bytes);
     }
-    let first = || home(shared).first;
-    let spawned = crate::launch::spawn(builder, first, move || run(&for_worker));
+    let choose = |here| shared.launched.choose(&home(shared).first, here);
+    let spawned = crate::launch::spawn(builder, choose, move |launched| {
+        run(&for_worker);
+        if let Some(cpu) = launched {
+            for_worker.launched.exited(cpu);
+        }
+    });
     if let Err(_error) = &spawned {
         #[cfg(feature = "tracing")]
         crate::trace::spawn_failed(&shared.name, _error);

@@ -227,6 +227,58 @@ fn a_worker_started_by_a_pinned_thread_first_runs_elsewhere_and_keeps_its_whole_
 }
 
 #[test]
+fn a_pinned_thread_that_starts_two_workers_of_a_two_cpu_pod_launches_one_on_each() {
+    let all = allowed();
+    let pod: CpuSet = all.iter().take(2).collect();
+    let Some(starter) = pod.first().filter(|_| pod.len() == 2) else {
+        eprintln!("skipped: needs two allowed CPUs, this process has {all:?}");
+        return;
+    };
+    let p = Arc::new(pool(pod.clone(), &attrs(false, pod.clone())));
+    let launched = {
+        let p = Arc::clone(&p);
+        thread::spawn(move || {
+            crate::sys::pin_current_thread(&[starter]).expect("pin the starter");
+            // The first worker computes until released (it never sleeps, so the watchdog
+            // starts nobody for it); the second item then finds it busy and starts the second.
+            let release = Arc::new(AtomicBool::new(false));
+            let (tx, rx) = mpsc::channel();
+            let (first_tx, hold) = (tx.clone(), Arc::clone(&release));
+            p.push_here(job(move || {
+                first_tx
+                    .send(crate::launch::launched_on())
+                    .expect("test alive");
+                while !hold.load(Ordering::Acquire) {
+                    std::hint::spin_loop();
+                }
+            }));
+            let first = rx.recv_timeout(PATIENCE).expect("the first item ran");
+            p.push_here(job(move || {
+                tx.send(crate::launch::launched_on()).expect("test alive");
+            }));
+            let second = rx.recv_timeout(PATIENCE).expect("the second item ran");
+            release.store(true, Ordering::Release);
+            (first, second)
+        })
+        .join()
+        .expect("starter")
+    };
+    let (first, second) = launched;
+    let first = first.expect("the CPU can be read on Linux");
+    let second = second.expect("the CPU can be read on Linux");
+    assert_ne!(
+        first, starter,
+        "the first worker began on its starter's CPU"
+    );
+    assert_eq!(
+        [first, second].into_iter().collect::<CpuSet>(),
+        pod,
+        "both workers began on one CPU of {pod:?}"
+    );
+    assert_eq!(p.stats().workers_created, 2, "{:?}", p.stats());
+}
+
+#[test]
 fn a_pin_that_fails_is_counted_and_the_work_still_runs() {
     // CPU 100000 exists on no machine (and is beyond CPU_SETSIZE): pinning must fail.
     let missing: CpuSet = std::iter::once(100_000).collect();
