@@ -120,8 +120,17 @@ impl Launched {
         Some(cpu)
     }
 
+    /// Counts a worker launched on `cpu` out when the returned guard drops: hold it for the
+    /// worker's life, so that it is counted out however the worker ends.
+    pub(crate) fn until_exit(&self, cpu: usize) -> LiveOn<'_> {
+        LiveOn {
+            launched: self,
+            cpu,
+        }
+    }
+
     /// A worker launched on `cpu` exits.
-    pub(crate) fn exited(&self, cpu: usize) {
+    fn exited(&self, cpu: usize) {
         let mut by_cpu = self.by_cpu.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(live) = by_cpu.get_mut(&cpu) {
             *live -= 1;
@@ -136,6 +145,21 @@ impl Launched {
     pub(crate) fn on(&self, cpu: usize) -> u32 {
         let by_cpu = self.by_cpu.lock().unwrap_or_else(PoisonError::into_inner);
         by_cpu.get(&cpu).copied().unwrap_or(0)
+    }
+}
+
+/// A live worker's place in its pool's [`Launched`], given back on drop.
+#[derive(Debug)]
+pub(crate) struct LiveOn<'a> {
+    /// The pool's launches.
+    launched: &'a Launched,
+    /// The CPU the worker was launched on.
+    cpu: usize,
+}
+
+impl Drop for LiveOn<'_> {
+    fn drop(&mut self) {
+        self.launched.exited(self.cpu);
     }
 }
 
@@ -218,10 +242,10 @@ mod tests {
         assert_eq!(chosen, [Some(1), Some(2), Some(0), Some(1)]);
         assert_eq!((launched.on(0), launched.on(1), launched.on(2)), (1, 2, 1));
         // The worker launched on CPU 2 exits: the next goes there, whoever starts it.
-        launched.exited(2);
+        drop(launched.until_exit(2));
         assert_eq!(launched.choose(&pod, 1), Some(2));
         // A CPU outside the pod (the pod was re-formed) counts for nothing.
-        launched.exited(7);
+        drop(launched.until_exit(7));
         assert_eq!(launched.choose(&set([5, 6]), 5), Some(6));
         assert_eq!(launched.choose(&set([5, 6]), 5), Some(5));
         assert_eq!(launched.choose(&set([]), 5), None);

@@ -53,10 +53,8 @@ pub(super) fn start<T: Runnable>(shared: &Arc<Shared<T>>) {
     }
     let choose = |here| shared.launched.choose(&home(shared).first, here);
     let spawned = crate::launch::spawn(builder, choose, move |launched| {
+        let _live = launched.map(|cpu| for_worker.launched.until_exit(cpu));
         run(&for_worker);
-        if let Some(cpu) = launched {
-            for_worker.launched.exited(cpu);
-        }
     });
     if let Err(_error) = &spawned {
         #[cfg(feature = "tracing")]

@@ -276,6 +276,9 @@ fn a_pinned_thread_that_starts_two_workers_of_a_two_cpu_pod_launches_one_on_each
         "both workers began on one CPU of {pod:?}"
     );
     assert_eq!(p.stats().workers_created, 2, "{:?}", p.stats());
+    // Counted where they were launched while they live.
+    let launched = &p.shared.launched;
+    assert_eq!((launched.on(first), launched.on(second)), (1, 1));
 }
 
 #[test]
