@@ -46,6 +46,11 @@ pub mod sync {
         };
     }
 
+    /// loom's cell, which checks that no two accesses overlap.
+    pub mod cell {
+        pub use loom::cell::UnsafeCell;
+    }
+
     /// Threads, from loom.
     pub mod thread {
         pub use loom::thread::{spawn, yield_now};

@@ -15,7 +15,7 @@
 //! * [`Condvar`]: `new`, `wait(guard) -> guard`, `wait_timeout(guard, dur) -> (guard, timed
 //!   out)`, `notify_one`, `notify_all`.
 //! * [`Arc`], [`atomic`]`::{fence, AtomicBool, AtomicU32, AtomicUsize, AtomicU64, Ordering}`,
-//!   [`thread`]`::{spawn, yield_now}`.
+//!   [`cell`]`::UnsafeCell` (`new`, `with_mut`), [`thread`]`::{spawn, yield_now}`.
 //!
 //! Nothing here poisons: a panic while a lock is held leaves the data as it was, and podq's
 //! protocols never leave state half-updated across a call that can panic.
@@ -38,6 +38,36 @@ pub(crate) mod atomic {
     pub(crate) use std::sync::atomic::{
         fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering,
     };
+}
+
+/// A cell whose every access a protocol makes exclusive, with loom's API (`with_mut`), so that
+/// podq-loom's facade can give loom's cell, which checks in every interleaving that no two
+/// accesses overlap.
+pub(crate) mod cell {
+    use std::fmt;
+
+    /// `std::cell::UnsafeCell` with loom's access API.
+    pub(crate) struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
+
+    impl<T> UnsafeCell<T> {
+        /// A cell holding `value`.
+        pub(crate) fn new(value: T) -> Self {
+            Self(std::cell::UnsafeCell::new(value))
+        }
+
+        /// Calls `f` with a pointer to the value; the caller's protocol makes the access
+        /// exclusive.
+        #[inline]
+        pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+            f(self.0.get())
+        }
+    }
+
+    impl<T> fmt::Debug for UnsafeCell<T> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("UnsafeCell { .. }")
+        }
+    }
 }
 
 /// Threads, as `std::thread` has them.

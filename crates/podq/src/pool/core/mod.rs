@@ -26,8 +26,8 @@
 //! loom threads and the pool can start named, pinned OS threads.
 //!
 //! Lock order: the head lock, then a lane lock, then the pool lock. A pusher holds one lock at
-//! a time: the mailbox's slot lock (P1), or its lane's, then, only when the hint says so, the
-//! pool lock. A spinner takes the slot lock holding no other.
+//! a time: its lane's, then, only when the hint says so, the pool lock. The mailbox's slot
+//! (P1, W6) has no lock: its state word makes each access exclusive.
 
 mod growth;
 mod idle;

@@ -15,10 +15,16 @@
 //! and marks it full. An owner that finds its close refused waits for the task, which is on
 //! its way, and takes it: a claimed mailbox is never left behind.
 //!
-//! This file uses only `crate::sync`, so that `crates/podq-loom` checks it with the pool.
+//! The slot is a bare cell, not a lock: the state word already makes each access exclusive,
+//! and a lock would add two locked instructions to each side of every hand-off. This file uses
+//! only `crate::sync`, so that `crates/podq-loom` checks it with the pool, with loom's cell,
+//! which fails a model whose accesses to the slot could overlap. It is the one file of the
+//! pool that may use `unsafe`.
+#![allow(unsafe_code)]
 
 use crate::sync::atomic::{AtomicUsize, Ordering};
-use crate::sync::{thread, Mutex, MutexGuard};
+use crate::sync::cell::UnsafeCell;
+use crate::sync::thread;
 
 /// Nobody owns the mailbox.
 const CLOSED: usize = 0;
@@ -44,17 +50,23 @@ pub(crate) struct Mailbox<T> {
     /// `OPEN` or `FULL` back to `CLOSED`; a pusher from `OPEN` to `WRITING` and on to `FULL`.
     state: AtomicUsize,
     /// The handed task: filled by the pusher between `WRITING` and `FULL`, emptied by the owner
-    /// after `FULL`. The states make every access exclusive; the lock is never contended and
-    /// only keeps this file free of `unsafe`.
-    slot: Mutex<Option<T>>,
+    /// after `FULL`; the states make every access exclusive.
+    slot: UnsafeCell<Option<T>>,
 }
+
+// SAFETY: the slot is the only field that is not `Sync`, and only two parties ever reach it,
+// one at a time, as the state word hands it on: the pusher whose claim moved `OPEN` to
+// `WRITING`, until it stores `FULL` (Release), and then the owner that reads `FULL` (Acquire),
+// until it stores `CLOSED` (Release), which the next claim reads (Acquire) through the next
+// `OPEN`. The task moves between threads, hence `T: Send`.
+unsafe impl<T: Send> Sync for Mailbox<T> {}
 
 impl<T> Mailbox<T> {
     /// A closed, empty mailbox.
     pub(crate) fn new() -> Self {
         Self {
             state: AtomicUsize::new(CLOSED),
-            slot: Mutex::new(None),
+            slot: UnsafeCell::new(None),
         }
     }
 
@@ -92,7 +104,10 @@ impl<T> Mailbox<T> {
         {
             return Err(task);
         }
-        *self.lock() = Some(task);
+        // SAFETY: this pusher's claim made the state `WRITING`, which only it leaves (by the
+        // store below), and no owner reads the slot before it reads `FULL`: nobody else
+        // reaches the slot until then.
+        self.slot.with_mut(|slot| unsafe { *slot = Some(task) });
         // Release: the owner that sees FULL (Acquire) finds the task in the slot.
         self.state.store(FULL, Ordering::Release);
         Ok(())
@@ -120,7 +135,10 @@ impl<T> Mailbox<T> {
                     Err(now) => state = now,
                 },
                 FULL => {
-                    let task = self.lock().take();
+                    // SAFETY: only the owner reads `FULL`, and only a pusher's store of it
+                    // (Release, after its write) ends that pusher's access; no claim can come
+                    // before the `CLOSED` below.
+                    let task = self.slot.with_mut(|slot| unsafe { (*slot).take() });
                     debug_assert!(task.is_some(), "a full mailbox holds a task");
                     // Release: the slot is empty before the next owner opens the mailbox.
                     self.state.store(CLOSED, Ordering::Release);
@@ -138,10 +156,5 @@ impl<T> Mailbox<T> {
                 _ => return None,
             }
         }
-    }
-
-    /// Locks the slot.
-    fn lock(&self) -> MutexGuard<'_, Option<T>> {
-        self.slot.lock()
     }
 }
