@@ -40,11 +40,11 @@ pub(super) fn is_worker_of<T>(shared: &Arc<Shared<T>>) -> bool {
     WORKER_OF.with(|w| w.get() == addr)
 }
 
-/// Starts one worker for the pool, as the core asked, where a pinned calling thread would
-/// confine it: on the CPU of its home with the fewest of the pool's workers launched there
-/// (`launch.rs`). If the OS refuses the thread, the core takes the
-/// worker back; should that leave queued tasks and no worker at all, the calling thread runs
-/// them, so that nothing queued is lost.
+/// Starts one worker for the pool, as the core asked; where a pinned calling thread would
+/// confine it, on the CPU of its home with the fewest of the pool's workers launched there
+/// (`launch.rs`). If the OS refuses the thread, the core takes the worker back; should that
+/// leave queued tasks and no worker at all, the calling thread runs them, so that nothing
+/// queued is lost.
 pub(super) fn start<T: Runnable>(shared: &Arc<Shared<T>>) {
     let for_worker = Arc::clone(shared);
     let mut builder = thread::Builder::new().name(format!("podq/{}", shared.name));
