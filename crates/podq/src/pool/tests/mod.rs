@@ -83,6 +83,32 @@ fn on_worker<R: Send + 'static>(pool: &Pool<TestJob>, f: impl FnOnce() -> R + Se
     rx.recv_timeout(PATIENCE).expect("the item ran")
 }
 
+/// A pod of the first two allowed CPUs and a starter's CPU, the first of them; `None`, with a
+/// message that the test is skipped, when fewer than two are allowed.
+fn two_cpus_and_a_starter() -> Option<(CpuSet, usize)> {
+    let all = allowed();
+    let pod: CpuSet = all.iter().take(2).collect();
+    let starter = pod.first().filter(|_| pod.len() == 2);
+    if starter.is_none() {
+        eprintln!("skipped: needs two allowed CPUs, this process has {all:?}");
+    }
+    starter.map(|starter| (pod, starter))
+}
+
+/// Runs `f` on a new thread pinned to `cpu` (a starter whose workers would inherit its pin)
+/// and returns what it computed.
+fn from_pinned<R: Send>(cpu: usize, f: impl FnOnce() -> R + Send) -> R {
+    thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                crate::sys::pin_current_thread(&[cpu]).expect("pin the starter");
+                f()
+            })
+            .join()
+            .expect("starter")
+    })
+}
+
 #[test]
 fn items_that_block_get_more_workers_on_a_one_cpu_pod() {
     let p = pool(one_cpu(), &attrs(false, allowed()));
@@ -191,30 +217,21 @@ fn non_strict_workers_may_use_all_the_workqueue_cpus() {
 
 #[test]
 fn a_worker_started_by_a_pinned_thread_first_runs_elsewhere_and_keeps_its_whole_pod() {
-    let pod = allowed();
-    let Some(starter) = pod.first().filter(|_| pod.len() >= 2) else {
-        eprintln!("skipped: needs two allowed CPUs, this process has {pod:?}");
+    let Some((pod, starter)) = two_cpus_and_a_starter() else {
         return;
     };
-    let p = Arc::new(pool(pod.clone(), &attrs(true, pod.clone())));
-    let seen = {
-        let p = Arc::clone(&p);
-        thread::spawn(move || {
-            // A new thread inherits this pin: without the launch move, the worker's first
-            // instructions would run here.
-            crate::sys::pin_current_thread(&[starter]).expect("pin the starter");
-            on_worker(&p, || {
-                let cpus: CpuSet = crate::sys::allowed_cpus()
-                    .expect("sched_getaffinity")
-                    .into_iter()
-                    .collect();
-                (crate::launch::launched_on(), cpus)
-            })
+    let p = pool(pod.clone(), &attrs(true, pod.clone()));
+    // A new thread inherits the starter's pin: without the launch move, the worker's first
+    // instructions would run there.
+    let (launched_on, cpus) = from_pinned(starter, || {
+        on_worker(&p, || {
+            let cpus: CpuSet = crate::sys::allowed_cpus()
+                .expect("sched_getaffinity")
+                .into_iter()
+                .collect();
+            (crate::launch::launched_on(), cpus)
         })
-        .join()
-        .expect("starter")
-    };
-    let (launched_on, cpus) = seen;
+    });
     let launched_on = launched_on.expect("the CPU can be read on Linux");
     assert_ne!(
         launched_on, starter,
@@ -228,42 +245,32 @@ fn a_worker_started_by_a_pinned_thread_first_runs_elsewhere_and_keeps_its_whole_
 
 #[test]
 fn a_pinned_thread_that_starts_two_workers_of_a_two_cpu_pod_launches_one_on_each() {
-    let all = allowed();
-    let pod: CpuSet = all.iter().take(2).collect();
-    let Some(starter) = pod.first().filter(|_| pod.len() == 2) else {
-        eprintln!("skipped: needs two allowed CPUs, this process has {all:?}");
+    let Some((pod, starter)) = two_cpus_and_a_starter() else {
         return;
     };
-    let p = Arc::new(pool(pod.clone(), &attrs(false, pod.clone())));
-    let launched = {
-        let p = Arc::clone(&p);
-        thread::spawn(move || {
-            crate::sys::pin_current_thread(&[starter]).expect("pin the starter");
-            // The first worker computes until released (it never sleeps, so the watchdog
-            // starts nobody for it); the second item then finds it busy and starts the second.
-            let release = Arc::new(AtomicBool::new(false));
-            let (tx, rx) = mpsc::channel();
-            let (first_tx, hold) = (tx.clone(), Arc::clone(&release));
-            p.push_here(job(move || {
-                first_tx
-                    .send(crate::launch::launched_on())
-                    .expect("test alive");
-                while !hold.load(Ordering::Acquire) {
-                    std::hint::spin_loop();
-                }
-            }));
-            let first = rx.recv_timeout(PATIENCE).expect("the first item ran");
-            p.push_here(job(move || {
-                tx.send(crate::launch::launched_on()).expect("test alive");
-            }));
-            let second = rx.recv_timeout(PATIENCE).expect("the second item ran");
-            release.store(true, Ordering::Release);
-            (first, second)
-        })
-        .join()
-        .expect("starter")
-    };
-    let (first, second) = launched;
+    let p = pool(pod.clone(), &attrs(false, pod.clone()));
+    let (first, second) = from_pinned(starter, || {
+        // The first worker computes until released (it never sleeps, so the watchdog
+        // starts nobody for it); the second item then finds it busy and starts the second.
+        let release = Arc::new(AtomicBool::new(false));
+        let (tx, rx) = mpsc::channel();
+        let (first_tx, hold) = (tx.clone(), Arc::clone(&release));
+        p.push_here(job(move || {
+            first_tx
+                .send(crate::launch::launched_on())
+                .expect("test alive");
+            while !hold.load(Ordering::Acquire) {
+                std::hint::spin_loop();
+            }
+        }));
+        let first = rx.recv_timeout(PATIENCE).expect("the first item ran");
+        p.push_here(job(move || {
+            tx.send(crate::launch::launched_on()).expect("test alive");
+        }));
+        let second = rx.recv_timeout(PATIENCE).expect("the second item ran");
+        release.store(true, Ordering::Release);
+        (first, second)
+    });
     let first = first.expect("the CPU can be read on Linux");
     let second = second.expect("the CPU can be read on Linux");
     assert_ne!(
