@@ -174,11 +174,17 @@ pub(crate) struct Core<T> {
 impl<T> Core<T> {
     /// An empty pool with no worker.
     pub(crate) fn new(config: Config) -> Self {
+        let (lanes, consumers): (Vec<_>, Vec<_>) = (0..config.lanes.max(1))
+            .map(|_| {
+                let (lane, consumer) = Lane::new();
+                (CachePadded::new(lane), consumer)
+            })
+            .collect();
+        let lanes = lanes.into_boxed_slice();
+        let consumers = consumers.into_boxed_slice();
         Self {
-            head: CachePadded::new(Mutex::new(Head::new())),
-            lanes: (0..config.lanes.max(1))
-                .map(|_| CachePadded::new(Lane::new()))
-                .collect(),
+            head: CachePadded::new(Mutex::new(Head::new(consumers))),
+            lanes,
             mailbox: CachePadded::new(Mailbox::new()),
             synced: CachePadded::new(Mutex::new(Synced {
                 lock: LockCounts::default(),

@@ -10,13 +10,14 @@
 //! contended, then `lock`. The counts live under the lock they count, so counting costs no
 //! atomic operation.
 
+pub(crate) mod chain;
 pub(crate) mod mailbox;
 
 use std::collections::VecDeque;
 
 use super::Core;
-use crate::sync::atomic::{AtomicUsize, Ordering};
-use crate::sync::{Mutex, MutexGuard};
+use chain::{Chain, Consumer, Producer};
+use crate::sync::{CachePadded, Mutex, MutexGuard};
 // Std's, on purpose, also under loom: only for `Lane::spinners`.
 use std::sync::atomic::AtomicUsize as UnmodelledAtomicUsize;
 
@@ -152,26 +153,29 @@ pub(crate) struct Head<T> {
     pub(super) started: u64,
     /// H: tasks that workers ran to the end, added from their `WorkerSlot`s (W1).
     pub(super) executed: u64,
+    /// H: the consumer end of each lane's chain, by lane.
+    consumers: Box<[Consumer]>,
 }
 
 impl<T> Head<T> {
-    /// An empty head.
-    pub(super) fn new() -> Self {
+    /// An empty head, taking from the lanes whose consumer ends are `consumers`.
+    pub(super) fn new(consumers: Box<[Consumer]>) -> Self {
         Self {
             queue: Fifo::new(),
             lock: LockCounts::default(),
             next_lane: 0,
             started: 0,
             executed: 0,
+            consumers,
         }
     }
 }
 
 /// What one lane's lock guards.
 #[derive(Debug)]
-pub(crate) struct LaneTasks<T> {
-    /// Q: the lane's waiting tasks, in queueing order.
-    queue: Fifo<T>,
+pub(crate) struct LaneTasks {
+    /// Q: the producer end of the lane's chain.
+    producer: Producer,
     /// Q: lane lock acquisitions and contended acquisitions.
     lock: LockCounts,
 }
@@ -180,49 +184,71 @@ pub(crate) struct LaneTasks<T> {
 /// with more CPUs than lanes) queue their tasks.
 #[derive(Debug)]
 pub(crate) struct Lane<T> {
-    /// The lane lock and the lane's tasks.
-    tasks: Mutex<LaneTasks<T>>,
-    /// A (Q): the lane's length, stored under the lane lock after every change. Read without
-    /// the lock: by spinners, by refills before they lock, for statistics, and after a `SeqCst`
-    /// fence by a worker about to stop looking for work (W10), which is what makes a lost
-    /// wake-up impossible (see `pool/README.md`).
-    len: AtomicUsize,
+    /// The lane lock and the producer end of the lane's tasks. Only pushers (and cancel and
+    /// re-formation, which hold the head lock too) take it: workers take the lane's tasks
+    /// from the consumer end, under the head lock.
+    tasks: CachePadded<Mutex<LaneTasks>>,
+    /// The lane's tasks (`chain.rs`). Their count is read without a lock: by spinners, by
+    /// refills, for statistics, and after a `SeqCst` fence by a worker about to stop looking
+    /// for work (W10), which is what makes a lost wake-up impossible (see `pool/README.md`).
+    chain: Chain<T>,
     /// A: spinners (W5) whose CPU pushes to this lane, as they counted themselves in when they
     /// began to spin. A pusher on such a CPU is running, so those spinners are not: it does
     /// not leave its task to them (P4). Only a heuristic, which only ever makes a push wake
     /// more: any value it is read with is safe (the hint's count is what the protocol rests
     /// on). So it is a plain `std` atomic, which loom does not interleave: it would multiply
     /// the models' states without a wrong outcome to find.
-    pub(super) spinners: UnmodelledAtomicUsize,
+    /// Written by spinners only, so on lines of its own.
+    pub(super) spinners: CachePadded<UnmodelledAtomicUsize>,
 }
 
 impl<T> Lane<T> {
-    /// An empty lane.
-    pub(super) fn new() -> Self {
-        Self {
-            tasks: Mutex::new(LaneTasks {
-                queue: Fifo::new(),
+    /// An empty lane, and the consumer end of its tasks, for the head.
+    pub(super) fn new() -> (Self, Consumer) {
+        let (chain, producer, consumer) = Chain::new();
+        let lane = Self {
+            tasks: CachePadded::new(Mutex::new(LaneTasks {
+                producer,
                 lock: LockCounts::default(),
-            }),
-            len: AtomicUsize::new(0),
-            spinners: UnmodelledAtomicUsize::new(0),
-        }
+            })),
+            chain,
+            spinners: CachePadded::new(UnmodelledAtomicUsize::new(0)),
+        };
+        (lane, consumer)
     }
 
     /// Takes the lane lock, counting the acquisition and whether it was contended.
-    fn lock(&self) -> MutexGuard<'_, LaneTasks<T>> {
+    fn lock(&self) -> MutexGuard<'_, LaneTasks> {
         lock_counted(&self.tasks, |tasks| &mut tasks.lock)
     }
 
-    /// The lane's length as last stored (a hint unless read after a `SeqCst` fence, W10).
+    /// The tasks waiting in the lane (a hint unless read under the head lock after a `SeqCst`
+    /// fence, W10).
     pub(super) fn len(&self) -> usize {
-        self.len.load(Ordering::Relaxed)
+        self.chain.len()
     }
 
     /// The tasks waiting here and the lane lock's counts, without counting this acquisition.
     pub(super) fn peek(&self) -> (usize, LockCounts) {
         let tasks = self.tasks.lock();
-        (tasks.queue.len(), tasks.lock)
+        (self.chain.len(), tasks.lock)
+    }
+
+    /// Takes every task of the lane out, oldest first, into a FIFO; the caller holds the head
+    /// lock (`consumer`) and the lane lock, and puts back what it keeps with
+    /// [`Lane::put_back`].
+    fn take_out(&self, consumer: &mut Consumer) -> Fifo<T> {
+        let mut all = Fifo::new();
+        self.chain
+            .take(consumer, usize::MAX, |task| all.push_back(task));
+        all
+    }
+
+    /// Appends `kept`'s tasks, in order, to the lane emptied by [`Lane::take_out`].
+    fn put_back(&self, tasks: &mut LaneTasks, kept: Fifo<T>) {
+        for task in kept.items {
+            self.chain.push(&mut tasks.producer, task);
+        }
     }
 }
 
@@ -245,16 +271,13 @@ impl<T> Core<T> {
         }
     }
 
-    /// (P2) Appends `item` to lane `lane` (one of the lanes: see [`Core::wrap`]) and stores the
-    /// lane's new length, which it returns.
+    /// (P2) Appends `item` to lane `lane` (one of the lanes: see [`Core::wrap`]) and publishes
+    /// it; returns how many tasks wait in the lane now.
     #[inline]
     pub(super) fn push_to_lane(&self, lane: usize, item: T) -> usize {
         let lane = &self.lanes[lane];
         let mut tasks = lane.lock();
-        tasks.queue.push_back(item);
-        let len = tasks.queue.len();
-        lane.len.store(len, Ordering::Relaxed);
-        len
+        lane.chain.push(&mut tasks.producer, item)
     }
 
     /// (W2, W3) Takes the oldest task from the head; when the head is empty, first moves one
@@ -271,8 +294,9 @@ impl<T> Core<T> {
         }
     }
 
-    /// (W3) Moves the tasks of one non-empty lane to the (empty) head in one swap, the lanes
-    /// taking turns; `false` when every lane was empty.
+    /// (W3) Moves the tasks of one non-empty lane to the (empty) head, the lanes taking turns;
+    /// `false` when every lane was empty. The lane lock is not taken: the head lock holds the
+    /// consumer ends.
     fn refill(&self, head: &mut Head<T>) -> bool {
         let lanes = self.lanes.len();
         for k in 0..lanes {
@@ -281,12 +305,16 @@ impl<T> Core<T> {
             if lane.len() == 0 {
                 continue;
             }
-            let mut tasks = lane.lock();
-            if tasks.queue.is_empty() {
+            let Head {
+                queue, consumers, ..
+            } = head;
+            if lane
+                .chain
+                .take(&mut consumers[at], usize::MAX, |task| queue.push_back(task))
+                == 0
+            {
                 continue;
             }
-            head.queue.refill_from(&mut tasks.queue);
-            lane.len.store(0, Ordering::Relaxed);
             head.next_lane = (at + 1) % lanes;
             return true;
         }
@@ -310,10 +338,11 @@ impl<T> Core<T> {
         let mut out = Vec::new();
         let mut head = self.lock_head();
         head.queue.take_all_if(&mut matches, &mut out);
-        for lane in self.lanes.iter() {
+        for (lane, consumer) in self.lanes.iter().zip(head.consumers.iter_mut()) {
             let mut tasks = lane.lock();
-            tasks.queue.take_all_if(&mut matches, &mut out);
-            lane.len.store(tasks.queue.len(), Ordering::Relaxed);
+            let mut all = lane.take_out(consumer);
+            all.take_all_if(&mut matches, &mut out);
+            lane.put_back(&mut tasks, all);
         }
         out
     }
@@ -325,18 +354,20 @@ impl<T> Core<T> {
         if let Some(item) = head.queue.remove_if(&mut matches) {
             return Some(item);
         }
-        self.lanes.iter().find_map(|lane| {
+        let consumers = head.consumers.iter_mut();
+        self.lanes.iter().zip(consumers).find_map(|(lane, consumer)| {
             let mut tasks = lane.lock();
-            let item = tasks.queue.remove_if(&mut matches)?;
-            lane.len.store(tasks.queue.len(), Ordering::Relaxed);
-            Some(item)
+            let mut all = lane.take_out(consumer);
+            let item = all.remove_if(&mut matches);
+            lane.put_back(&mut tasks, all);
+            item
         })
     }
 
     /// Holds lane `lane`'s lock until the guard drops, without counting it (tests use it to
     /// make pushers find the lock held).
     #[cfg(test)]
-    pub(crate) fn hold_lane(&self, lane: usize) -> MutexGuard<'_, LaneTasks<T>> {
+    pub(crate) fn hold_lane(&self, lane: usize) -> MutexGuard<'_, LaneTasks> {
         self.lanes[self.wrap(lane)].tasks.lock()
     }
 }

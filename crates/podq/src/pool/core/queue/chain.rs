@@ -1,0 +1,329 @@
+//! A lane's tasks: a chain of fixed segments with one producer end, which pushers use under
+//! their lane's lock (P2), and one consumer end, which workers use under the head lock (W3).
+//!
+//! The two ends share only the slots and two counters, each on lines of its own: `pushed`,
+//! which only the producer writes, and `taken`, which only the consumer writes. A task is
+//! written into its slot and then published by storing `pushed` (Release); the consumer reads
+//! `pushed` (Acquire) before it reads a slot. So a worker that takes a lane's tasks never
+//! writes a line that the lane's pushers write, and a pusher never waits for a line that a
+//! worker wrote except to read `taken` (a lock-guarded queue moved its lock line between the
+//! two CPUs twice per batch taken).
+//!
+//! Slots are never reused: the consumer frees a segment once it has taken the task of its last
+//! slot and the producer has linked the next one, so the producer, which writes only at the
+//! end, has moved on. Each end is used through a token that only [`Chain::new`] makes, one of
+//! each per chain, and holding a token `&mut` is what makes that end's use exclusive (the lane
+//! lock holds the producer's, the head lock the consumer's). This file uses only
+//! `crate::sync`, so that `crates/podq-loom` checks it with loom's cell, which fails a model
+//! whose accesses to a slot could overlap.
+#![allow(unsafe_code)]
+
+use std::mem::MaybeUninit;
+use std::ptr;
+
+use crate::sync::atomic::{AtomicUsize, Ordering};
+use crate::sync::cell::UnsafeCell;
+use crate::sync::CachePadded;
+
+/// Slots per segment: 32 tasks of the workqueue (88 bytes) are 2.75 KiB, so a pusher allocates
+/// once every 32 tasks and a worker frees once.
+pub(crate) const SEGMENT_SLOTS: usize = 32;
+
+/// Identifies a chain to its two tokens (from one process-wide count: unique, never reused).
+static NEXT_ID: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
+
+/// `N` slots and the link to the next segment.
+struct Segment<T, const N: usize> {
+    /// Written once by the producer, then read once by the consumer.
+    slots: [UnsafeCell<MaybeUninit<T>>; N],
+    /// The next segment: null until the producer links it, which it does before it publishes
+    /// the task of the next segment's first slot.
+    next: UnsafeCell<*mut Segment<T, N>>,
+}
+
+impl<T, const N: usize> Segment<T, N> {
+    /// A new segment with empty slots, on the heap; freed by [`Segment::free`].
+    fn alloc() -> *mut Self {
+        Box::into_raw(Box::new(Segment {
+            slots: std::array::from_fn(|_| UnsafeCell::new(MaybeUninit::uninit())),
+            next: UnsafeCell::new(ptr::null_mut()),
+        }))
+    }
+
+    /// Frees a segment from [`Segment::alloc`] whose slots hold no task.
+    ///
+    /// # Safety
+    ///
+    /// `segment` came from [`Segment::alloc`], is freed once, and nobody reaches it after.
+    unsafe fn free(segment: *mut Self) {
+        // SAFETY: the caller's contract; the slots are `MaybeUninit`, so nothing in them is
+        // dropped.
+        drop(unsafe { Box::from_raw(segment) });
+    }
+}
+
+/// One end's position: its counter and its segment, on lines of their own.
+struct End<T, const N: usize> {
+    /// `pushed` or `taken`: tasks ever appended, or ever taken. Written only by this end.
+    count: AtomicUsize,
+    /// The segment of this end's last slot (that of `count - 1`; the first segment while
+    /// `count` is 0). Reached only through this end's token.
+    segment: UnsafeCell<*mut Segment<T, N>>,
+    /// The chain's identity, which the end's token must carry (read-only).
+    id: usize,
+}
+
+/// The producer end's token: whoever holds it `&mut` appends.
+#[derive(Debug)]
+pub(crate) struct Producer {
+    /// The chain it belongs to.
+    chain: usize,
+}
+
+/// The consumer end's token: whoever holds it `&mut` takes.
+#[derive(Debug)]
+pub(crate) struct Consumer {
+    /// The chain it belongs to.
+    chain: usize,
+}
+
+/// A lane's tasks, oldest first: see the module's doc.
+pub(crate) struct Chain<T, const N: usize = SEGMENT_SLOTS> {
+    /// The producer end: `pushed` and the last segment.
+    tail: CachePadded<End<T, N>>,
+    /// The consumer end: `taken` and the segment it takes from.
+    head: CachePadded<End<T, N>>,
+}
+
+// SAFETY: the slots and the two segment pointers are the only fields that are not `Sync`. A
+// slot is written by the holder of the producer token before its `pushed` store (Release) and
+// read once by the holder of the consumer token after its `pushed` load (Acquire) shows it;
+// each segment pointer is reached only by its end's token holder, and a token is used `&mut`.
+// Tasks move between threads, hence `T: Send`.
+unsafe impl<T: Send, const N: usize> Sync for Chain<T, N> {}
+// SAFETY: the chain owns its segments and the tasks in them; sending it sends them.
+unsafe impl<T: Send, const N: usize> Send for Chain<T, N> {}
+
+impl<T, const N: usize> std::fmt::Debug for Chain<T, N> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Chain").field("len", &self.len()).finish()
+    }
+}
+
+impl<T, const N: usize> Chain<T, N> {
+    /// An empty chain (one segment) and the tokens of its two ends.
+    pub(crate) fn new() -> (Self, Producer, Consumer) {
+        const { assert!(N > 0, "a segment holds at least one slot") };
+        let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let first = Segment::<T, N>::alloc();
+        let end = |segment| {
+            CachePadded::new(End {
+                count: AtomicUsize::new(0),
+                segment: UnsafeCell::new(segment),
+                id,
+            })
+        };
+        let chain = Self {
+            tail: end(first),
+            head: end(first),
+        };
+        (chain, Producer { chain: id }, Consumer { chain: id })
+    }
+
+    /// Tasks waiting: a hint unless read by the consumer's holder after a `SeqCst` fence
+    /// (W10), which sees every task published before the fence of a push (P3).
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        // `taken` first: it never passes `pushed`, so a `pushed` read after it is no smaller
+        // except in a stale read, which the saturation turns into "empty".
+        let taken = self.head.count.load(Ordering::Relaxed);
+        self.tail.count.load(Ordering::Relaxed).saturating_sub(taken)
+    }
+
+    /// Appends `task` at the producer end and publishes it; returns how many tasks wait now,
+    /// itself included (`taken` read after the publication).
+    #[inline]
+    pub(crate) fn push(&self, producer: &mut Producer, task: T) -> usize {
+        assert_eq!(producer.chain, self.tail.id, "a producer token of another chain");
+        // Relaxed: only the holder of the token writes `pushed`, and holders follow each other
+        // through the lane lock.
+        let pushed = self.tail.count.load(Ordering::Relaxed);
+        let segment = self.tail.segment.with_mut(|last| {
+            // SAFETY: `last` is reached only through the producer token, held `&mut`; it
+            // points to the segment of slot `pushed - 1` (or the first), which the consumer
+            // frees only after it has taken slot `pushed`, not yet published.
+            unsafe {
+                if pushed % N == 0 && pushed != 0 {
+                    let next = Segment::alloc();
+                    // The consumer reads `next` only after it sees this task published.
+                    (**last).next.with_mut(|link| *link = next);
+                    *last = next;
+                }
+                *last
+            }
+        });
+        // SAFETY: slot `pushed` has never been written (slots are written once, in order, and
+        // this end is the only writer), and the consumer reads it only after the store below.
+        unsafe {
+            (*segment).slots[pushed % N].with_mut(|slot| {
+                (*slot).write(task);
+            });
+        }
+        // Release: the consumer that sees it (Acquire) sees the task and the link.
+        self.tail.count.store(pushed + 1, Ordering::Release);
+        (pushed + 1).saturating_sub(self.head.count.load(Ordering::Relaxed))
+    }
+
+    /// Takes up to `max` of the oldest tasks, in order, into `out`; returns how many.
+    #[inline]
+    pub(crate) fn take(
+        &self,
+        consumer: &mut Consumer,
+        max: usize,
+        mut out: impl FnMut(T),
+    ) -> usize {
+        assert_eq!(consumer.chain, self.head.id, "a consumer token of another chain");
+        // Relaxed: only the holder of the token writes `taken`.
+        let taken = self.head.count.load(Ordering::Relaxed);
+        // Acquire: the tasks published up to it, and their segments' links, are visible.
+        let pushed = self.tail.count.load(Ordering::Acquire);
+        let n = pushed.saturating_sub(taken).min(max);
+        for i in taken..taken + n {
+            let segment = self.head.segment.with_mut(|current| {
+                // SAFETY: `current` is reached only through the consumer token, held `&mut`.
+                // At a segment's end, slot `i` is published, so the producer linked the next
+                // segment before it and has moved past the old one, which nobody reaches
+                // after this.
+                unsafe {
+                    if i % N == 0 && i != 0 {
+                        let old = *current;
+                        *current = (*old).next.with_mut(|link| *link);
+                        Segment::free(old);
+                    }
+                    *current
+                }
+            });
+            // SAFETY: slot `i` was written and published (`i < pushed`, read Acquire) and is
+            // read once: `taken` moves past it below, and only this end reads slots.
+            let task = unsafe { (*segment).slots[i % N].with_mut(|slot| (*slot).assume_init_read()) };
+            out(task);
+        }
+        if n > 0 {
+            self.head.count.store(taken + n, Ordering::Relaxed);
+        }
+        n
+    }
+}
+
+impl<T, const N: usize> Drop for Chain<T, N> {
+    fn drop(&mut self) {
+        // Both ends are here (`&mut self`), so the tokens are not needed: drop the waiting
+        // tasks in order, then free the one segment both ends are on.
+        let mut consumer = Consumer {
+            chain: self.head.id,
+        };
+        self.take(&mut consumer, usize::MAX, drop);
+        let last = self.head.segment.with_mut(|current| {
+            // SAFETY: `&mut self`: nobody else reaches the segment pointer.
+            unsafe { *current }
+        });
+        // SAFETY: every task is taken, so both ends are on the segment of slot `pushed - 1`
+        // (or the first): the one segment left, freed once, here.
+        unsafe { Segment::free(last) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize as Count;
+    use std::sync::Arc;
+
+    /// Counts its drops.
+    struct Counted(Arc<Count>, usize);
+
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    fn take_all<T, const N: usize>(chain: &Chain<T, N>, consumer: &mut Consumer) -> Vec<T> {
+        let mut out = Vec::new();
+        chain.take(consumer, usize::MAX, |t| out.push(t));
+        out
+    }
+
+    #[test]
+    fn tasks_come_out_in_order_across_segments_and_lengths_follow() {
+        let (chain, mut p, mut c) = Chain::<usize, 3>::new();
+        for i in 0..10 {
+            assert_eq!(chain.push(&mut p, i), i + 1);
+        }
+        assert_eq!(chain.len(), 10);
+        let mut first = Vec::new();
+        assert_eq!(chain.take(&mut c, 4, |t| first.push(t)), 4);
+        assert_eq!(first, [0, 1, 2, 3]);
+        assert_eq!(chain.len(), 6);
+        assert_eq!(chain.push(&mut p, 10), 7);
+        assert_eq!(take_all(&chain, &mut c), (4..11).collect::<Vec<_>>());
+        assert_eq!(chain.len(), 0);
+        assert_eq!(chain.take(&mut c, 5, |_| unreachable!("empty")), 0);
+    }
+
+    #[test]
+    fn dropping_a_chain_drops_each_waiting_task_once() {
+        let drops = Arc::new(Count::new(0));
+        let (chain, mut p, mut c) = Chain::<Counted, 4>::new();
+        for i in 0..11 {
+            chain.push(&mut p, Counted(Arc::clone(&drops), i));
+        }
+        let taken = take_all_n(&chain, &mut c, 5);
+        assert_eq!(taken.iter().map(|t| t.1).collect::<Vec<_>>(), [0, 1, 2, 3, 4]);
+        drop(taken);
+        assert_eq!(drops.load(std::sync::atomic::Ordering::Relaxed), 5);
+        drop(chain);
+        assert_eq!(drops.load(std::sync::atomic::Ordering::Relaxed), 11);
+    }
+
+    fn take_all_n<T, const N: usize>(
+        chain: &Chain<T, N>,
+        consumer: &mut Consumer,
+        n: usize,
+    ) -> Vec<T> {
+        let mut out = Vec::new();
+        chain.take(consumer, n, |t| out.push(t));
+        out
+    }
+
+    #[test]
+    #[should_panic(expected = "another chain")]
+    fn a_token_of_another_chain_is_refused() {
+        let (one, _, _) = Chain::<u8, 2>::new();
+        let (_, mut other, _) = Chain::<u8, 2>::new();
+        one.push(&mut other, 1);
+    }
+
+    /// Counting stress: one pusher thread, one taker thread, every task taken once, in order.
+    #[test]
+    fn a_pusher_and_a_taker_on_two_threads_move_every_task_once_in_order() {
+        const TASKS: usize = 200_000;
+        let (chain, mut p, mut c) = Chain::<usize, 7>::new();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for i in 0..TASKS {
+                    chain.push(&mut p, i);
+                }
+            });
+            let mut next = 0;
+            while next < TASKS {
+                chain.take(&mut c, 5, |t| {
+                    assert_eq!(t, next, "out of order");
+                    next += 1;
+                });
+                std::hint::spin_loop();
+            }
+        });
+        assert_eq!(chain.len(), 0);
+    }
+}
