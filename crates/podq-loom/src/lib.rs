@@ -42,7 +42,7 @@ pub mod sync {
     /// Atomics, from loom.
     pub mod atomic {
         pub use loom::sync::atomic::{
-            fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+            fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
         };
     }
 

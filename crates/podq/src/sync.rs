@@ -14,7 +14,8 @@
 //! * [`Mutex`]: `new`, `lock() -> MutexGuard`, `try_lock() -> Option<MutexGuard>`.
 //! * [`Condvar`]: `new`, `wait(guard) -> guard`, `wait_timeout(guard, dur) -> (guard, timed
 //!   out)`, `notify_one`, `notify_all`.
-//! * [`Arc`], [`atomic`]`::{fence, AtomicBool, AtomicU32, AtomicUsize, AtomicU64, Ordering}`,
+//! * [`Arc`], [`atomic`]`::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, AtomicU64,
+//!   Ordering}`,
 //!   [`cell`]`::UnsafeCell` (`new`, `with_mut`), [`thread`]`::{spawn, yield_now}`.
 //!
 //! Nothing here poisons: a panic while a lock is held leaves the data as it was, and podq's
@@ -36,7 +37,7 @@ pub(crate) use crossbeam_utils::CachePadded;
 #[allow(unused_imports)]
 pub(crate) mod atomic {
     pub(crate) use std::sync::atomic::{
-        fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+        fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
     };
 }
 

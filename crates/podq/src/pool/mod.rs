@@ -211,20 +211,27 @@ impl<T: Runnable> Pool<T> {
 
     /// Queues `task` in the lane of `at` (the caller's CPU, or thread index where the CPU
     /// cannot be read, as `crate::here::Here::index` gives it); wakes an idle worker, or
-    /// starts one when every worker is busy and the pool is below `max_workers`. Returns how
-    /// far the pool should offer its waiting work to its siblings, if at all
-    /// (`policy::pull::offer_reach`): work waits with every worker busy.
+    /// starts one when every worker is busy and the pool is below `max_workers`. With
+    /// `siblings` (the caller's set pulls), returns how far the pool should offer its waiting
+    /// work to its siblings, if at all (`policy::pull::offer_reach`): work waits with every
+    /// worker busy. Without, it is `None`, and the push reads nothing to decide it.
     #[inline]
-    pub(crate) fn push(&self, task: T, at: usize) -> Option<Level> {
+    pub(crate) fn push(&self, task: T, at: usize, siblings: bool) -> Option<Level> {
         let own = self.shared.lanes.lookup(at);
         let from_pod = own.is_some();
-        let reach = |waiting| {
+        let lane = own.unwrap_or(at);
+        let core = &self.shared.core;
+        let reach = || {
+            if !siblings {
+                return None;
+            }
+            let waiting = core.to_offer(lane, from_pod)?;
             crate::policy::pull::offer_reach(waiting, from_pod, || self.shared.probes.all_busy())
         };
-        let (grow, reach) = match self.shared.core.push(own.unwrap_or(at), from_pod, task) {
+        let (grow, reach) = match core.push(lane, task) {
             Push::Spawn => (Grow::Spawn, None),
-            Push::Watch(waiting) => (Grow::Watch, reach(waiting)),
-            Push::Busy(waiting) => (Grow::No, reach(waiting)),
+            Push::Watch => (Grow::Watch, reach()),
+            Push::Busy => (Grow::No, reach()),
             Push::Woken | Push::Queued | Push::Handed => (Grow::No, None),
         };
         worker::grow_pool(&self.shared, grow);
@@ -237,7 +244,7 @@ impl<T: Runnable> Pool<T> {
     /// makes it race the current one for the item (measured: a futex wake-up per closed-loop
     /// item). Anywhere else it is an ordinary [`Pool::push`] from the calling thread's CPU,
     /// and returns what that returns.
-    pub(crate) fn push_after_run(&self, task: T) -> Option<Level> {
+    pub(crate) fn push_after_run(&self, task: T, siblings: bool) -> Option<Level> {
         if worker::is_worker_of(&self.shared) {
             apart::kept(&self.shared);
             self.shared
@@ -245,7 +252,7 @@ impl<T: Runnable> Pool<T> {
                 .push_for_self(self.shared.lanes.here(), task);
             None
         } else {
-            self.push(task, crate::here::cpu_or_thread())
+            self.push(task, crate::here::cpu_or_thread(), siblings)
         }
     }
 

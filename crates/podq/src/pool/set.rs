@@ -65,7 +65,7 @@ impl<T: Runnable> PoolSet<T> {
     /// the pool offers it to its siblings (O1).
     #[inline]
     pub(crate) fn push(&self, index: usize, task: T, at: usize) {
-        if let Some(reach) = self.pools[index].push(task, at) {
+        if let Some(reach) = self.pools[index].push(task, at, self.pull.is_some()) {
             self.offer(index, reach);
         }
     }
@@ -73,7 +73,7 @@ impl<T: Runnable> PoolSet<T> {
     /// Queues `task` to the pool of pod `index` from the task that just finished on the calling
     /// thread (see [`Pool::push_after_run`]).
     pub(crate) fn push_after_run(&self, index: usize, task: T) {
-        if let Some(reach) = self.pools[index].push_after_run(task) {
+        if let Some(reach) = self.pools[index].push_after_run(task, self.pull.is_some()) {
             self.offer(index, reach);
         }
     }

@@ -86,7 +86,7 @@ impl<T> Core<T> {
     /// Returns the task, to run after acting on the returned [`Grow`].
     pub(super) fn hand_on(&self, mut head: MutexGuard<'_, Head<T>>, item: T) -> (T, Grow) {
         head.started += 1;
-        let waiting = head.queue.len();
+        let waiting = self.in_head(&head);
         if waiting == 0 || !self.hint.help() {
             return (item, Grow::No);
         }
@@ -119,7 +119,7 @@ impl<T> Core<T> {
     /// and returns how many.
     pub(crate) fn replace_blocked(&self, busy: usize, blocked: usize) -> usize {
         let head = self.lock_head();
-        let waiting = head.queue.len() + self.lanes_len();
+        let waiting = self.in_head(&head) + self.lanes_len();
         drop(head);
         let mut synced = self.lock();
         let n = stall::replacements(
@@ -146,7 +146,7 @@ impl<T> Core<T> {
     pub(crate) fn check_stall(&self) -> Look {
         let head = self.lock_head();
         let mut synced = self.lock();
-        let waiting = head.queue.len() + self.lanes_len();
+        let waiting = self.in_head(&head) + self.lanes_len();
         let started = head.started;
         drop(head);
         let look = stall::check(

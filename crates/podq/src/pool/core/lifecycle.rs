@@ -72,7 +72,7 @@ impl<T> Core<T> {
         synced.coming -= 1;
         synced.workers -= 1;
         let lanes_empty = self.last_look_empty(&synced);
-        let orphaned = synced.workers == 0 && !(head.queue.is_empty() && lanes_empty);
+        let orphaned = synced.workers == 0 && !(self.in_head(&head) == 0 && lanes_empty);
         drop(head);
         self.exited(synced);
         orphaned
@@ -110,7 +110,7 @@ impl<T> Core<T> {
     /// lanes' lengths as last stored, and the head's when its lock is free now (a worker
     /// holds it only while it takes a task; a sample that finds it held counts the lanes).
     pub(crate) fn waiting_hint(&self) -> usize {
-        let head = self.head.try_lock().map_or(0, |head| head.queue.len());
+        let head = self.head.try_lock().map_or(0, |head| self.in_head(&head));
         head + self.lanes_len()
     }
 
@@ -131,7 +131,7 @@ impl<T> Core<T> {
             workers_created: synced.workers_created,
             workers_retired: synced.workers_retired,
             executed: head.executed,
-            queue_depth: head.queue.len() + queued,
+            queue_depth: self.in_head(&head) + queued,
             lock: head.lock.plus(lanes_lock).plus(synced.lock),
         }
     }

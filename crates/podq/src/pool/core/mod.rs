@@ -99,19 +99,17 @@ pub(crate) enum Push {
     Spawn,
     /// The item waits for a spinning or coming worker (or the pool is at `max_workers`).
     Queued,
-    /// The item waits in a lane that now holds this many items (itself included), with nobody
-    /// idle, no spinner to take it and the pool at its size or a worker on its way: the caller
-    /// may offer the pool's waiting work to its siblings (`policy::pull::offers`). Spinners are
-    /// looked at only for a count that `offers` accepts: for a smaller one a spinner may take
-    /// the item.
-    Busy(usize),
+    /// The item waits in its lane with nobody idle and the pool at its size or a worker on its
+    /// way (a worker running, spinning or coming takes it): the caller may offer the pool's
+    /// waiting work to its siblings ([`Core::to_offer`]).
+    Busy,
     /// The item went straight to a spinning worker, through the mailbox (P1).
     Handed,
-    /// The item waits in a lane that now holds this many items (itself included), with every
-    /// worker busy and the pool at its eager size: the caller must have the stall watchdog watch the pool (D1), which adds
-    /// a worker if the busy ones block, and may offer the pool's waiting work to its siblings
-    /// as for [`Push::Busy`].
-    Watch(usize),
+    /// The item waits in its lane with every worker busy and the pool at its eager size: the
+    /// caller must have the stall watchdog watch the pool (D1), which adds a worker if the
+    /// busy ones block, and may offer the pool's waiting work to its siblings as for
+    /// [`Push::Busy`].
+    Watch,
 }
 
 /// What a worker does next, from [`Core::next`].
@@ -212,13 +210,16 @@ impl<T> Core<T> {
     }
 
     /// Queues `item` in lane `lane` (wrapped to the lanes there are) and wakes or asks for a
-    /// worker if needed (P1-P7). `from_pod`: the pusher runs on a CPU of the pool's pod, which
-    /// sets how many waiting items the pool offers to its siblings (`policy::pull::offers`).
-    pub(crate) fn push(&self, lane: usize, from_pod: bool, item: T) -> Push {
+    /// worker if needed (P1-P7).
+    ///
+    /// How many tasks wait in the lane is read only where it changes what happens (with
+    /// spinners about): in a flood from one CPU the lane's consumer end is written by the
+    /// worker taking each task, and reading it cost a line transfer per push.
+    pub(crate) fn push(&self, lane: usize, item: T) -> Push {
         // (P1) A spinner on another CPU owns the mailbox, and nothing waits in this lane that
         // the item could overtake: hand it over, and that is all.
         let lane = self.wrap(lane);
-        let item = if self.lanes[lane].len() == 0 {
+        let item = if self.mailbox.open_to(lane) && self.lanes[lane].len() == 0 {
             match self.mailbox.hand(lane, item) {
                 Ok(()) => return Push::Handed,
                 Err(item) => item,
@@ -226,27 +227,15 @@ impl<T> Core<T> {
         } else {
             item
         };
-        // (P2) The item is in its lane, and the lane's length stored, before anything else.
-        let waiting = self.push_to_lane(lane, item);
+        // (P2) The item is in its lane, published, before anything else.
+        self.push_to_lane(lane, item);
         // (P3) Fence, then read `HELP` (the push's half of the pair with W10).
-        let help = self.help_after_push();
-        // (P4) No more items in this lane than spinners on other CPUs: one of them takes it.
-        // Or nobody idle and a worker running, spinning or coming: it takes the item, and,
-        // with no spinner to take it, the caller may offer it to the pool's siblings. The
-        // spinners are read only where the answer changes what happens: with `HELP` clear,
-        // only when the caller would offer (`policy::pull::offers`).
-        let spinners_take = || {
-            let elsewhere = self.spinners_elsewhere(&self.lanes[lane]);
-            elsewhere > 0 && policy::spinners_take(waiting, elsewhere)
-        };
-        if !help {
-            return if crate::policy::pull::offers(waiting, from_pod) && spinners_take() {
-                Push::Queued
-            } else {
-                Push::Busy(waiting)
-            };
+        if !self.help_after_push() {
+            // (P4) Nobody idle, and a worker running, spinning or coming takes the item.
+            return Push::Busy;
         }
-        if spinners_take() {
+        // (P4) No more items in this lane than spinners on other CPUs: one of them takes it.
+        if self.spinners_take(lane) {
             return Push::Queued;
         }
         let mut synced = self.lock();
@@ -269,9 +258,29 @@ impl<T> Core<T> {
         }
         match grow {
             Grow::Spawn => Push::Spawn,
-            Grow::Watch => Push::Watch(waiting),
+            Grow::Watch => Push::Watch,
             Grow::No => Push::Queued,
         }
+    }
+
+    /// After a push to lane `lane` that said [`Push::Busy`] or [`Push::Watch`]: how many tasks
+    /// wait in the lane, when that is enough for the pool to offer its work to its siblings
+    /// (`policy::pull::offers`; `from_pod`: the pusher runs on a CPU of the pool's pod) and the
+    /// spinners on other CPUs will not take them all (P4); `None` otherwise.
+    pub(crate) fn to_offer(&self, lane: usize, from_pod: bool) -> Option<usize> {
+        let lane = self.wrap(lane);
+        let waiting = self.lanes[lane].len();
+        (crate::policy::pull::offers(waiting, from_pod) && !self.spinners_take(lane))
+            .then_some(waiting)
+    }
+
+    /// (P4) Whether the spinners on CPUs other than lane `lane`'s are at least as many as the
+    /// tasks waiting there, so that they take them. The lane is looked at only when there are
+    /// such spinners.
+    fn spinners_take(&self, lane: usize) -> bool {
+        let lane = &self.lanes[lane];
+        let elsewhere = self.spinners_elsewhere(lane);
+        elsewhere > 0 && policy::spinners_take(lane.len(), elsewhere)
     }
 
     /// Queues `item` in lane `lane` for the calling worker itself, which is between two items

@@ -65,7 +65,7 @@ impl<T> Core<T> {
         let Some(item) = self.take(&mut head) else {
             return Stolen::Empty;
         };
-        let more = !head.queue.is_empty() || self.lanes_len() > 0;
+        let more = self.in_head(&head) > 0 || self.lanes_len() > 0;
         let (item, grow) = self.hand_on(head, item);
         Stolen::Took { item, grow, more }
     }

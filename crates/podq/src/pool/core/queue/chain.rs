@@ -9,9 +9,12 @@
 //! worker wrote except to read `taken` (a lock-guarded queue moved its lock line between the
 //! two CPUs twice per batch taken).
 //!
-//! Slots are never reused: the consumer frees a segment once it has taken the task of its last
-//! slot and the producer has linked the next one, so the producer, which writes only at the
-//! end, has moved on. Each end is used through a token that only [`Chain::new`] makes, one of
+//! A segment is done with once the consumer has taken the task of its last slot and the
+//! producer has linked the next one (so the producer, which writes only at the end, has moved
+//! on). The consumer keeps one such segment as the chain's spare, which the producer takes
+//! when it needs a new one: in a steady flow, no segment is allocated or freed (freeing on
+//! another thread than the allocating one takes the allocator's arena lock for a segment's
+//! size). Each end is used through a token that only [`Chain::new`] makes, one of
 //! each per chain, and holding a token `&mut` is what makes that end's use exclusive (the lane
 //! lock holds the producer's, the head lock the consumer's). This file uses only
 //! `crate::sync`, so that `crates/podq-loom` checks it with loom's cell, which fails a model
@@ -21,7 +24,7 @@
 use std::mem::MaybeUninit;
 use std::ptr;
 
-use crate::sync::atomic::{AtomicUsize, Ordering};
+use crate::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use crate::sync::cell::UnsafeCell;
 use crate::sync::CachePadded;
 
@@ -42,6 +45,21 @@ struct Segment<T, const N: usize> {
 }
 
 impl<T, const N: usize> Segment<T, N> {
+    /// A segment with empty slots and no next one, on the heap: `spare` when it holds one (which
+    /// it empties), else a new one. Freed by [`Segment::free`].
+    fn take_or_alloc(spare: &AtomicPtr<Self>) -> *mut Self {
+        // Acquire: the consumer's reads of the spare's slots come before this producer's
+        // writes (its swap in `Chain::retire` is a Release).
+        let segment = spare.swap(ptr::null_mut(), Ordering::Acquire);
+        if segment.is_null() {
+            return Self::alloc();
+        }
+        // SAFETY: the swap gave this end the spare alone; the consumer left it once done with
+        // it (`Chain::retire`), so nobody else reaches it.
+        unsafe { (*segment).next.with_mut(|link| *link = ptr::null_mut()) };
+        segment
+    }
+
     /// A new segment with empty slots, on the heap; freed by [`Segment::free`].
     fn alloc() -> *mut Self {
         Box::into_raw(Box::new(Segment {
@@ -62,14 +80,25 @@ impl<T, const N: usize> Segment<T, N> {
     }
 }
 
-/// One end's position: its counter and its segment, on lines of their own.
-struct End<T, const N: usize> {
-    /// `pushed` or `taken`: tasks ever appended, or ever taken. Written only by this end.
-    count: AtomicUsize,
-    /// The segment of this end's last slot (that of `count - 1`; the first segment while
-    /// `count` is 0). Reached only through this end's token.
-    segment: UnsafeCell<*mut Segment<T, N>>,
-    /// The chain's identity, which the end's token must carry (read-only).
+/// The producer's end, on lines of its own.
+struct Tail<T, const N: usize> {
+    /// Tasks ever published. Written only by the producer; the consumer reads it.
+    pushed: AtomicUsize,
+    /// The segment of slot `pushed - 1` (the first while `pushed` is 0). Producer only.
+    last: UnsafeCell<*mut Segment<T, N>>,
+    /// The chain's identity, which the producer's token must carry (read-only).
+    id: usize,
+}
+
+/// The consumer's end, on lines of its own.
+struct Head<T, const N: usize> {
+    /// Tasks ever claimed. Written only by the consumer; read by [`Chain::len`].
+    claimed: AtomicUsize,
+    /// Tasks ever read, never past `claimed`: the next slot to read. Consumer only.
+    read: UnsafeCell<usize>,
+    /// The segment of slot `read - 1` (the first while `read` is 0). Consumer only.
+    current: UnsafeCell<*mut Segment<T, N>>,
+    /// The chain's identity, which the consumer's token must carry (read-only).
     id: usize,
 }
 
@@ -80,7 +109,7 @@ pub(crate) struct Producer {
     chain: usize,
 }
 
-/// The consumer end's token: whoever holds it `&mut` takes.
+/// The consumer end's token: whoever holds it `&mut` claims and reads, in order.
 #[derive(Debug)]
 pub(crate) struct Consumer {
     /// The chain it belongs to.
@@ -89,17 +118,19 @@ pub(crate) struct Consumer {
 
 /// A lane's tasks, oldest first: see the module's doc.
 pub(crate) struct Chain<T, const N: usize = SEGMENT_SLOTS> {
-    /// The producer end: `pushed` and the last segment.
-    tail: CachePadded<End<T, N>>,
-    /// The consumer end: `taken` and the segment it takes from.
-    head: CachePadded<End<T, N>>,
+    /// The producer end.
+    tail: CachePadded<Tail<T, N>>,
+    /// The consumer end.
+    head: CachePadded<Head<T, N>>,
+    /// A segment the consumer is done with, for the producer's next one; null when none.
+    spare: CachePadded<AtomicPtr<Segment<T, N>>>,
 }
 
-// SAFETY: the slots and the two segment pointers are the only fields that are not `Sync`. A
-// slot is written by the holder of the producer token before its `pushed` store (Release) and
-// read once by the holder of the consumer token after its `pushed` load (Acquire) shows it;
-// each segment pointer is reached only by its end's token holder, and a token is used `&mut`.
-// Tasks move between threads, hence `T: Send`.
+// SAFETY: the slots and the ends' cells are the only fields that are not `Sync`. A slot is
+// written by the holder of the producer token before its `pushed` store (Release) and read
+// once by the holder of the consumer token after its `pushed` load (Acquire) shows it; each
+// end's cells are reached only by its token's holder, and a token is used `&mut`. Tasks move
+// between threads, hence `T: Send`.
 unsafe impl<T: Send, const N: usize> Sync for Chain<T, N> {}
 // SAFETY: the chain owns its segments and the tasks in them; sending it sends them.
 unsafe impl<T: Send, const N: usize> Send for Chain<T, N> {}
@@ -116,45 +147,48 @@ impl<T, const N: usize> Chain<T, N> {
         const { assert!(N > 0, "a segment holds at least one slot") };
         let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let first = Segment::<T, N>::alloc();
-        let end = |segment| {
-            CachePadded::new(End {
-                count: AtomicUsize::new(0),
-                segment: UnsafeCell::new(segment),
-                id,
-            })
-        };
         let chain = Self {
-            tail: end(first),
-            head: end(first),
+            tail: CachePadded::new(Tail {
+                pushed: AtomicUsize::new(0),
+                last: UnsafeCell::new(first),
+                id,
+            }),
+            head: CachePadded::new(Head {
+                claimed: AtomicUsize::new(0),
+                read: UnsafeCell::new(0),
+                current: UnsafeCell::new(first),
+                id,
+            }),
+            spare: CachePadded::new(AtomicPtr::new(ptr::null_mut())),
         };
         (chain, Producer { chain: id }, Consumer { chain: id })
     }
 
-    /// Tasks waiting: a hint unless read by the consumer's holder after a `SeqCst` fence
-    /// (W10), which sees every task published before the fence of a push (P3).
+    /// Tasks published and not claimed: a hint, unless read by the consumer's holder after a
+    /// `SeqCst` fence (W10), which sees every task published before the fence of a push (P3).
     #[inline]
     pub(crate) fn len(&self) -> usize {
-        // `taken` first: it never passes `pushed`, so a `pushed` read after it is no smaller
+        // `claimed` first: it never passes `pushed`, so a `pushed` read after it is no smaller
         // except in a stale read, which the saturation turns into "empty".
-        let taken = self.head.count.load(Ordering::Relaxed);
-        self.tail.count.load(Ordering::Relaxed).saturating_sub(taken)
+        let claimed = self.head.claimed.load(Ordering::Relaxed);
+        self.tail.pushed.load(Ordering::Relaxed).saturating_sub(claimed)
     }
 
-    /// Appends `task` at the producer end and publishes it; returns how many tasks wait now,
-    /// itself included (`taken` read after the publication).
+    /// Appends `task` at the producer end and publishes it. It reads nothing that the consumer
+    /// writes.
     #[inline]
-    pub(crate) fn push(&self, producer: &mut Producer, task: T) -> usize {
+    pub(crate) fn push(&self, producer: &mut Producer, task: T) {
         assert_eq!(producer.chain, self.tail.id, "a producer token of another chain");
         // Relaxed: only the holder of the token writes `pushed`, and holders follow each other
         // through the lane lock.
-        let pushed = self.tail.count.load(Ordering::Relaxed);
-        let segment = self.tail.segment.with_mut(|last| {
+        let pushed = self.tail.pushed.load(Ordering::Relaxed);
+        let segment = self.tail.last.with_mut(|last| {
             // SAFETY: `last` is reached only through the producer token, held `&mut`; it
             // points to the segment of slot `pushed - 1` (or the first), which the consumer
-            // frees only after it has taken slot `pushed`, not yet published.
+            // is done with only after it has read slot `pushed`, not yet published.
             unsafe {
                 if pushed % N == 0 && pushed != 0 {
-                    let next = Segment::alloc();
+                    let next = Segment::take_or_alloc(&self.spare);
                     // The consumer reads `next` only after it sees this task published.
                     (**last).next.with_mut(|link| *link = next);
                     *last = next;
@@ -162,74 +196,128 @@ impl<T, const N: usize> Chain<T, N> {
                 *last
             }
         });
-        // SAFETY: slot `pushed` has never been written (slots are written once, in order, and
-        // this end is the only writer), and the consumer reads it only after the store below.
+        // SAFETY: slot `pushed` is empty (a segment's slots are written once per use, in
+        // order, by this end only, and read empty by the consumer before the segment is used
+        // again), and the consumer reads it only after the store below.
         unsafe {
             (*segment).slots[pushed % N].with_mut(|slot| {
                 (*slot).write(task);
             });
         }
         // Release: the consumer that sees it (Acquire) sees the task and the link.
-        self.tail.count.store(pushed + 1, Ordering::Release);
-        (pushed + 1).saturating_sub(self.head.count.load(Ordering::Relaxed))
+        self.tail.pushed.store(pushed + 1, Ordering::Release);
     }
 
-    /// Takes up to `max` of the oldest tasks, in order, into `out`; returns how many.
+    /// Claims every task published and not yet claimed, for the holder to read with
+    /// [`Chain::next`]; returns how many. Claimed tasks no longer count in [`Chain::len`].
     #[inline]
-    pub(crate) fn take(
-        &self,
-        consumer: &mut Consumer,
-        max: usize,
-        mut out: impl FnMut(T),
-    ) -> usize {
+    pub(crate) fn claim(&self, consumer: &mut Consumer) -> usize {
         assert_eq!(consumer.chain, self.head.id, "a consumer token of another chain");
-        // Relaxed: only the holder of the token writes `taken`.
-        let taken = self.head.count.load(Ordering::Relaxed);
         // Acquire: the tasks published up to it, and their segments' links, are visible.
-        let pushed = self.tail.count.load(Ordering::Acquire);
-        let n = pushed.saturating_sub(taken).min(max);
-        for i in taken..taken + n {
-            let segment = self.head.segment.with_mut(|current| {
-                // SAFETY: `current` is reached only through the consumer token, held `&mut`.
-                // At a segment's end, slot `i` is published, so the producer linked the next
-                // segment before it and has moved past the old one, which nobody reaches
-                // after this.
-                unsafe {
-                    if i % N == 0 && i != 0 {
-                        let old = *current;
-                        *current = (*old).next.with_mut(|link| *link);
-                        Segment::free(old);
-                    }
-                    *current
+        let pushed = self.tail.pushed.load(Ordering::Acquire);
+        // Relaxed: only the holder of the token writes `claimed`.
+        let claimed = self.head.claimed.load(Ordering::Relaxed);
+        if pushed > claimed {
+            self.head.claimed.store(pushed, Ordering::Relaxed);
+        }
+        pushed.saturating_sub(claimed)
+    }
+
+    /// Tasks claimed and not yet read.
+    #[inline]
+    pub(crate) fn claimed_left(&self, consumer: &Consumer) -> usize {
+        assert_eq!(consumer.chain, self.head.id, "a consumer token of another chain");
+        // SAFETY: `read` is reached only through the consumer token, which the caller holds.
+        let read = self.head.read.with_mut(|read| unsafe { *read });
+        self.head.claimed.load(Ordering::Relaxed) - read
+    }
+
+    /// Reads the oldest claimed task; `None` when every claimed task has been read.
+    #[inline]
+    pub(crate) fn next(&self, consumer: &mut Consumer) -> Option<T> {
+        assert_eq!(consumer.chain, self.head.id, "a consumer token of another chain");
+        // SAFETY: `read` and `current` are reached only through the consumer token, held
+        // `&mut`.
+        unsafe { self.read_next(self.head.claimed.load(Ordering::Relaxed)) }
+    }
+
+    /// Reads the oldest task below `claimed` not yet read, and moves past it.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the consumer end (its token `&mut`, or the chain `&mut`), and every
+    /// task below `claimed` was published and seen through an Acquire load of `pushed`.
+    unsafe fn read_next(&self, claimed: usize) -> Option<T> {
+        let i = self.head.read.with_mut(|read| {
+            // SAFETY: the caller holds the consumer end.
+            unsafe {
+                let i = *read;
+                if i < claimed {
+                    *read = i + 1;
                 }
-            });
-            // SAFETY: slot `i` was written and published (`i < pushed`, read Acquire) and is
-            // read once: `taken` moves past it below, and only this end reads slots.
-            let task = unsafe { (*segment).slots[i % N].with_mut(|slot| (*slot).assume_init_read()) };
-            out(task);
+                i
+            }
+        });
+        if i == claimed {
+            return None;
         }
-        if n > 0 {
-            self.head.count.store(taken + n, Ordering::Relaxed);
+        let segment = self.head.current.with_mut(|current| {
+            // SAFETY: the caller holds the consumer end. At a segment's end, slot `i` is
+            // published: the producer linked the next segment before it and has moved past
+            // the old one, which nobody else reaches.
+            unsafe {
+                if i % N == 0 && i != 0 {
+                    let old = *current;
+                    *current = (*old).next.with_mut(|link| *link);
+                    self.retire(old);
+                }
+                *current
+            }
+        });
+        // SAFETY: slot `i` was written and published (the caller's contract) and is read once:
+        // `read` has moved past it, and only this end reads slots.
+        Some(unsafe { (*segment).slots[i % N].with_mut(|slot| (*slot).assume_init_read()) })
+    }
+
+    /// The consumer is done with `segment`: it becomes the spare, or is freed when there is one.
+    ///
+    /// # Safety
+    ///
+    /// Only the consumer end's holder calls it, with a segment whose tasks it has all read and
+    /// that the producer has moved past: nobody else reaches it.
+    unsafe fn retire(&self, segment: *mut Segment<T, N>) {
+        // Release: this end's reads of its slots come before the producer's next writes there
+        // (its swap in `Segment::take_or_alloc` is an Acquire).
+        let old = self.spare.swap(segment, Ordering::AcqRel);
+        if !old.is_null() {
+            // SAFETY: the swap took the old spare back from the chain: this end alone has it,
+            // and it holds no task.
+            unsafe { Segment::free(old) };
         }
-        n
     }
 }
 
 impl<T, const N: usize> Drop for Chain<T, N> {
     fn drop(&mut self) {
-        // Both ends are here (`&mut self`), so the tokens are not needed: drop the waiting
-        // tasks in order, then free the one segment both ends are on.
-        let mut consumer = Consumer {
-            chain: self.head.id,
-        };
-        self.take(&mut consumer, usize::MAX, drop);
-        let last = self.head.segment.with_mut(|current| {
+        // `&mut self`: both ends are here. Drop the tasks not yet read, in order, then free
+        // the one segment both ends are on, and the spare.
+        let pushed = self.tail.pushed.load(Ordering::Acquire);
+        // SAFETY: `&mut self` holds the consumer end, and `pushed` was read Acquire.
+        while let Some(task) = unsafe { self.read_next(pushed) } {
+            drop(task);
+        }
+        let last = self.head.current.with_mut(|current| {
             // SAFETY: `&mut self`: nobody else reaches the segment pointer.
             unsafe { *current }
         });
-        // SAFETY: every task is taken, so both ends are on the segment of slot `pushed - 1`
-        // (or the first): the one segment left, freed once, here.
+        // SAFETY: every task is read, so both ends are on the segment of slot `pushed - 1`
+        // (or the first): the one segment left in the chain, freed once, here.
         unsafe { Segment::free(last) };
+        let spare = self.spare.swap(ptr::null_mut(), Ordering::Acquire);
+        if !spare.is_null() {
+            // SAFETY: the spare is no one else's now, and holds no task.
+            unsafe { Segment::free(spare) };
+        }
     }
 }
 

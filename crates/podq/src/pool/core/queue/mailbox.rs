@@ -113,6 +113,13 @@ impl<T> Mailbox<T> {
         Ok(())
     }
 
+    /// Whether a pusher on lane `lane` may hand its task over now (what [`Mailbox::hand`]
+    /// looks at first): a spinner on another lane owns the mailbox and waits.
+    pub(crate) fn open_to(&self, lane: usize) -> bool {
+        let state = self.state.load(Ordering::Relaxed);
+        state & TAG == OPEN && state >> LANE_SHIFT != lane
+    }
+
     /// Whether a task waits for the owner (its spin's stop condition).
     pub(crate) fn is_full(&self) -> bool {
         self.state.load(Ordering::Relaxed) == FULL

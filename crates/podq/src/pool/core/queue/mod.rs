@@ -155,6 +155,9 @@ pub(crate) struct Head<T> {
     pub(super) executed: u64,
     /// H: the consumer end of each lane's chain, by lane.
     consumers: Box<[Consumer]>,
+    /// H: the lane whose claimed tasks (W3) are taken before `queue`'s; they count as the
+    /// head's, and no longer as the lane's.
+    batch: Option<usize>,
 }
 
 impl<T> Head<T> {
@@ -167,6 +170,7 @@ impl<T> Head<T> {
             started: 0,
             executed: 0,
             consumers,
+            batch: None,
         }
     }
 }
@@ -235,12 +239,14 @@ impl<T> Lane<T> {
     }
 
     /// Takes every task of the lane out, oldest first, into a FIFO; the caller holds the head
-    /// lock (`consumer`) and the lane lock, and puts back what it keeps with
-    /// [`Lane::put_back`].
+    /// lock (`consumer`, with no batch claimed from this lane) and the lane lock, and puts
+    /// back what it keeps with [`Lane::put_back`].
     fn take_out(&self, consumer: &mut Consumer) -> Fifo<T> {
         let mut all = Fifo::new();
-        self.chain
-            .take(consumer, usize::MAX, |task| all.push_back(task));
+        self.chain.claim(consumer);
+        while let Some(task) = self.chain.next(consumer) {
+            all.push_back(task);
+        }
         all
     }
 
@@ -272,53 +278,73 @@ impl<T> Core<T> {
     }
 
     /// (P2) Appends `item` to lane `lane` (one of the lanes: see [`Core::wrap`]) and publishes
-    /// it; returns how many tasks wait in the lane now.
+    /// it.
     #[inline]
-    pub(super) fn push_to_lane(&self, lane: usize, item: T) -> usize {
+    pub(super) fn push_to_lane(&self, lane: usize, item: T) {
         let lane = &self.lanes[lane];
         let mut tasks = lane.lock();
-        lane.chain.push(&mut tasks.producer, item)
+        lane.chain.push(&mut tasks.producer, item);
     }
 
-    /// (W2, W3) Takes the oldest task from the head; when the head is empty, first moves one
-    /// lane's tasks to it in one swap. `None` when the head and every lane were empty.
+    /// (W2, W3) Takes the oldest task of the head: the batch's, then the handed ones (W6);
+    /// when the head is empty, first claims one lane's tasks for it. `None` when the head and
+    /// every lane were empty.
     #[inline]
     pub(super) fn take(&self, head: &mut Head<T>) -> Option<T> {
-        if let Some(item) = head.queue.pop_front() {
-            return Some(item);
-        }
-        if self.refill(head) {
-            head.queue.pop_front()
-        } else {
-            None
+        loop {
+            if let Some(at) = head.batch {
+                if let Some(item) = self.lanes[at].chain.next(&mut head.consumers[at]) {
+                    return Some(item);
+                }
+                head.batch = None;
+            }
+            if let Some(item) = head.queue.pop_front() {
+                return Some(item);
+            }
+            if !self.refill(head) {
+                return None;
+            }
         }
     }
 
-    /// (W3) Moves the tasks of one non-empty lane to the (empty) head, the lanes taking turns;
-    /// `false` when every lane was empty. The lane lock is not taken: the head lock holds the
-    /// consumer ends.
+    /// (W3) Claims the tasks of one non-empty lane as the (empty) head's batch, the lanes
+    /// taking turns; `false` when every lane was empty. The tasks stay where their pusher
+    /// wrote them, and the lane lock is not taken: the head lock holds the consumer ends.
     fn refill(&self, head: &mut Head<T>) -> bool {
         let lanes = self.lanes.len();
         for k in 0..lanes {
             let at = (head.next_lane + k) % lanes;
             let lane = &self.lanes[at];
-            if lane.len() == 0 {
+            if lane.len() == 0 || lane.chain.claim(&mut head.consumers[at]) == 0 {
                 continue;
             }
-            let Head {
-                queue, consumers, ..
-            } = head;
-            if lane
-                .chain
-                .take(&mut consumers[at], usize::MAX, |task| queue.push_back(task))
-                == 0
-            {
-                continue;
-            }
+            head.batch = Some(at);
             head.next_lane = (at + 1) % lanes;
             return true;
         }
         false
+    }
+
+    /// Tasks in the head: the batch's left, and the handed ones.
+    pub(super) fn in_head(&self, head: &Head<T>) -> usize {
+        let batch = head.batch.map_or(0, |at| {
+            self.lanes[at].chain.claimed_left(&head.consumers[at])
+        });
+        batch + head.queue.len()
+    }
+
+    /// Moves the batch's tasks left into the head's FIFO, ahead of the handed ones, so that
+    /// the FIFO holds every task of the head in order (cancel and re-formation search it).
+    fn settle(&self, head: &mut Head<T>) {
+        let Some(at) = head.batch.take() else {
+            return;
+        };
+        let mut all = Fifo::new();
+        while let Some(task) = self.lanes[at].chain.next(&mut head.consumers[at]) {
+            all.push_back(task);
+        }
+        all.items.append(&mut head.queue.items);
+        head.queue = all;
     }
 
     /// Tasks in the lanes, as last stored (a hint: the lanes are not locked).
@@ -337,6 +363,7 @@ impl<T> Core<T> {
     pub(crate) fn take_all_if(&self, mut matches: impl FnMut(&T) -> bool) -> Vec<T> {
         let mut out = Vec::new();
         let mut head = self.lock_head();
+        self.settle(&mut head);
         head.queue.take_all_if(&mut matches, &mut out);
         for (lane, consumer) in self.lanes.iter().zip(head.consumers.iter_mut()) {
             let mut tasks = lane.lock();
@@ -351,6 +378,7 @@ impl<T> Core<T> {
     /// the head, else the oldest in the first lane that has one.
     pub(crate) fn remove_if(&self, mut matches: impl FnMut(&T) -> bool) -> Option<T> {
         let mut head = self.lock_head();
+        self.settle(&mut head);
         if let Some(item) = head.queue.remove_if(&mut matches) {
             return Some(item);
         }
