@@ -57,7 +57,7 @@ pub(crate) fn push(core: &Arc<Core<Item>>, item: Item) {
 
 /// Pushes `item` on lane `lane`, starting a worker when the core asks for one (P6).
 pub(crate) fn push_on(core: &Arc<Core<Item>>, lane: usize, item: Item) {
-    if core.push(lane, true, item) == Push::Spawn {
+    if core.push(lane, item) == Push::Spawn {
         start(core);
     }
 }

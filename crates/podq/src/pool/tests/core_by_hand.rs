@@ -21,11 +21,15 @@ fn limits(max_workers: usize) -> Config {
 #[test]
 fn the_core_asks_for_one_worker_at_a_time() {
     let core = Core::<u32>::new(limits(4));
-    assert_eq!(core.push(0, true, 1), Push::Spawn);
+    assert_eq!(core.push(0, 1), Push::Spawn);
     // The first worker is on its way: no second one for the next items yet. The items wait
-    // behind it with nobody idle (the lane's length with them).
-    assert_eq!(core.push(0, true, 2), Push::Busy(2));
-    assert_eq!(core.push(0, true, 3), Push::Busy(3));
+    // behind it with nobody idle; two waiting from the pod are enough to offer to siblings,
+    // one from elsewhere.
+    assert_eq!(core.push(0, 2), Push::Busy);
+    assert_eq!(core.to_offer(0, true), None);
+    assert_eq!(core.to_offer(0, false), Some(1));
+    assert_eq!(core.push(0, 3), Push::Busy);
+    assert_eq!(core.to_offer(0, true), Some(2));
     let mut slot = WorkerSlot::new();
     // It takes an item while more wait and nobody is idle: it asks for the next worker.
     assert!(matches!(
@@ -52,8 +56,8 @@ fn the_core_asks_for_one_worker_at_a_time() {
 #[test]
 fn a_worker_that_cannot_start_gives_its_items_back_to_the_caller() {
     let core = Core::<u32>::new(limits(4));
-    assert_eq!(core.push(0, true, 7), Push::Spawn);
-    assert_eq!(core.push(0, true, 8), Push::Busy(2));
+    assert_eq!(core.push(0, 7), Push::Spawn);
+    assert_eq!(core.push(0, 8), Push::Busy);
     // No worker at all: the caller must run what is queued.
     assert!(core.spawn_failed());
     assert_eq!(core.pop(), Some(7));
@@ -61,13 +65,13 @@ fn a_worker_that_cannot_start_gives_its_items_back_to_the_caller() {
     let snap = core.snapshot();
     assert_eq!((snap.workers, snap.workers_created), (0, 0));
     // The next push asks for a worker again.
-    assert_eq!(core.push(0, true, 9), Push::Spawn);
+    assert_eq!(core.push(0, 9), Push::Spawn);
 }
 
 #[test]
 fn a_full_pool_queues_without_asking_for_workers() {
     let core = Core::<u32>::new(limits(1));
-    assert_eq!(core.push(0, true, 1), Push::Spawn);
+    assert_eq!(core.push(0, 1), Push::Spawn);
     let mut slot = WorkerSlot::new();
     assert!(matches!(
         core.next(&mut slot, || 0, &mut NoSiblings),
@@ -76,7 +80,7 @@ fn a_full_pool_queues_without_asking_for_workers() {
             grow: Grow::No
         }
     ));
-    assert_eq!(core.push(0, true, 2), Push::Busy(1));
+    assert_eq!(core.push(0, 2), Push::Busy);
     assert_eq!(core.remove_if(|&i| i == 2), Some(2));
     assert_eq!(core.snapshot().queue_depth, 0);
 }
@@ -84,10 +88,11 @@ fn a_full_pool_queues_without_asking_for_workers() {
 #[test]
 fn each_lane_keeps_its_order_and_the_lanes_take_turns() {
     let core = Core::<u32>::new(limits(1));
-    assert_eq!(core.push(0, true, 10), Push::Spawn);
+    assert_eq!(core.push(0, 10), Push::Spawn);
     // Lane numbers wrap: 3 is lane 1 of 2.
     for (lane, item, waiting) in [(3, 20, 1), (0, 11, 2), (1, 21, 2), (0, 12, 3)] {
-        assert_eq!(core.push(lane, true, item), Push::Busy(waiting));
+        assert_eq!(core.push(lane, item), Push::Busy);
+        assert_eq!(core.to_offer(lane, false), Some(waiting));
     }
     let mut slot = WorkerSlot::new();
     let mut ran = Vec::new();
@@ -105,8 +110,8 @@ fn each_lane_keeps_its_order_and_the_lanes_take_turns() {
 #[test]
 fn a_worker_that_cannot_start_gives_back_the_items_of_every_lane() {
     let core = Core::<u32>::new(limits(4));
-    assert_eq!(core.push(1, true, 7), Push::Spawn);
-    assert_eq!(core.push(0, true, 8), Push::Busy(1));
+    assert_eq!(core.push(1, 7), Push::Spawn);
+    assert_eq!(core.push(0, 8), Push::Busy);
     assert!(core.spawn_failed());
     let mut back = std::iter::from_fn(|| core.pop()).collect::<Vec<_>>();
     back.sort_unstable();
@@ -117,8 +122,8 @@ fn a_worker_that_cannot_start_gives_back_the_items_of_every_lane() {
 #[test]
 fn cancel_finds_an_item_in_any_lane() {
     let core = Core::<u32>::new(limits(1));
-    assert_eq!(core.push(0, true, 1), Push::Spawn);
-    assert_eq!(core.push(1, true, 2), Push::Busy(1));
+    assert_eq!(core.push(0, 1), Push::Spawn);
+    assert_eq!(core.push(1, 2), Push::Busy);
     assert_eq!(core.remove_if(|&i| i == 2), Some(2));
     assert_eq!(core.remove_if(|&i| i == 2), None);
     assert_eq!(core.snapshot().queue_depth, 1);
@@ -128,9 +133,9 @@ fn cancel_finds_an_item_in_any_lane() {
 #[test]
 fn a_re_formation_takes_every_matching_item_from_the_head_and_the_lanes() {
     let core = Core::<u32>::new(limits(1));
-    assert_eq!(core.push(0, true, 1), Push::Spawn);
+    assert_eq!(core.push(0, 1), Push::Spawn);
     for (lane, item) in [(1, 2), (0, 3), (1, 4), (0, 5)] {
-        assert!(matches!(core.push(lane, true, item), Push::Busy(_)));
+        assert!(matches!(core.push(lane, item), Push::Busy));
     }
     // A worker's take moves one lane to the head first.
     assert_eq!(core.pop(), Some(1));
@@ -188,14 +193,14 @@ fn an_owner_that_closes_unused_can_open_again() {
 #[test]
 fn items_come_out_in_queueing_order() {
     let mut q = Fifo::new();
-    assert!(q.is_empty());
+    assert_eq!(q.len(), 0);
     for i in 0..5 {
         q.push_back(i);
     }
     assert_eq!(q.len(), 5);
     let out: Vec<i32> = std::iter::from_fn(|| q.pop_front()).collect();
     assert_eq!(out, vec![0, 1, 2, 3, 4]);
-    assert!(q.is_empty());
+    assert_eq!(q.len(), 0);
 }
 
 #[test]
@@ -221,23 +226,6 @@ fn remove_if_takes_the_oldest_match_and_keeps_the_order_of_the_rest() {
     assert_eq!(q.remove_if(|&i| i == 9), None);
     let out: Vec<i32> = std::iter::from_fn(|| q.pop_front()).collect();
     assert_eq!(out, vec![1, 3, 4, 2]);
-}
-
-#[test]
-fn a_refill_moves_the_whole_tail_in_order_behind_what_waits() {
-    let (mut head, mut tail) = (Fifo::new(), Fifo::new());
-    for i in 0..3 {
-        tail.push_back(i);
-    }
-    head.refill_from(&mut tail);
-    assert!(tail.is_empty());
-    tail.push_back(3);
-    head.push_back(9);
-    assert_eq!(head.pop_front(), Some(0));
-    // Not the pool's use (it refills an empty head), but the order still holds.
-    head.refill_from(&mut tail);
-    let out: Vec<i32> = std::iter::from_fn(|| head.pop_front()).collect();
-    assert_eq!(out, vec![1, 2, 9, 3]);
 }
 
 #[test]

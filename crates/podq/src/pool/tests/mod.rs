@@ -13,6 +13,7 @@ use crate::scope::Pods;
 use crate::test_support::{eventually, PATIENCE};
 use crate::topology::Topology;
 
+mod chain;
 mod core_by_hand;
 mod load;
 mod registry;
@@ -72,7 +73,7 @@ fn pool(pod_cpus: CpuSet, attrs: &PoolAttrs) -> Pool<TestJob> {
 impl Pool<TestJob> {
     /// Pushes `task` from the calling thread's CPU, as a queue call does.
     fn push_here(&self, task: TestJob) {
-        self.push(task, crate::here::cpu_or_thread());
+        self.push(task, crate::here::cpu_or_thread(), false);
     }
 }
 

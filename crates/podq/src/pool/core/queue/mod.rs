@@ -49,26 +49,9 @@ impl<T> Fifo<T> {
         self.items.pop_front()
     }
 
-    /// Moves every item of `tail` here, in order, and leaves `tail` empty; the caller holds
-    /// both locks (the head's and the lane's). `self` is empty (the head is refilled only when
-    /// it runs dry), so this is one swap of two buffers, whatever the number of items: `tail`
-    /// keeps the head's old buffer and its capacity for the next pushes.
-    pub(crate) fn refill_from(&mut self, tail: &mut Fifo<T>) {
-        if self.items.is_empty() {
-            std::mem::swap(&mut self.items, &mut tail.items);
-        } else {
-            self.items.append(&mut tail.items);
-        }
-    }
-
     /// How many items wait.
     pub(crate) fn len(&self) -> usize {
         self.items.len()
-    }
-
-    /// Whether no item waits.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.items.is_empty()
     }
 
     /// Takes out the oldest item for which `matches` is true, keeping the others in order.

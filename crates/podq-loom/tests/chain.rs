@@ -1,0 +1,80 @@
+//! loom models of a lane's chain of segments (`crates/podq/src/pool/core/queue/chain.rs`): a
+//! pusher and a reader racing across segment ends and the spare, every access to a slot or an
+//! end's cell checked by loom's cell.
+
+// The chain names `crate::sync`: here it is loom's.
+use podq_loom::sync;
+
+#[path = "../../podq/src/pool/core/queue/chain.rs"]
+#[allow(dead_code)]
+mod chain;
+
+use chain::{Chain, Consumer};
+use sync::{thread, Arc};
+
+/// Two slots a segment: five tasks cross two segment ends, and the reader's first segment can
+/// come back to the pusher as the spare.
+type Small = Chain<usize, 2>;
+
+/// Claims what is published and reads it into `seen`.
+fn read_into(chain: &Small, consumer: &mut Consumer, seen: &mut Vec<usize>) {
+    chain.claim(consumer);
+    while let Some(task) = chain.next(consumer) {
+        seen.push(task);
+    }
+}
+
+/// A pusher publishing five tasks while the reader claims and reads until it has them all
+/// (yielding between tries, so that loom runs the pusher between any two of its steps): every
+/// task is read once, in order, and no slot is read while it is written.
+#[test]
+fn a_pusher_and_a_reader_move_every_task_once_in_order() {
+    podq_loom::check(3, || {
+        let (chain, mut producer, mut consumer) = Small::new();
+        let chain = Arc::new(chain);
+        let pusher = {
+            let chain = Arc::clone(&chain);
+            thread::spawn(move || {
+                for task in 0..5 {
+                    chain.push(&mut producer, task);
+                }
+            })
+        };
+        let mut seen = Vec::new();
+        while seen.len() < 5 {
+            read_into(&chain, &mut consumer, &mut seen);
+            thread::yield_now();
+        }
+        pusher.join().expect("the pusher");
+        assert_eq!(seen, [0, 1, 2, 3, 4]);
+        assert_eq!(chain.len(), 0);
+    });
+}
+
+/// The chain dropped by the reader's thread after a race with the pusher: the tasks it did not
+/// read go with it (each an `Arc`, which loom checks is dropped).
+#[test]
+fn a_chain_dropped_after_a_race_drops_the_tasks_left() {
+    podq_loom::check(3, || {
+        let (chain, mut producer, mut consumer) = Chain::<Arc<()>, 2>::new();
+        let chain = Arc::new(chain);
+        let task = Arc::new(());
+        let pusher = {
+            let chain = Arc::clone(&chain);
+            let task = Arc::clone(&task);
+            thread::spawn(move || {
+                for _ in 0..3 {
+                    chain.push(&mut producer, Arc::clone(&task));
+                }
+            })
+        };
+        chain.claim(&mut consumer);
+        thread::yield_now();
+        let first = chain.next(&mut consumer);
+        pusher.join().expect("the pusher");
+        drop(first);
+        drop(chain);
+        assert_eq!(Arc::strong_count(&task), 1);
+    });
+}
+
