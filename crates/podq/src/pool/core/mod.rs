@@ -1,7 +1,8 @@
 //! The pool's concurrent core, a file per concept:
 //!
 //! * `queue/`: the queue: a tail in per-CPU lanes that pushers fill under their lane's lock, a
-//!   head that workers take from under the head lock, and the spinners' mailbox.
+//!   head that workers take from under the head lock (claiming a lane's tasks without its
+//!   lock: `queue/chain.rs`), and the spinners' mailbox.
 //! * `idle.rs`: idle coordination: the hint ([`AtomicHint`]), spinning, parking, and the pair
 //!   of `SeqCst` fences by which a push and a worker about to stop looking never miss each
 //!   other.
@@ -26,8 +27,10 @@
 //! loom threads and the pool can start named, pinned OS threads.
 //!
 //! Lock order: the head lock, then a lane lock, then the pool lock. A pusher holds one lock at
-//! a time: its lane's, then, only when the hint says so, the pool lock. The mailbox's slot
-//! (P1, W6) has no lock: its state word makes each access exclusive.
+//! a time: its lane's, then, only when the hint says so, the pool lock. A worker takes a lane
+//! lock only under the head lock, to cancel or re-form. The mailbox's slot (P1, W6) and the
+//! lanes' slots have no lock: their state words (the mailbox's, the chain's counts) make each
+//! access exclusive.
 
 mod growth;
 mod idle;

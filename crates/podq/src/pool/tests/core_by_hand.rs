@@ -23,13 +23,12 @@ fn the_core_asks_for_one_worker_at_a_time() {
     let core = Core::<u32>::new(limits(4));
     assert_eq!(core.push(0, 1), Push::Spawn);
     // The first worker is on its way: no second one for the next items yet. The items wait
-    // behind it with nobody idle; two waiting from the pod are enough to offer to siblings,
-    // one from elsewhere.
+    // with nobody idle, and the lane's length says whether to offer them to siblings.
     assert_eq!(core.push(0, 2), Push::Busy);
-    assert_eq!(core.to_offer(0, true), None);
-    assert_eq!(core.to_offer(0, false), Some(1));
-    assert_eq!(core.push(0, 3), Push::Busy);
     assert_eq!(core.to_offer(0, true), Some(2));
+    assert_eq!(core.push(0, 3), Push::Busy);
+    assert_eq!(core.to_offer(0, true), Some(3));
+    assert_eq!(core.to_offer(1, false), None);
     let mut slot = WorkerSlot::new();
     // It takes an item while more wait and nobody is idle: it asks for the next worker.
     assert!(matches!(

@@ -1,11 +1,11 @@
 //! The spinners' mailbox (P1 and W5-W6 of `pool/README.md`): a pusher hands its task straight
 //! to a spinning worker, on one pair of cache lines, instead of through a lane and the head.
 //!
-//! Through a lane, a task that a spinner takes moves the lane's lock line, the lane's buffer,
-//! its length and the hint between the two CPUs, each of them once or twice: in the closed
-//! loop on 2 CPUs that is about eleven line transfers per item where a crossbeam channel
-//! makes six, and the producer's wait often runs past its spin and pays a futex round trip.
-//! Here the pusher and the spinner share the state word and the slot beside it: one pair of
+//! Through a lane, a task that a spinner takes moves the lane's count, the lines of its slot,
+//! the head lock's line and the spinner counts between the two CPUs, and the producer's wait
+//! often runs past its spin and pays a futex round trip (`pool/README.md`, "A mailbox for the
+//! spinner", has the measurement). Here the pusher and the spinner share the state word and
+//! the slot beside it: one pair of
 //! lines (128 bytes, which the adjacent-line prefetcher moves together), which the test of
 //! `workqueue/task.rs` keeps the workqueue's task within.
 //!

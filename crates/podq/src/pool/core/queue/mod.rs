@@ -1,10 +1,12 @@
 //! The pool's queue: a tail in lanes, which pushers fill under their lane's lock (P2), and a
-//! head, which workers take from under the head lock (W2) and refill from one lane at a time
-//! in one swap (W3). Beside them, the spinners' mailbox (`mailbox.rs`: P1, W6) hands one task
-//! straight from a pusher to a spinning worker.
+//! head, which workers take from under the head lock (W2) and refill by claiming one lane's
+//! published tasks at a time (W3). A lane's tasks are a chain of segments (`chain.rs`) whose
+//! producer end the lane lock holds and whose consumer end the head lock holds, so a refill
+//! takes no lane lock and moves no task. Beside them, the spinners' mailbox (`mailbox.rs`: P1,
+//! W6) hands one task straight from a pusher to a spinning worker.
 //!
-//! Order: each lane is FIFO and a refill moves a whole lane in its order, so the tasks queued
-//! from one CPU start in queueing order; the lanes take turns.
+//! Order: each lane is FIFO and a refill claims a whole lane, read in its order, so the tasks
+//! queued from one CPU start in queueing order; the lanes take turns.
 //!
 //! Every lock here is taken counted ([`lock_counted`]): `try_lock` first, a failure counted as
 //! contended, then `lock`. The counts live under the lock they count, so counting costs no
@@ -17,6 +19,7 @@ use std::collections::VecDeque;
 
 use super::Core;
 use chain::{Chain, Consumer, Producer};
+use crate::sync::atomic::{fence, Ordering};
 use crate::sync::{CachePadded, Mutex, MutexGuard};
 // Std's, on purpose, also under loom: only for `Lane::spinners`.
 use std::sync::atomic::AtomicUsize as UnmodelledAtomicUsize;
@@ -293,7 +296,16 @@ impl<T> Core<T> {
     /// (W3) Claims the tasks of one non-empty lane as the (empty) head's batch, the lanes
     /// taking turns; `false` when every lane was empty. The tasks stay where their pusher
     /// wrote them, and the lane lock is not taken: the head lock holds the consumer ends.
+    ///
+    /// It fences (`SeqCst`) before it looks, the refill's half of a pair with the push's fence
+    /// (P3): either this look sees the push's task, or the push's read of `HELP` sees what
+    /// this worker wrote before (its arrival's `HELP`, W1). A refill under the lane's lock got
+    /// that order from the lock; without it, a worker could claim a batch without a task
+    /// pushed while it arrived, run into a task that waits for that one, and leave the push,
+    /// which read the old `HELP`, to think it would be taken (the loom model
+    /// `a_batch_moved_to_the_head_is_handed_on` finds it).
     fn refill(&self, head: &mut Head<T>) -> bool {
+        fence(Ordering::SeqCst);
         let lanes = self.lanes.len();
         for k in 0..lanes {
             let at = (head.next_lane + k) % lanes;
