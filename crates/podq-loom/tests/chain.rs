@@ -77,4 +77,3 @@ fn a_chain_dropped_after_a_race_drops_the_tasks_left() {
         assert_eq!(Arc::strong_count(&task), 1);
     });
 }
-

@@ -52,7 +52,10 @@ fn dropping_a_chain_drops_each_task_not_read_once() {
     }
     chain.claim(&mut c);
     let read: Vec<_> = (0..5).filter_map(|_| chain.next(&mut c)).collect();
-    assert_eq!(read.iter().map(|t| t.1).collect::<Vec<_>>(), [0, 1, 2, 3, 4]);
+    assert_eq!(
+        read.iter().map(|t| t.1).collect::<Vec<_>>(),
+        [0, 1, 2, 3, 4]
+    );
     drop(read);
     assert_eq!(drops.load(Ordering::Relaxed), 5);
     // Claimed and unclaimed tasks alike go with the chain.

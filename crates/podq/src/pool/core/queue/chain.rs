@@ -1,24 +1,25 @@
 //! A lane's tasks: a chain of fixed segments with one producer end, which pushers use under
 //! their lane's lock (P2), and one consumer end, which workers use under the head lock (W3).
 //!
-//! The two ends share only the slots and two counters, each on lines of its own: `pushed`,
-//! which only the producer writes, and `taken`, which only the consumer writes. A task is
-//! written into its slot and then published by storing `pushed` (Release); the consumer reads
-//! `pushed` (Acquire) before it reads a slot. So a worker that takes a lane's tasks never
-//! writes a line that the lane's pushers write, and a pusher never waits for a line that a
-//! worker wrote except to read `taken` (a lock-guarded queue moved its lock line between the
-//! two CPUs twice per batch taken).
+//! The two ends share the slots and two counters, each on lines of its own: `pushed`, which
+//! only the producer writes, and `claimed`, which only the consumer writes. A task is written
+//! into its slot and then published by storing `pushed` (Release). The consumer claims every
+//! task published so far by reading `pushed` (Acquire) and storing it as `claimed`, then reads
+//! the claimed tasks one at a time, in order, from their slots. So a worker never writes a line
+//! that the lane's pushers write, and a push reads nothing that a worker writes: under a lock
+//! shared by both, the lock's line crossed between the two CPUs twice for every batch taken,
+//! and the pusher waited for it.
 //!
-//! A segment is done with once the consumer has taken the task of its last slot and the
+//! A segment is done with once the consumer has read the task of its last slot and the
 //! producer has linked the next one (so the producer, which writes only at the end, has moved
 //! on). The consumer keeps one such segment as the chain's spare, which the producer takes
 //! when it needs a new one: in a steady flow, no segment is allocated or freed (freeing on
 //! another thread than the allocating one takes the allocator's arena lock for a segment's
-//! size). Each end is used through a token that only [`Chain::new`] makes, one of
-//! each per chain, and holding a token `&mut` is what makes that end's use exclusive (the lane
-//! lock holds the producer's, the head lock the consumer's). This file uses only
-//! `crate::sync`, so that `crates/podq-loom` checks it with loom's cell, which fails a model
-//! whose accesses to a slot could overlap.
+//! size). Each end is used through a token that only [`Chain::new`] makes, one of each per
+//! chain, and holding a token `&mut` is what makes that end's use exclusive (the lane lock
+//! holds the producer's, the head lock the consumer's). This file uses only `crate::sync`, so
+//! that `crates/podq-loom` checks it with loom's cell, which fails a model whose accesses to a
+//! slot could overlap.
 #![allow(unsafe_code)]
 
 use std::mem::MaybeUninit;
@@ -28,8 +29,8 @@ use crate::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use crate::sync::cell::UnsafeCell;
 use crate::sync::CachePadded;
 
-/// Slots per segment: 32 tasks of the workqueue (88 bytes) are 2.75 KiB, so a pusher allocates
-/// once every 32 tasks and a worker frees once.
+/// Slots per segment: 32 tasks of the workqueue (88 bytes) are 2.75 KiB; a pusher moves to a
+/// new segment (the spare, or a new allocation) once every 32 tasks.
 pub(crate) const SEGMENT_SLOTS: usize = 32;
 
 /// Identifies a chain to its two tokens (from one process-wide count: unique, never reused).
@@ -171,14 +172,20 @@ impl<T, const N: usize> Chain<T, N> {
         // `claimed` first: it never passes `pushed`, so a `pushed` read after it is no smaller
         // except in a stale read, which the saturation turns into "empty".
         let claimed = self.head.claimed.load(Ordering::Relaxed);
-        self.tail.pushed.load(Ordering::Relaxed).saturating_sub(claimed)
+        self.tail
+            .pushed
+            .load(Ordering::Relaxed)
+            .saturating_sub(claimed)
     }
 
     /// Appends `task` at the producer end and publishes it. It reads nothing that the consumer
     /// writes.
     #[inline]
     pub(crate) fn push(&self, producer: &mut Producer, task: T) {
-        assert_eq!(producer.chain, self.tail.id, "a producer token of another chain");
+        assert_eq!(
+            producer.chain, self.tail.id,
+            "a producer token of another chain"
+        );
         // Relaxed: only the holder of the token writes `pushed`, and holders follow each other
         // through the lane lock.
         let pushed = self.tail.pushed.load(Ordering::Relaxed);
@@ -187,7 +194,7 @@ impl<T, const N: usize> Chain<T, N> {
             // points to the segment of slot `pushed - 1` (or the first), which the consumer
             // is done with only after it has read slot `pushed`, not yet published.
             unsafe {
-                if pushed % N == 0 && pushed != 0 {
+                if pushed.is_multiple_of(N) && pushed != 0 {
                     let next = Segment::take_or_alloc(&self.spare);
                     // The consumer reads `next` only after it sees this task published.
                     (**last).next.with_mut(|link| *link = next);
@@ -212,7 +219,10 @@ impl<T, const N: usize> Chain<T, N> {
     /// [`Chain::next`]; returns how many. Claimed tasks no longer count in [`Chain::len`].
     #[inline]
     pub(crate) fn claim(&self, consumer: &mut Consumer) -> usize {
-        assert_eq!(consumer.chain, self.head.id, "a consumer token of another chain");
+        assert_eq!(
+            consumer.chain, self.head.id,
+            "a consumer token of another chain"
+        );
         // Acquire: the tasks published up to it, and their segments' links, are visible.
         let pushed = self.tail.pushed.load(Ordering::Acquire);
         // Relaxed: only the holder of the token writes `claimed`.
@@ -226,7 +236,10 @@ impl<T, const N: usize> Chain<T, N> {
     /// Tasks claimed and not yet read.
     #[inline]
     pub(crate) fn claimed_left(&self, consumer: &Consumer) -> usize {
-        assert_eq!(consumer.chain, self.head.id, "a consumer token of another chain");
+        assert_eq!(
+            consumer.chain, self.head.id,
+            "a consumer token of another chain"
+        );
         // SAFETY: `read` is reached only through the consumer token, which the caller holds.
         let read = self.head.read.with_mut(|read| unsafe { *read });
         self.head.claimed.load(Ordering::Relaxed) - read
@@ -235,7 +248,10 @@ impl<T, const N: usize> Chain<T, N> {
     /// Reads the oldest claimed task; `None` when every claimed task has been read.
     #[inline]
     pub(crate) fn next(&self, consumer: &mut Consumer) -> Option<T> {
-        assert_eq!(consumer.chain, self.head.id, "a consumer token of another chain");
+        assert_eq!(
+            consumer.chain, self.head.id,
+            "a consumer token of another chain"
+        );
         // SAFETY: `read` and `current` are reached only through the consumer token, held
         // `&mut`.
         unsafe { self.read_next(self.head.claimed.load(Ordering::Relaxed)) }
@@ -266,7 +282,7 @@ impl<T, const N: usize> Chain<T, N> {
             // published: the producer linked the next segment before it and has moved past
             // the old one, which nobody else reaches.
             unsafe {
-                if i % N == 0 && i != 0 {
+                if i.is_multiple_of(N) && i != 0 {
                     let old = *current;
                     *current = (*old).next.with_mut(|link| *link);
                     self.retire(old);

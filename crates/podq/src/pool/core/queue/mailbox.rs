@@ -5,9 +5,8 @@
 //! the head lock's line and the spinner counts between the two CPUs, and the producer's wait
 //! often runs past its spin and pays a futex round trip (`pool/README.md`, "A mailbox for the
 //! spinner", has the measurement). Here the pusher and the spinner share the state word and
-//! the slot beside it: one pair of
-//! lines (128 bytes, which the adjacent-line prefetcher moves together), which the test of
-//! `workqueue/task.rs` keeps the workqueue's task within.
+//! the slot beside it: one pair of lines (128 bytes, which the adjacent-line prefetcher moves
+//! together), which the test of `workqueue/task.rs` keeps the workqueue's task within.
 //!
 //! One spinner at a time owns the mailbox: it opens it when it starts to spin and closes it
 //! when it stops. A pusher whose own lane is empty (so the task cannot overtake one queued

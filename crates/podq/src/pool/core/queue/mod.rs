@@ -18,9 +18,9 @@ pub(crate) mod mailbox;
 use std::collections::VecDeque;
 
 use super::Core;
-use chain::{Chain, Consumer, Producer};
 use crate::sync::atomic::{fence, Ordering};
 use crate::sync::{CachePadded, Mutex, MutexGuard};
+use chain::{Chain, Consumer, Producer};
 // Std's, on purpose, also under loom: only for `Lane::spinners`.
 use std::sync::atomic::AtomicUsize as UnmodelledAtomicUsize;
 
@@ -378,13 +378,16 @@ impl<T> Core<T> {
             return Some(item);
         }
         let consumers = head.consumers.iter_mut();
-        self.lanes.iter().zip(consumers).find_map(|(lane, consumer)| {
-            let mut tasks = lane.lock();
-            let mut all = lane.take_out(consumer);
-            let item = all.remove_if(&mut matches);
-            lane.put_back(&mut tasks, all);
-            item
-        })
+        self.lanes
+            .iter()
+            .zip(consumers)
+            .find_map(|(lane, consumer)| {
+                let mut tasks = lane.lock();
+                let mut all = lane.take_out(consumer);
+                let item = all.remove_if(&mut matches);
+                lane.put_back(&mut tasks, all);
+                item
+            })
     }
 
     /// Holds lane `lane`'s lock until the guard drops, without counting it (tests use it to
