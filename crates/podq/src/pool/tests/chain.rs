@@ -62,6 +62,10 @@ fn dropping_a_chain_drops_each_task_not_read_once() {
     chain.push(&mut p, Counted(Arc::clone(&drops), 11));
     drop(chain);
     assert_eq!(drops.load(Ordering::Relaxed), 12);
+    // A chain never pushed to has no segment, and goes without one.
+    let (unused, _, _) = Chain::<Counted, 4>::new();
+    assert_eq!(unused.len(), 0);
+    drop(unused);
 }
 
 #[test]
