@@ -324,8 +324,8 @@ impl<T> Core<T> {
                 self.end_spin(lane);
             }
             if let Some(item) = handed.take() {
-                // (W6) Behind whatever another worker moved to the head meanwhile, which was
-                // queued before it.
+                // (W6) Behind whatever another worker claimed for the head meanwhile, mostly
+                // queued before it (`pool/README.md`, "Order", says when not).
                 head.queue.push_back(item);
             }
             // (W2, W3) The oldest item of the head, or of a lane moved to it in one swap: no
