@@ -152,7 +152,7 @@ pub(crate) struct Core<T> {
     head: CachePadded<Mutex<Head<T>>>,
     /// The tail of the queue, in lanes, each on lines of its own: a pusher locks and writes
     /// only its own CPU's lane, so pushers on different CPUs share no line.
-    lanes: Box<[CachePadded<Lane<T>>]>,
+    lanes: Box<[Lane<T>]>,
     /// The spinners' mailbox (P1, W6): one spinner at a time waits there for a task that a
     /// pusher hands it directly. On lines of its own.
     mailbox: CachePadded<Mailbox<T>>,
@@ -175,12 +175,8 @@ pub(crate) struct Core<T> {
 impl<T> Core<T> {
     /// An empty pool with no worker.
     pub(crate) fn new(config: Config) -> Self {
-        let (lanes, consumers): (Vec<_>, Vec<_>) = (0..config.lanes.max(1))
-            .map(|_| {
-                let (lane, consumer) = Lane::new();
-                (CachePadded::new(lane), consumer)
-            })
-            .collect();
+        let (lanes, consumers): (Vec<_>, Vec<_>) =
+            (0..config.lanes.max(1)).map(|_| Lane::new()).collect();
         let lanes = lanes.into_boxed_slice();
         let consumers = consumers.into_boxed_slice();
         Self {

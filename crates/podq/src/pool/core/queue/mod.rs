@@ -171,7 +171,9 @@ pub(crate) struct LaneTasks {
 }
 
 /// One lane of the pool's tail: where the pushers of one CPU of the pod (or of a few, on a pod
-/// with more CPUs than lanes) queue their tasks.
+/// with more CPUs than lanes) queue their tasks. Each part sits on lines of its own (the lock,
+/// the chain's two ends and its spare, the spinner count), so a lane needs no padding around
+/// it.
 #[derive(Debug)]
 pub(crate) struct Lane<T> {
     /// The lane lock and the producer end of the lane's tasks. Only pushers (and cancel and
@@ -228,8 +230,14 @@ impl<T> Lane<T> {
     /// lock (`consumer`, with no batch claimed from this lane) and the lane lock, and puts
     /// back what it keeps with [`Lane::put_back`].
     fn take_out(&self, consumer: &mut Consumer) -> Fifo<T> {
-        let mut all = Fifo::new();
         self.chain.claim(consumer);
+        self.read_claimed(consumer)
+    }
+
+    /// Reads every task claimed from the lane and not yet read, oldest first, into a FIFO; the
+    /// caller holds the head lock (`consumer`).
+    fn read_claimed(&self, consumer: &mut Consumer) -> Fifo<T> {
+        let mut all = Fifo::new();
         while let Some(task) = self.chain.next(consumer) {
             all.push_back(task);
         }
@@ -310,7 +318,7 @@ impl<T> Core<T> {
         for k in 0..lanes {
             let at = (head.next_lane + k) % lanes;
             let lane = &self.lanes[at];
-            if lane.len() == 0 || lane.chain.claim(&mut head.consumers[at]) == 0 {
+            if lane.chain.claim(&mut head.consumers[at]) == 0 {
                 continue;
             }
             head.batch = Some(at);
@@ -334,10 +342,7 @@ impl<T> Core<T> {
         let Some(at) = head.batch.take() else {
             return;
         };
-        let mut all = Fifo::new();
-        while let Some(task) = self.lanes[at].chain.next(&mut head.consumers[at]) {
-            all.push_back(task);
-        }
+        let mut all = self.lanes[at].read_claimed(&mut head.consumers[at]);
         all.items.append(&mut head.queue.items);
         head.queue = all;
     }
