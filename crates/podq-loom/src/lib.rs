@@ -44,6 +44,12 @@ pub mod sync {
         pub use loom::sync::atomic::{
             fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
         };
+
+        /// podq's no-op between a `SeqCst` read-modify-write and the `SeqCst` accesses after
+        /// it is a `SeqCst` fence here: loom models `SeqCst` accesses as `AcqRel`.
+        pub fn after_seqcst_rmw() {
+            fence(Ordering::SeqCst);
+        }
     }
 
     /// loom's cell, which checks that no two accesses overlap.

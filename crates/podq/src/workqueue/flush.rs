@@ -19,7 +19,7 @@
 
 use std::time::Instant;
 
-use crate::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
+use crate::sync::atomic::{after_seqcst_rmw, fence, AtomicU64, AtomicUsize, Ordering};
 use crate::sync::{thread, CachePadded, Condvar, Mutex, MutexGuard};
 
 /// Two colours suffice: flushers are serialised, so at most one colour is being waited on
@@ -201,16 +201,16 @@ impl Flush {
             let c = epoch & 1;
             let (part, pod) = pick()?;
             let stripe = pod.stripe(at);
-            // A Dekker pair of SeqCst fences with the flusher's (step 17): it stores the
-            // colour, fences, reads the counts; this raises a count, fences, reads the colour.
-            // One fence comes first in the single order of SeqCst operations: either the
-            // re-read sees the new colour and the count moves to it, or the flusher's reads
-            // see this increment and wait for the execution.
+            // A Dekker pair with the flusher (step 17): it stores the colour, fences, reads
+            // the counts; this raises a count and reads the colour, both `SeqCst`, so in the
+            // single order of `SeqCst` operations (`after_seqcst_rmw`). Either the re-read
+            // sees the new colour and the count moves to it, or the flusher's reads see this
+            // increment and wait for the execution.
             //
             // The increment and the undo below are on the same stripe, so a flusher that read
             // the stripe in between sees it no lower than before.
             stripe.in_flight[c].fetch_add(1, Ordering::SeqCst);
-            fence(Ordering::SeqCst);
+            after_seqcst_rmw();
             if self.epoch.load(Ordering::SeqCst) == epoch {
                 return Some((part, c));
             }
@@ -241,13 +241,13 @@ impl Flush {
             // the announcement (or its withdrawal, which it synchronises with).
             stripe.leaving.fetch_add(1, Ordering::SeqCst);
         }
-        // A Dekker pair of SeqCst fences with the flusher's: it raises `flushers`, fences,
-        // reads the counts; this lowers a count, fences, reads `flushers`. Either the flusher
-        // sees this decrement, or this sees the flusher and wakes it. Between two finishers
-        // the fences order the same way, so the last one that adds the stripes up sees every
-        // other decrement: the zero.
+        // A Dekker pair with the flusher: it raises `flushers`, fences, reads the counts; this
+        // lowers a count and reads `flushers`, both `SeqCst` (`after_seqcst_rmw`). Either the
+        // flusher sees this decrement, or this sees the flusher and wakes it. Between two
+        // finishers the single order of `SeqCst` operations decides the same way, so the last
+        // one that adds the stripes up (`SeqCst` reads) sees every other decrement: the zero.
         stripe.in_flight[colour].fetch_sub(1, Ordering::SeqCst);
-        fence(Ordering::SeqCst);
+        after_seqcst_rmw();
         if wait.flushers.load(Ordering::SeqCst) != 0
             && (!announced || pod.in_flight_of(colour) == 0)
         {
