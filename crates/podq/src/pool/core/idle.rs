@@ -12,6 +12,7 @@
 
 use std::time::{Duration, Instant};
 
+use super::queue::lane_lock::Fenced;
 use super::queue::{Head, Lane};
 use super::{Core, Synced};
 use crate::policy::growth::{self as policy, Idle};
@@ -188,14 +189,13 @@ impl<T> Core<T> {
             .saturating_sub(lane.spinners.load(Ordering::Relaxed))
     }
 
-    /// (P3) The push's half of the pair: called after its lane's length is stored (P2), fences
-    /// (`SeqCst`), then reads `HELP`; the spinner count, when P4 reads it, is read after the
-    /// same fence. A worker that stops looking for work writes `HELP` or its spinner count,
-    /// fences, then looks at every lane (W10, W7), so either it sees this push's item or this
-    /// push sees what it wrote.
+    /// (P3) The push's half of the pair: called after its lane's length is stored (P2) and the
+    /// lane lock's release fenced (`SeqCst`, [`Fenced`]), reads `HELP`; the spinner count,
+    /// when P4 reads it, is read after the same fence. A worker that stops looking for work
+    /// writes `HELP` or its spinner count, fences, then looks at every lane (W10, W7), so
+    /// either it sees this push's item or this push sees what it wrote.
     #[inline]
-    pub(super) fn help_after_push(&self) -> bool {
-        fence(Ordering::SeqCst);
+    pub(super) fn help_after_push(&self, _fenced: Fenced) -> bool {
         self.hint.help()
     }
 

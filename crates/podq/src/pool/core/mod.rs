@@ -227,9 +227,10 @@ impl<T> Core<T> {
             item
         };
         // (P2) The item is in its lane, published, before anything else.
-        self.push_to_lane(lane, item);
-        // (P3) Fence, then read `HELP` (the push's half of the pair with W10).
-        if !self.help_after_push() {
+        let fenced = self.push_to_lane(lane, item);
+        // (P3) Fenced (by the lane lock's release), read `HELP`: the push's half of the pair
+        // with W10.
+        if !self.help_after_push(fenced) {
             // (P4) Nobody idle, and a worker running, spinning or coming takes the item.
             return Push::Busy;
         }
@@ -286,7 +287,7 @@ impl<T> Core<T> {
     /// and looks at the queue next (P2w): nobody is woken and no worker is added. Only a worker
     /// of this pool that returns to [`Core::next`] right after may call it.
     pub(crate) fn push_for_self(&self, lane: usize, item: T) {
-        self.push_to_lane(self.wrap(lane), item);
+        let _ = self.push_to_lane(self.wrap(lane), item);
     }
 
     /// The worker's step: takes the next item, or pulls one from `siblings`, or parks until

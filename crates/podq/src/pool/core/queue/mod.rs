@@ -13,6 +13,7 @@
 //! atomic operation.
 
 pub(crate) mod chain;
+pub(crate) mod lane_lock;
 pub(crate) mod mailbox;
 
 use std::collections::VecDeque;
@@ -21,6 +22,7 @@ use super::Core;
 use crate::sync::atomic::{fence, Ordering};
 use crate::sync::{CachePadded, Mutex, MutexGuard};
 use chain::{Chain, Consumer, Producer};
+use lane_lock::{Fenced, LaneGuard, LaneLock};
 // Std's, on purpose, also under loom: only for `Lane::spinners`.
 use std::sync::atomic::AtomicUsize as UnmodelledAtomicUsize;
 
@@ -179,7 +181,7 @@ pub(crate) struct Lane<T> {
     /// The lane lock and the producer end of the lane's tasks. Only pushers (and cancel and
     /// re-formation, which hold the head lock too) take it: workers take the lane's tasks
     /// from the consumer end, under the head lock.
-    tasks: CachePadded<Mutex<LaneTasks>>,
+    tasks: CachePadded<LaneLock<LaneTasks>>,
     /// The lane's tasks (`chain.rs`). Their count is read without a lock: by spinners, by
     /// refills, for statistics, and after a `SeqCst` fence by a worker about to stop looking
     /// for work (W10), which is what makes a lost wake-up impossible (see `pool/README.md`).
@@ -199,7 +201,7 @@ impl<T> Lane<T> {
     pub(super) fn new() -> (Self, Consumer) {
         let (chain, producer, consumer) = Chain::new();
         let lane = Self {
-            tasks: CachePadded::new(Mutex::new(LaneTasks {
+            tasks: CachePadded::new(LaneLock::new(LaneTasks {
                 producer,
                 lock: LockCounts::default(),
             })),
@@ -209,9 +211,16 @@ impl<T> Lane<T> {
         (lane, consumer)
     }
 
-    /// Takes the lane lock, counting the acquisition and whether it was contended.
-    fn lock(&self) -> MutexGuard<'_, LaneTasks> {
-        lock_counted(&self.tasks, |tasks| &mut tasks.lock)
+    /// Takes the lane lock, counting the acquisition and whether it was contended (as
+    /// [`lock_counted`] does).
+    #[inline]
+    fn lock(&self) -> LaneGuard<'_, LaneTasks> {
+        let (mut guard, contended) = match self.tasks.try_lock() {
+            Some(guard) => (guard, false),
+            None => (self.tasks.lock(), true),
+        };
+        guard.with(|tasks| tasks.lock.record(contended));
+        guard
     }
 
     /// The tasks waiting in the lane (a hint unless read under the head lock after a `SeqCst`
@@ -222,8 +231,8 @@ impl<T> Lane<T> {
 
     /// The tasks waiting here and the lane lock's counts, without counting this acquisition.
     pub(super) fn peek(&self) -> (usize, LockCounts) {
-        let tasks = self.tasks.lock();
-        (self.chain.len(), tasks.lock)
+        let mut tasks = self.tasks.lock();
+        (self.chain.len(), tasks.with(|tasks| tasks.lock))
     }
 
     /// Takes every task of the lane out, oldest first, into a FIFO; the caller holds the head
@@ -245,10 +254,12 @@ impl<T> Lane<T> {
     }
 
     /// Appends `kept`'s tasks, in order, to the lane emptied by [`Lane::take_out`].
-    fn put_back(&self, tasks: &mut LaneTasks, kept: Fifo<T>) {
-        for task in kept.items {
-            self.chain.push(&mut tasks.producer, task);
-        }
+    fn put_back(&self, tasks: &mut LaneGuard<'_, LaneTasks>, kept: Fifo<T>) {
+        tasks.with(|tasks| {
+            for task in kept.items {
+                self.chain.push(&mut tasks.producer, task);
+            }
+        });
     }
 }
 
@@ -272,12 +283,14 @@ impl<T> Core<T> {
     }
 
     /// (P2) Appends `item` to lane `lane` (one of the lanes: see [`Core::wrap`]) and publishes
-    /// it.
+    /// it. The lane lock's release fences (`SeqCst`) after the publication: the [`Fenced`]
+    /// that P3 asks for.
     #[inline]
-    pub(super) fn push_to_lane(&self, lane: usize, item: T) {
+    pub(super) fn push_to_lane(&self, lane: usize, item: T) -> Fenced {
         let lane = &self.lanes[lane];
         let mut tasks = lane.lock();
-        lane.chain.push(&mut tasks.producer, item);
+        tasks.with(|tasks| lane.chain.push(&mut tasks.producer, item));
+        tasks.unlock()
     }
 
     /// (W2, W3) Takes the oldest task of the head: the batch's, then the handed ones (W6);
@@ -398,7 +411,7 @@ impl<T> Core<T> {
     /// Holds lane `lane`'s lock until the guard drops, without counting it (tests use it to
     /// make pushers find the lock held).
     #[cfg(test)]
-    pub(crate) fn hold_lane(&self, lane: usize) -> MutexGuard<'_, LaneTasks> {
+    pub(crate) fn hold_lane(&self, lane: usize) -> LaneGuard<'_, LaneTasks> {
         self.lanes[self.wrap(lane)].tasks.lock()
     }
 }
