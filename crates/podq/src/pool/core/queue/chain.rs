@@ -37,6 +37,44 @@ use crate::sync::CachePadded;
 /// (1.3 us). A lane gets its first segment with its first task.
 pub(crate) const SEGMENT_SLOTS: usize = 256;
 
+/// How many slots ahead of the one it writes a push asks for, ready to be written
+/// ([`prefetch_write`], the slot's first two lines). The slots a pusher writes were last read
+/// by a worker on another CPU (the spare goes back and forth), so with one producer each
+/// write waited for its lines at the lane lock's release; asked for two pushes early, they are
+/// mostly there. In one sitting, builds alternating, ten rounds of `podq bench --scopes
+/// cache_shard --peers channel --runs 5 --workload flood --threads 1`: podq 6.74M items/s
+/// without the hint, 8.15M with it. With one producer per CPU (twelve rounds without
+/// `--threads 1`) 8.02M and 7.96M: no change. Four slots ahead did as well with one producer
+/// and worse with one per CPU while the machine was slow (4.15M against 4.91M items/s).
+const PREFETCH_AHEAD: usize = 2;
+
+/// Asks the CPU to bring the cache line of `at` into its cache, ready to be written
+/// (`prefetchw`, where the CPU has it): a hint, which never faults, whatever `at` is.
+#[inline(always)]
+fn prefetch_write(at: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    if has_prefetchw() {
+        // SAFETY: the CPU has `prefetchw` (checked), which reads and writes nothing and never
+        // faults.
+        unsafe {
+            std::arch::asm!("prefetchw [{0}]", in(reg) at, options(nostack, preserves_flags, readonly));
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = at;
+}
+
+/// Whether the CPU has `prefetchw` (CPUID leaf `0x8000_0001`, ECX bit 8, on Intel and AMD
+/// alike), asked once.
+#[cfg(target_arch = "x86_64")]
+fn has_prefetchw() -> bool {
+    static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *HAS.get_or_init(|| {
+        use std::arch::x86_64::__cpuid;
+        __cpuid(0x8000_0000).eax >= 0x8000_0001 && __cpuid(0x8000_0001).ecx & (1 << 8) != 0
+    })
+}
+
 /// Identifies a chain to its two tokens (from one process-wide count: unique, never reused).
 static NEXT_ID: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
 
@@ -225,6 +263,14 @@ impl<T, const N: usize> Chain<T, N> {
         }
         // Release: the consumer that sees it (Acquire) sees the task and the link.
         self.tail.pushed.store(pushed + 1, Ordering::Release);
+        let ahead = pushed % N + PREFETCH_AHEAD;
+        if ahead < N {
+            // SAFETY: only an address is formed (the slot is within the segment, and
+            // `segment` stays allocated while the producer is on it); nothing is read.
+            let slot = unsafe { std::ptr::addr_of!((*segment).slots[ahead]) };
+            prefetch_write(slot.cast());
+            prefetch_write(slot.cast::<u8>().wrapping_add(64));
+        }
     }
 
     /// Claims every task published and not yet claimed, for the holder to read with
