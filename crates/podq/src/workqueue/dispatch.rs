@@ -9,6 +9,7 @@ use crossbeam_utils::CachePadded;
 use crate::here;
 
 use super::layout::{Layout, Layouts};
+use super::once_fn::PackedJob;
 use super::pod_ref::Counted;
 use super::state::RUNNING;
 use super::task::{Acct, Job, Task};
@@ -47,11 +48,8 @@ fn submit_to(wq: &WqShared, pod: &Arc<CachePadded<PodShared>>, job: Job, at: usi
 #[inline]
 fn submit_counted(wq: &WqShared, counted: Counted, job: Job, at: usize) {
     let task = Task {
-        job,
-        acct: Acct {
-            counted,
-            holds_slot: false,
-        },
+        job: PackedJob::pack(job),
+        acct: Acct { counted },
         #[cfg(feature = "tracing")]
         queued: crate::trace::Stamp::now(),
     };
@@ -87,7 +85,7 @@ pub(crate) fn activate(wq: &WqShared, task: Task) {
 
 /// An execution got a `max_active` slot, and is pushed from `at`.
 fn activate_at(wq: &WqShared, mut task: Task, at: usize) {
-    task.acct.holds_slot = true;
+    task.acct.counted.hold_slot();
     dispatch(wq, task, at);
 }
 
@@ -95,8 +93,8 @@ fn activate_at(wq: &WqShared, mut task: Task, at: usize) {
 /// (step 5).
 #[inline]
 fn dispatch(wq: &WqShared, task: Task, at: usize) {
-    let task = match &task.job {
-        Job::Work(item) if item.state.load() & RUNNING != 0 => {
+    let task = match task.job.work() {
+        Some(item) if item.state.load() & RUNNING != 0 => {
             let item = Arc::clone(item);
             match item.state.defer(task) {
                 None => return,

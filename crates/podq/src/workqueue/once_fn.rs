@@ -19,17 +19,26 @@
 //! * `C` is `Send` and `'static` (the bounds of [`OnceFn::new`]), which is what lets an
 //!   `OnceFn` go to another thread and outlive its queuer.
 //!
+//! [`PackedJob`] keeps any job of a task (a closure, a work item's `Arc`, a spawned closure's
+//! slot) in the same buffer, its vtable saying which: a task needs no word for `Job`'s tag.
+//!
 //! This and `pod_ref.rs` are the files of the workqueue that may use `unsafe`.
 #![allow(unsafe_code)]
 
 use std::marker::PhantomData;
 use std::mem::{self, ManuallyDrop, MaybeUninit};
 use std::ptr;
+use std::sync::Arc;
+
+use super::join::SpawnJob;
+use super::task::Job;
+use super::work::WorkInner;
 
 /// The most words a closure may take to be kept inline: 6 (48 bytes), what the bench's flood
 /// item captures (an `Arc`, an index, an `Instant` and a `Duration`). It sets the size of
-/// every queued `Task` (its test in `task.rs`), closures and work items alike: 88 bytes, where
-/// a task with a boxed closure takes 48. What it buys and costs, measured: the tenth pass of
+/// every queued `Task` (its test in `task.rs`), closures and work items alike: 64 bytes with
+/// the vtable and the accounting's word ([`PackedJob`]), where a task with a boxed closure
+/// would take 24. What it buys and costs, measured: the tenth pass of
 /// `docs/benchmarks-history.md`.
 const INLINE_WORDS: usize = 6;
 
@@ -47,12 +56,26 @@ pub(crate) struct OnceFn {
     _owns: PhantomData<dyn FnOnce() + Send>,
 }
 
-/// The two monomorphised functions of a stored type.
+/// The monomorphised functions of a stored type, and which kind of job it is.
 struct VTable {
-    /// Moves the value out of the buffer and calls it.
+    /// Moves the value out of the buffer and calls it (a closure's; never called for the
+    /// other kinds).
     call: unsafe fn(*mut u8),
     /// Drops the value in place.
     drop: unsafe fn(*mut u8),
+    /// What the buffer holds.
+    kind: Kind,
+}
+
+/// What a buffer holds: which [`Job`] it packs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// A closure, or its `Box` ([`Job::Once`]).
+    Once,
+    /// An `Arc<WorkInner>` ([`Job::Work`]).
+    Work,
+    /// A [`SpawnJob`] ([`Job::Spawned`]).
+    Spawned,
 }
 
 /// The vtable of a stored type `C`.
@@ -63,7 +86,28 @@ impl<C: FnOnce()> Erased<C> {
     const VTABLE: VTable = VTable {
         call: call::<C>,
         drop: drop_value::<C>,
+        kind: Kind::Once,
     };
+}
+
+/// The vtable of a packed [`Job::Work`].
+static WORK: VTable = VTable {
+    call: not_a_closure,
+    drop: drop_value::<Arc<WorkInner>>,
+    kind: Kind::Work,
+};
+
+/// The vtable of a packed [`Job::Spawned`].
+static SPAWNED: VTable = VTable {
+    call: not_a_closure,
+    drop: drop_value::<SpawnJob>,
+    kind: Kind::Spawned,
+};
+
+/// The `call` of the vtables that hold no closure: never called (a [`PackedJob`] of those
+/// kinds is never made an [`OnceFn`]).
+unsafe fn not_a_closure(_: *mut u8) {
+    unreachable!("only a closure's vtable is called");
 }
 
 /// Whether a `C` fits the buffer: at most its size, at most its alignment.
@@ -120,6 +164,106 @@ impl Drop for OnceFn {
     fn drop(&mut self) {
         // SAFETY: the buffer holds the value `vtable` is for (module invariants); it was not
         // taken out, since `call` never lets `self` be dropped. `drop` runs once.
+        unsafe { (self.vtable.drop)(self.buf.as_mut_ptr().cast::<u8>()) };
+    }
+}
+
+/// A [`Job`] without its enum's tag: the buffer and vtable of an [`OnceFn`], which holds the
+/// work item's `Arc` or the spawned closure's [`SpawnJob`] with a vtable of their own
+/// ([`WORK`], [`SPAWNED`]), so that the vtable says which job it is. `Job` needs a word of
+/// its own for its tag (64 bytes); packed, a queued task is 64 bytes with its accounting, one
+/// cache line of a lane's chain.
+///
+/// Invariants: as [`OnceFn`]'s, with `vtable` the vtable of the buffer's type, whichever kind
+/// it is; an `OnceFn` is made of a packed job only when its kind is [`Kind::Once`].
+pub(crate) struct PackedJob {
+    /// The closure (or its `Box`), the item's `Arc` or the `SpawnJob`.
+    buf: [MaybeUninit<usize>; INLINE_WORDS],
+    /// How to drop what `buf` holds, and which kind of job it is.
+    vtable: &'static VTable,
+    /// Owns a `Send` value that need not be `Sync`, as [`OnceFn`] does.
+    _owns: PhantomData<dyn FnOnce() + Send>,
+}
+
+impl PackedJob {
+    /// Packs `job`.
+    #[inline]
+    pub(crate) fn pack(job: Job) -> PackedJob {
+        match job {
+            Job::Once(f) => {
+                // Its buffer and vtable move into the packed job, which drops them.
+                let f = ManuallyDrop::new(f);
+                PackedJob {
+                    buf: f.buf,
+                    vtable: f.vtable,
+                    _owns: PhantomData,
+                }
+            }
+            Job::Work(item) => PackedJob::store(item, &WORK),
+            Job::Spawned(job) => PackedJob::store(job, &SPAWNED),
+        }
+    }
+
+    /// Writes `value` into a buffer with `vtable`, which must be its type's.
+    #[inline]
+    fn store<C: Send>(value: C, vtable: &'static VTable) -> PackedJob {
+        const { assert!(fits::<Arc<WorkInner>>() && fits::<SpawnJob>()) };
+        assert!(fits::<C>(), "a packed value fits the buffer");
+        let mut buf = [MaybeUninit::<usize>::uninit(); INLINE_WORDS];
+        // SAFETY: `C` fits the buffer's size and alignment (checked above), and the buffer is
+        // ours, uninitialised: the write moves `value` in without dropping anything.
+        unsafe { ptr::write(buf.as_mut_ptr().cast::<C>(), value) };
+        PackedJob {
+            buf,
+            vtable,
+            _owns: PhantomData,
+        }
+    }
+
+    /// The job again.
+    #[inline]
+    pub(crate) fn unpack(self) -> Job {
+        // The value moves out into the job: `Drop` must not run.
+        let this = ManuallyDrop::new(self);
+        let at = this.buf.as_ptr();
+        match this.vtable.kind {
+            Kind::Once => Job::Once(OnceFn {
+                buf: this.buf,
+                vtable: this.vtable,
+                _owns: PhantomData,
+            }),
+            // SAFETY: the kind says the buffer holds an `Arc<WorkInner>` (invariants), which is
+            // read once: `self` is not dropped.
+            Kind::Work => Job::Work(unsafe { ptr::read(at.cast::<Arc<WorkInner>>()) }),
+            // SAFETY: as above, a `SpawnJob`.
+            Kind::Spawned => Job::Spawned(unsafe { ptr::read(at.cast::<SpawnJob>()) }),
+        }
+    }
+
+    /// The work item, when the job is one.
+    #[inline]
+    pub(crate) fn work(&self) -> Option<&Arc<WorkInner>> {
+        // SAFETY: the kind says the buffer holds an `Arc<WorkInner>` (invariants), borrowed
+        // with `self`.
+        (self.vtable.kind == Kind::Work)
+            .then(|| unsafe { &*self.buf.as_ptr().cast::<Arc<WorkInner>>() })
+    }
+
+    /// Which kind of job it is, for `Debug`.
+    pub(crate) fn kind(&self) -> &'static str {
+        match self.vtable.kind {
+            Kind::Once => "once",
+            Kind::Work => "work",
+            Kind::Spawned => "spawned",
+        }
+    }
+}
+
+impl Drop for PackedJob {
+    /// Drops the job unrun, as dropping the [`Job`] would.
+    fn drop(&mut self) {
+        // SAFETY: the buffer holds the value `vtable` is for (invariants), not moved out
+        // (`unpack` never lets `self` be dropped). `drop` runs once.
         unsafe { (self.vtable.drop)(self.buf.as_mut_ptr().cast::<u8>()) };
     }
 }
@@ -331,5 +475,60 @@ mod tests {
         });
         assert!(catch_unwind(AssertUnwindSafe(move || f.call())).is_err());
         assert_eq!((count(&ran), count(&bombs)), (1, 1));
+    }
+
+    #[test]
+    fn a_packed_closure_unpacks_to_run_once_or_drops_its_captures_once() {
+        use super::super::task::Job;
+        use super::PackedJob;
+        for boxed in [false, true] {
+            let (ran, drops) = (counter(), counter());
+            let make = || {
+                let (r, tracked, big) = (Arc::clone(&ran), Tracked(Arc::clone(&drops)), [1_u64; 8]);
+                let small = move || {
+                    let _tracked = tracked;
+                    r.fetch_add(1, Ordering::SeqCst);
+                };
+                if boxed {
+                    Job::once(move || {
+                        small();
+                        drop(big);
+                    })
+                } else {
+                    Job::once(small)
+                }
+            };
+            let packed = PackedJob::pack(make());
+            assert_eq!((packed.kind(), packed.work().is_none()), ("once", true));
+            match packed.unpack() {
+                Job::Once(f) => f.call(),
+                _ => panic!("a closure unpacks as a closure"),
+            }
+            drop(PackedJob::pack(make()));
+            assert_eq!((count(&ran), count(&drops)), (1, 2), "boxed: {boxed}");
+        }
+    }
+
+    #[test]
+    fn a_packed_work_item_is_its_arc() {
+        use super::super::task::Job;
+        use super::PackedJob;
+        let work = crate::Work::new(|| {});
+        let item = Arc::clone(&work.inner);
+        let packed = PackedJob::pack(Job::Work(Arc::clone(&item)));
+        assert_eq!(packed.kind(), "work");
+        assert!(packed.work().is_some_and(|w| Arc::ptr_eq(w, &item)));
+        assert_eq!(Arc::strong_count(&item), 3);
+        match packed.unpack() {
+            Job::Work(w) => assert!(Arc::ptr_eq(&w, &item)),
+            _ => panic!("a work item unpacks as a work item"),
+        }
+        assert_eq!(Arc::strong_count(&item), 2);
+        drop(PackedJob::pack(Job::Work(Arc::clone(&item))));
+        assert_eq!(
+            Arc::strong_count(&item),
+            2,
+            "dropping a packed item drops its Arc"
+        );
     }
 }

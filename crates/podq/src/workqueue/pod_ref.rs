@@ -34,11 +34,19 @@ use super::PodShared;
 
 /// One execution counted in a pod under a flush colour; uncounted when dropped.
 pub(crate) struct Counted {
-    /// The pod's part; valid while this execution is counted (see the module's rules).
-    pod: NonNull<CachePadded<PodShared>>,
-    /// The flush colour the execution is counted under.
-    colour: usize,
+    /// The pod's part, valid while this execution is counted (see the module's rules), with
+    /// the flush colour the execution is counted under in bit 0 ([`COLOUR`]) and
+    /// [`Counted::holds_slot`] in bit 1 ([`SLOT`]): the part is aligned to a cache line, so
+    /// its address has those bits clear, and a queued task is 8 bytes smaller for each word
+    /// saved (`once_fn::PackedJob` says why that matters).
+    tagged: NonNull<CachePadded<PodShared>>,
 }
+
+/// The bit of [`Counted::tagged`] that holds the flush colour.
+const COLOUR: usize = 1;
+/// The bit of [`Counted::tagged`] set while the execution holds a `max_active` slot.
+const SLOT: usize = 2;
+const _: () = assert!(std::mem::align_of::<CachePadded<PodShared>>() > COLOUR | SLOT);
 
 // SAFETY: a `Counted` gives out only `&PodShared` (atomics, locks and immutable data, all
 // `Sync`), and the pointer stays valid on any thread while the execution is counted.
@@ -53,10 +61,34 @@ impl Counted {
     #[inline]
     pub(crate) fn enter(pod: &Arc<CachePadded<PodShared>>, at: usize) -> Counted {
         let colour = pod.wq.flush.enter(&pod.counters, at);
+        Counted::new(pod, colour)
+    }
+
+    /// The count of an execution just counted in `pod` under `colour` (0 or 1).
+    #[inline]
+    fn new(pod: &CachePadded<PodShared>, colour: usize) -> Counted {
+        debug_assert!(colour <= COLOUR, "two colours");
         Counted {
-            pod: NonNull::from(&**pod),
-            colour,
+            tagged: NonNull::from(pod).map_addr(|addr| addr | colour),
         }
+    }
+
+    /// The flush colour the execution is counted under.
+    #[inline]
+    fn colour(&self) -> usize {
+        self.tagged.addr().get() & COLOUR
+    }
+
+    /// Whether the execution holds a `max_active` slot.
+    #[inline]
+    pub(crate) fn holds_slot(&self) -> bool {
+        self.tagged.addr().get() & SLOT != 0
+    }
+
+    /// Marks the execution as holding a `max_active` slot.
+    #[inline]
+    pub(crate) fn hold_slot(&mut self) {
+        self.tagged = self.tagged.map_addr(|addr| addr | SLOT);
     }
 
     /// Steps 2 and 33: counts a new execution in the pod that `pick` chooses (in the
@@ -75,10 +107,7 @@ impl Counted {
         let Some((pod, colour)) = picked else {
             unreachable!("a pod is always picked");
         };
-        Counted {
-            pod: NonNull::from(&**pod),
-            colour,
-        }
+        Counted::new(pod, colour)
     }
 
     /// The workqueue's part for the pod the execution is counted in.
@@ -88,7 +117,12 @@ impl Counted {
         // pod's `Arc`s are dropped only after every counted execution has been uncounted and
         // its finisher is done with the pod (module rules). This execution is uncounted only
         // in `drop`, which cannot run while this borrow of `self` lives.
-        unsafe { self.pod.as_ref() }
+        unsafe {
+            &*self
+                .tagged
+                .as_ptr()
+                .map_addr(|addr| addr & !(COLOUR | SLOT))
+        }
     }
 }
 
@@ -98,7 +132,7 @@ impl Drop for Counted {
     #[inline]
     fn drop(&mut self) {
         let pod = self.pod();
-        pod.wq.flush.leave(&pod.counters, self.colour);
+        pod.wq.flush.leave(&pod.counters, self.colour());
     }
 }
 
@@ -108,7 +142,7 @@ impl fmt::Debug for Counted {
         f.debug_struct("Counted")
             .field("workqueue", &pod.wq.name)
             .field("pod", &pod.index)
-            .field("colour", &self.colour)
+            .field("colour", &self.colour())
             .finish()
     }
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use super::flush::Stripe;
 use super::join::SpawnJob;
-use super::once_fn::OnceFn;
+use super::once_fn::{OnceFn, PackedJob};
 use super::pod_ref::Counted;
 use super::state::Start;
 use super::work::WorkInner;
@@ -36,8 +36,8 @@ impl Job {
 
 /// One queued execution.
 pub(crate) struct Task {
-    /// What to run.
-    pub(crate) job: Job,
+    /// What to run, packed (`once_fn.rs`): a task is one cache line.
+    pub(crate) job: PackedJob,
     /// Where it is counted.
     pub(crate) acct: Acct,
     /// When it was queued, for the run span's queue-to-start time.
@@ -47,10 +47,9 @@ pub(crate) struct Task {
 
 /// Where an execution is counted: its workqueue's pod, flush colour and `max_active` slot.
 pub(crate) struct Acct {
-    /// Its count in the pod it was queued to, which also holds that pod (`pod_ref.rs`).
+    /// Its count in the pod it was queued to, which also holds that pod (`pod_ref.rs`), and
+    /// whether it holds a `max_active` slot (it was activated by a reachable limit).
     pub(crate) counted: Counted,
-    /// Whether it holds a `max_active` slot (it was activated by a reachable limit).
-    pub(crate) holds_slot: bool,
 }
 
 thread_local! {
@@ -106,6 +105,7 @@ impl Task {
             crate::trace::run_span(&pod.wq.name, pod.index, self.queued)
         };
         let Task { job, acct, .. } = self;
+        let job = job.unpack();
         let counters = acct.counted.pod().counters.mine();
         let wq_id = acct.counted.pod().wq.id;
         // Step 29: it waits no more.
@@ -188,7 +188,7 @@ impl Task {
 
     /// Whether this task is an execution of `work` (for cancel).
     pub(crate) fn is_work(&self, work: &Arc<WorkInner>) -> bool {
-        matches!(&self.job, Job::Work(w) if Arc::ptr_eq(w, work))
+        self.job.work().is_some_and(|w| Arc::ptr_eq(w, work))
     }
 
     /// Ends the accounting of an execution taken out of a queue without running: frees its
@@ -201,7 +201,7 @@ impl Task {
             backlog.leave();
         }
         acct.retire();
-        match job {
+        match job.unpack() {
             Job::Once(_) | Job::Spawned(_) => None,
             Job::Work(item) => Some(item),
         }
@@ -263,11 +263,8 @@ impl Acct {
     /// last, so that a flush that returns sees everything about this execution done (and the
     /// workqueue may go as soon as it is uncounted).
     pub(crate) fn retire(self) {
-        let Acct {
-            counted,
-            holds_slot,
-        } = self;
-        if holds_slot {
+        let Acct { counted } = self;
+        if counted.holds_slot() {
             let wq = &counted.pod().wq;
             if let Some(active) = &wq.active {
                 active.release(|next| super::dispatch::activate(wq, next));
@@ -285,13 +282,8 @@ impl Runnable for Task {
 
 impl fmt::Debug for Task {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let kind = match &self.job {
-            Job::Once(_) => "once",
-            Job::Work(_) => "work",
-            Job::Spawned(_) => "spawned",
-        };
         f.debug_struct("Task")
-            .field("job", &kind)
+            .field("job", &self.job.kind())
             .field("counted", &self.acct.counted)
             .finish()
     }
@@ -304,11 +296,13 @@ mod tests {
     use super::Task;
     use crate::workqueue::once_fn::INLINE_BYTES;
 
-    /// A task is an inline closure and its vtable, the job's tag and the accounting (24
-    /// bytes); the spinners' mailbox with its state word fits two lines.
+    /// A task is an inline closure, its vtable (which also says the job's kind) and the
+    /// accounting's one word: one cache line of a lane's chain; the spinners' mailbox with its
+    /// state word fits two lines.
     #[test]
     fn the_pools_task_is_an_inline_closure_and_its_accounting() {
-        assert!(std::mem::size_of::<Task>() <= INLINE_BYTES + 40);
+        assert_eq!(std::mem::size_of::<Task>(), INLINE_BYTES + 16);
+        assert_eq!(std::mem::size_of::<Task>(), 64);
         assert!(crate::pool::mailbox_size::<Task>() <= 128);
     }
 }

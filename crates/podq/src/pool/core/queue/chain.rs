@@ -29,7 +29,7 @@ use crate::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use crate::sync::cell::UnsafeCell;
 use crate::sync::CachePadded;
 
-/// Slots per segment: 256 tasks of the workqueue (88 bytes) are 22 KiB. A pusher moves to a
+/// Slots per segment: 256 tasks of the workqueue (64 bytes) are 16 KiB. A pusher moves to a
 /// new segment (the spare, or a new allocation) once every 256 tasks, under one in a hundred
 /// of its calls, so that a growing backlog's allocations stay out of the queue call's p99:
 /// with 32 slots they doubled it in the blocking workload (2.4 against 1.2 us, `podq bench
