@@ -67,12 +67,22 @@ fn prefetch_write(at: *const u8) {
 /// Whether the CPU has `prefetchw` (CPUID leaf `0x8000_0001`, ECX bit 8, on Intel and AMD
 /// alike), asked once.
 #[cfg(target_arch = "x86_64")]
+#[inline]
 fn has_prefetchw() -> bool {
-    static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *HAS.get_or_init(|| {
-        use std::arch::x86_64::__cpuid;
-        __cpuid(0x8000_0000).eax >= 0x8000_0001 && __cpuid(0x8000_0001).ecx & (1 << 8) != 0
-    })
+    use std::sync::atomic::{AtomicU8, Ordering};
+    /// 0 until asked, then 1 without `prefetchw`, 2 with it. Relaxed: every thread that asks
+    /// finds the same answer.
+    static HAS: AtomicU8 = AtomicU8::new(0);
+    match HAS.load(Ordering::Relaxed) {
+        0 => {
+            use std::arch::x86_64::__cpuid;
+            let has =
+                __cpuid(0x8000_0000).eax >= 0x8000_0001 && __cpuid(0x8000_0001).ecx & (1 << 8) != 0;
+            HAS.store(1 + u8::from(has), Ordering::Relaxed);
+            has
+        }
+        answer => answer == 2,
+    }
 }
 
 /// Identifies a chain to its two tokens (from one process-wide count: unique, never reused).
