@@ -492,7 +492,7 @@ mod tests {
                 if boxed {
                     Job::once(move || {
                         small();
-                        drop(big);
+                        std::hint::black_box(big);
                     })
                 } else {
                     Job::once(small)
