@@ -1,11 +1,9 @@
 //! The lane lock: a lock whose release is a plain store followed by a `SeqCst` fence, the fence
 //! that the push needs next anyway (P3).
 //!
-//! `std`'s lock releases with a locked exchange, to learn whether a thread sleeps on it; a push
-//! then fenced again for P3, so every push paid two locked instructions after writing its task,
-//! the first of them waiting for the task's stores to drain (`perf annotate` of the flood with
-//! one producer per CPU: the exchange 46 % of `Core::push`'s samples, P3's fence 19 %). Here
-//! the release stores `held` (Release), fences (`SeqCst`), and reads `sleepers`: a Dekker pair
+//! `std`'s lock releases with a locked exchange, to learn whether a thread sleeps on it, and a
+//! push then fenced again for P3 (`pool/README.md`, "Why", has what that cost). Here the
+//! release stores `held` (Release), fences (`SeqCst`), and reads `sleepers`: a Dekker pair
 //! with a thread about to sleep, which counts itself in `sleepers`, fences, and tries `held`.
 //! Either the releaser sees the sleeper and wakes it, or the sleeper's try sees the lock free.
 //! The releaser's fence is the one P3 asks for, and [`LaneGuard::unlock`] hands the push a
