@@ -62,6 +62,11 @@ pub mod sync {
         pub use loom::thread::{spawn, yield_now};
     }
 
+    /// podq's bounded yielding wait: looks as [`spin_until`] does.
+    pub fn yield_until(rounds: u32, ready: impl FnMut() -> bool) -> bool {
+        spin_until(rounds, ready)
+    }
+
     /// podq's bounded spin-wait: here one look when `rounds > 0` (loom explores every
     /// interleaving of that look; more looks only multiply the states), and a second look to
     /// answer, as podq's version ends with one.

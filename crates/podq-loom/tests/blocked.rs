@@ -74,6 +74,7 @@ fn a_blocked_worker_is_replaced_and_the_task_behind_it_runs() {
             limits: Limits::new(2, 1),
             idle_timeout: std::time::Duration::from_secs(300),
             spin_rounds: 0,
+            yield_only: false,
             lanes: LANES,
         }));
         let gate = Gate::new();

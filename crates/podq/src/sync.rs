@@ -128,6 +128,20 @@ pub(crate) fn spin_until(rounds: u32, mut ready: impl FnMut() -> bool) -> bool {
     ready()
 }
 
+/// Looks at `ready` at most `rounds` times, yielding the CPU between looks; returns whether it
+/// became true. [`spin_until`] for a thread that shares one CPU with the thread it waits for,
+/// where spinning only keeps that thread from running. podq-loom's facade looks as its
+/// `spin_until` does.
+pub(crate) fn yield_until(rounds: u32, mut ready: impl FnMut() -> bool) -> bool {
+    for _ in 0..rounds {
+        if ready() {
+            return true;
+        }
+        std::thread::yield_now();
+    }
+    ready()
+}
+
 /// A guard of a locked [`Mutex`]; the lock is released when it is dropped.
 pub(crate) type MutexGuard<'a, T> = std::sync::MutexGuard<'a, T>;
 

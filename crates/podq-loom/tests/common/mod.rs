@@ -38,6 +38,7 @@ pub(crate) fn spinning_core(max_workers: usize, spin_rounds: u32) -> Arc<Core<It
         limits: Limits::new(max_workers, max_workers),
         idle_timeout: std::time::Duration::from_secs(300),
         spin_rounds,
+        yield_only: false,
         lanes: LANES,
     }))
 }

@@ -236,9 +236,13 @@ impl<T> Core<T> {
     /// (W5) Spins with backoff until a lane looks non-empty, the mailbox it owns (`owner`) is
     /// full, or the rounds are spent.
     pub(super) fn spin(&self, owner: bool) {
-        crate::sync::spin_until(self.spin_rounds, || {
-            (owner && self.mailbox.is_full()) || self.lanes.iter().any(|lane| lane.len() > 0)
-        });
+        let ready =
+            || (owner && self.mailbox.is_full()) || self.lanes.iter().any(|lane| lane.len() > 0);
+        if self.yield_only {
+            crate::sync::yield_until(self.spin_rounds, ready);
+        } else {
+            crate::sync::spin_until(self.spin_rounds, ready);
+        }
     }
 
     /// Parks the worker of `slot` on the idle stack until a pusher, a worker handing on work

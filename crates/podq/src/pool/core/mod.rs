@@ -139,6 +139,10 @@ pub(crate) struct Config {
     pub(crate) idle_timeout: Duration,
     /// Backoff rounds a worker spins before it parks.
     pub(crate) spin_rounds: u32,
+    /// Whether every round yields the CPU instead (`sync::yield_until`): for a process that
+    /// may use one CPU, where a spinning worker only keeps the thread that would queue its
+    /// next task from running.
+    pub(crate) yield_only: bool,
     /// Lanes of the tail (raised to 1 if 0): pushers on different lanes never contend.
     pub(crate) lanes: usize,
 }
@@ -167,6 +171,8 @@ pub(crate) struct Core<T> {
     idle_timeout: Duration,
     /// I: backoff rounds a worker spins (W5) before it parks; 0 parks at once.
     spin_rounds: u32,
+    /// I: whether each of those rounds yields the CPU rather than spins ([`Config::yield_only`]).
+    yield_only: bool,
     /// A: whether a push must take the pool lock, and the spinners (see [`AtomicHint`]), each
     /// on lines of its own.
     hint: AtomicHint,
@@ -198,6 +204,7 @@ impl<T> Core<T> {
             limits: config.limits,
             idle_timeout: config.idle_timeout,
             spin_rounds: config.spin_rounds,
+            yield_only: config.yield_only,
             // An empty pool can grow.
             hint: AtomicHint::new(true),
         }

@@ -14,6 +14,7 @@ fn limits(max_workers: usize) -> Config {
         limits: Limits::new(max_workers, max_workers),
         idle_timeout: DEFAULT_IDLE_TIMEOUT,
         spin_rounds: 0,
+        yield_only: false,
         lanes: 2,
     }
 }

@@ -413,3 +413,12 @@ fn a_task_that_unwinds_is_contained_and_the_worker_goes_on() {
     assert_eq!(stats.worker_panics, 1);
     assert_eq!(stats.workers_created, 1);
 }
+
+#[test]
+fn idle_workers_yield_instead_of_spinning_only_when_the_process_has_one_cpu() {
+    use super::{idle_wait, ONE_CPU_YIELD_ROUNDS, SPIN_ROUNDS};
+    assert_eq!(idle_wait(Some(1)), (ONE_CPU_YIELD_ROUNDS, true));
+    for cpus in [Some(2), Some(72), None] {
+        assert_eq!(idle_wait(cpus), (SPIN_ROUNDS, false), "{cpus:?}");
+    }
+}
