@@ -37,8 +37,8 @@ pub(crate) struct Counted {
     /// The pod's part, valid while this execution is counted (see the module's rules), with
     /// the flush colour the execution is counted under in bit 0 ([`COLOUR`]) and
     /// [`Counted::holds_slot`] in bit 1 ([`SLOT`]): the part is aligned to a cache line, so
-    /// its address has those bits clear, and a queued task is 8 bytes smaller for each word
-    /// saved (`once_fn::PackedJob` says why that matters).
+    /// its address has those bits clear, and a queued task needs no word for either
+    /// (`once_fn::PackedJob` says why a task's size matters).
     tagged: NonNull<CachePadded<PodShared>>,
 }
 
