@@ -196,7 +196,9 @@ impl<T: Runnable> Pool<T> {
     pub(crate) fn new(name: String, pod: Pod, attrs: &PoolAttrs) -> Self {
         let (lanes, lane_count) = LaneMap::new(&pod.cpus);
         let load = CachePadded::new(LoadSignal::new(pod.cpus.len()));
-        // A change of the CPUs allowed re-forms the pods, and new pools ask again.
+        // Asked once per pool: a change of the CPUs allowed that changes a workqueue's pods
+        // makes new pools, which ask again; a pool that outlives such a change keeps its
+        // answer (its idle workers wait a little longer, or a little less, than they should).
         let (spin_rounds, yield_only) =
             idle_wait(crate::launch::process_cpus().map(|cpus| cpus.len()));
         Self {
