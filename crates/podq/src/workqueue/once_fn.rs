@@ -90,6 +90,9 @@ impl<C: FnOnce()> Erased<C> {
     };
 }
 
+// What the two vtables below are for fits the buffer.
+const _: () = assert!(fits::<Arc<WorkInner>>() && fits::<SpawnJob>());
+
 /// The vtable of a packed [`Job::Work`].
 static WORK: VTable = VTable {
     call: not_a_closure,
@@ -130,16 +133,11 @@ impl OnceFn {
     ///
     /// # Panics
     ///
-    /// When `C` does not fit (a bug of [`OnceFn::new`]); a constant check, compiled out.
+    /// When `C` does not fit (a bug of [`OnceFn::new`]; [`buffer_of`] checks).
     #[inline]
     fn store<C: FnOnce() + Send + 'static>(c: C) -> OnceFn {
-        assert!(fits::<C>(), "a closure stored inline fits the buffer");
-        let mut buf = [MaybeUninit::<usize>::uninit(); INLINE_WORDS];
-        // SAFETY: `C` fits the buffer's size and alignment (checked above), and the buffer is
-        // ours, uninitialised: the write moves `c` in without dropping anything.
-        unsafe { ptr::write(buf.as_mut_ptr().cast::<C>(), c) };
         OnceFn {
-            buf,
+            buf: buffer_of(c),
             vtable: &Erased::<C>::VTABLE,
             _owns: PhantomData,
         }
@@ -207,14 +205,8 @@ impl PackedJob {
     /// Writes `value` into a buffer with `vtable`, which must be its type's.
     #[inline]
     fn store<C: Send>(value: C, vtable: &'static VTable) -> PackedJob {
-        const { assert!(fits::<Arc<WorkInner>>() && fits::<SpawnJob>()) };
-        assert!(fits::<C>(), "a packed value fits the buffer");
-        let mut buf = [MaybeUninit::<usize>::uninit(); INLINE_WORDS];
-        // SAFETY: `C` fits the buffer's size and alignment (checked above), and the buffer is
-        // ours, uninitialised: the write moves `value` in without dropping anything.
-        unsafe { ptr::write(buf.as_mut_ptr().cast::<C>(), value) };
         PackedJob {
-            buf,
+            buf: buffer_of(value),
             vtable,
             _owns: PhantomData,
         }
@@ -266,6 +258,21 @@ impl Drop for PackedJob {
         // (`unpack` never lets `self` be dropped). `drop` runs once.
         unsafe { (self.vtable.drop)(self.buf.as_mut_ptr().cast::<u8>()) };
     }
+}
+
+/// A buffer holding `value`.
+///
+/// # Panics
+///
+/// When `C` does not fit (a bug of the caller); a constant check, compiled out.
+#[inline]
+fn buffer_of<C>(value: C) -> [MaybeUninit<usize>; INLINE_WORDS] {
+    assert!(fits::<C>(), "a value stored inline fits the buffer");
+    let mut buf = [MaybeUninit::<usize>::uninit(); INLINE_WORDS];
+    // SAFETY: `C` fits the buffer's size and alignment (checked above), and the buffer is ours,
+    // uninitialised: the write moves `value` in without dropping anything.
+    unsafe { ptr::write(buf.as_mut_ptr().cast::<C>(), value) };
+    buf
 }
 
 /// Moves the `C` at `p` out and calls it.

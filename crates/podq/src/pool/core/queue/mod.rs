@@ -118,12 +118,19 @@ pub(super) fn lock_counted<S>(
     mutex: &Mutex<S>,
     counts: impl FnOnce(&mut S) -> &mut LockCounts,
 ) -> MutexGuard<'_, S> {
-    let (mut guard, contended) = match mutex.try_lock() {
-        Some(guard) => (guard, false),
-        None => (mutex.lock(), true),
-    };
+    let (mut guard, contended) = tried_first(mutex.try_lock(), || mutex.lock());
     counts(&mut guard).record(contended);
     guard
+}
+
+/// The guard of a `try_lock` (`tried`), or else of a blocking `lock`, and whether the lock had
+/// to be waited for (counted as contended).
+#[inline]
+fn tried_first<G>(tried: Option<G>, lock: impl FnOnce() -> G) -> (G, bool) {
+    match tried {
+        Some(guard) => (guard, false),
+        None => (lock(), true),
+    }
 }
 
 /// The head of the pool's queue: the oldest waiting tasks, under the head lock. Only workers
@@ -215,10 +222,7 @@ impl<T> Lane<T> {
     /// [`lock_counted`] does).
     #[inline]
     fn lock(&self) -> LaneGuard<'_, LaneTasks> {
-        let (mut guard, contended) = match self.tasks.try_lock() {
-            Some(guard) => (guard, false),
-            None => (self.tasks.lock(), true),
-        };
+        let (mut guard, contended) = tried_first(self.tasks.try_lock(), || self.tasks.lock());
         guard.with(|tasks| tasks.lock.record(contended));
         guard
     }
