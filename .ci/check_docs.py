@@ -55,7 +55,7 @@ RANGE_RE = re.compile(r"\b([A-Z])(\d{1,2})([a-z]?)[-\u2013]([A-Z])(\d{1,2})([a-z
 BARE_STEP_RE = re.compile(r"\bsteps?\s+\d+", re.IGNORECASE)
 # "... steps" at a line's end, the number on the next line (after a comment's `//`, `*`, `#`).
 STEP_EOL_RE = re.compile(r"\bsteps?\s*$", re.IGNORECASE)
-NEXT_NUM_RE = re.compile(r"^\s*(?://[/!]?|\*|#)?\s*(\d+)")
+NEXT_NUM_RE = re.compile(r"^\s*(?://[/!]?|\*|#)?\s*(\d+)(?!\d|[.)](?:\s|$))")
 # A step cited by its number alone, `(17)` or `(2, 10)`: looked for in the crates' READMEs only
 # (elsewhere such numbers are table cells and enumerations).
 PAREN_NUM_RE = re.compile(
@@ -211,35 +211,34 @@ class Checker:
                     continue
                 self.defined[sid] = (path, n)
                 where.setdefault(letter, set()).add((path, heading))
-                order.setdefault(letter, []).append((num, suffix, path, n))
+                order.setdefault(letter, []).append((num, suffix, path, n, heading))
         for letter in sorted(where):
             places = sorted(where[letter])
             files = sorted({p for p, _ in places})
             if len(files) > 1:
-                self.report(files[1], self.first_def(letter, files[1]),
+                self.report(files[1], min(e[3] for e in order[letter] if e[2] == files[1]),
                             "prefix %s is used by two protocols: %s and %s"
                             % (letter, files[0], files[1]))
             elif len(places) > 1:
-                p = files[0]
-                self.report(p, self.first_def(letter, p, heading=places[1][1]),
+                by_heading = {}
+                for e in order[letter]:
+                    by_heading.setdefault(e[4], e[3])
+                heads = sorted(by_heading, key=by_heading.get)
+                self.report(files[0], by_heading[heads[1]],
                             "prefix %s is used by two protocols of this file: under %s"
-                            % (letter, " and ".join("%r" % h[:40] for _, h in places)))
-            plain = [(num, path, line) for num, suffix, path, line in order[letter] if not suffix]
+                            % (letter, " and ".join("%r" % h[:40] for h in heads)))
+            plain = [(num, path, line) for num, suffix, path, line, _ in order[letter] if not suffix]
             nums = [num for num, _, _ in plain]
             if nums != list(range(1, len(nums) + 1)):
-                path, line = plain[0][1:] if plain else order[letter][0][2:]
+                path, line = plain[0][1:] if plain else order[letter][0][2:4]
                 self.report(path, line, "steps %s are not numbered %s1..%s%d in the order they "
                             "are listed: %s" % (letter, letter, letter, len(nums),
                                                 ", ".join("%s%d" % (letter, x) for x in nums)))
-            for num, suffix, path, line in order[letter]:
+            for num, suffix, path, line, _ in order[letter]:
                 if suffix and "%s%d" % (letter, num) not in self.defined:
                     self.report(path, line, "step %s%d%s has no step %s%d"
                                 % (letter, num, suffix, letter, num))
         self.prefixes = set(where)
-
-    def first_def(self, letter, path, heading=None):
-        lines = sorted(l for sid, (p, l) in self.defined.items() if sid[0] == letter and p == path)
-        return lines[0] if lines else 1
 
     def check_citations(self, path, text):
         lines = text.split("\n")
@@ -499,6 +498,7 @@ SELF_TEST_FILES = {
         "Protocol steps P1-P3, W1, P2w; a p99 latency, L3, x86_64, E0502, 0x1F, the W1 ->\n"
         "ranges P1-P9 and W1-P2; the " + _PASS + "; an undefined P8 and bare Step 12.\n"
     ),
+    "docs/observability.md": "The protocol has these steps\n1. **Q1** is no definition here.\n",
     "docs/benchmarks.md": "".join("line %d\n" % i for i in range(301)),
     "docs/benchmarks-history.md": "old\n",
     "crates/demo/src/pool/README.md": (
@@ -516,6 +516,12 @@ SELF_TEST_FILES = {
         "2. **P3** Again.\n"
         "S1. **Ticket.**\n"
         "It follows P1 (2, 3), unlike `f(4)` or O(1).\n"
+        "## Fork\n"
+        "1. **K1** Count.\n"
+    ),
+    "crates/demo/src/queue/README.md": (
+        "# Queue\n"
+        "1. **K2** Start afresh: K1, K2 and [this](#queue), not [that](#fork).\n"
     ),
     "crates/demo/src/lib.rs": (
         "//! The demo crate: [pool](pool/README.md#push), [bad](pool/README.md#pull-x),\n"
@@ -541,13 +547,17 @@ SELF_TEST_EXPECTED = [
     ("crates/demo/src/lib.rs", 3, "names docs/benchmarks-history.md"),
     ("crates/demo/src/lib.rs", 4, "bare numbered step 'Step 4'"),
     ("crates/demo/src/lib.rs", 4, "'%s'" % _SES),
-    ("crates/demo/src/pool/README.md", 8, "prefix W is used by two protocols of this file"),
+    ("crates/demo/src/pool/README.md", 11, "prefix W is used by two protocols of this file"),
     ("crates/demo/src/pool/README.md", 8, "steps W are not numbered W1..W3"),
     ("crates/demo/src/pool/README.md", 12, "step P3 is defined twice"),
     ("crates/demo/src/pool/README.md", 13, "step S1 is not written as a bold id"),
     ("crates/demo/src/pool/README.md", 13, "S1: the prefix S is retired"),
     ("crates/demo/src/pool/README.md", 14, "bare step number '(2, 3)'"),
     ("crates/demo/src/lib.rs", 5, "bare numbered step 'step(s) 2' (over two lines)"),
+    ("crates/demo/src/queue/README.md", 2, "prefix K is used by two protocols: "
+     "crates/demo/src/pool/README.md and crates/demo/src/queue/README.md"),
+    ("crates/demo/src/queue/README.md", 2, "link #fork: crates/demo/src/queue/README.md has no "
+     "heading with anchor #fork"),
     ("docs/benchmarks-history.md", 1, "this page is removed"),
     ("docs/benchmarks.md", 1, "301 lines, at most 300"),
     ("docs/design.md", 6, "range P1-P9 cites undefined steps P4, P5, P6, P7, P8, P9"),
@@ -586,7 +596,7 @@ def self_test():
             unmatched.remove(hit[0])
     for path, line, msg in unmatched:
         failures.append("unexpected: %s:%d: %s" % (path, line, msg))
-    want_defined = {"P1", "P2", "P3", "P2w", "W1", "W3", "W2"}
+    want_defined = {"P1", "P2", "P3", "P2w", "W1", "W3", "W2", "K1", "K2"}
     if set(c.defined) != want_defined:
         failures.append("defined steps %s, expected %s" % (sorted(c.defined), sorted(want_defined)))
     if github_slug("The `foo_bar` part: *why* (and [how](x.md))!") != "the-foo_bar-part-why-and-how":
