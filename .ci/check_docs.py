@@ -183,7 +183,7 @@ class Checker:
 
     def collect_steps(self, readmes, texts):
         where = {}  # letter -> {(path, heading)}
-        order = {}  # letter -> [(number, suffix, path, line)]
+        order = {}  # letter -> [(number, suffix, path, line, heading)]
         for path in readmes:
             heading = ""
             fence = None
@@ -312,16 +312,16 @@ class Checker:
     # -- 3. links -----------------------------------------------------------------------------
 
     def check_md_links(self, path, text):
-        self.check_links(path, _blank_code(text), text, path_like_only=False)
+        self.check_links(path, _blank_code(text), path_like_only=False)
 
     def check_rs_links(self, path, text):
         doc = []
         for line in text.split("\n"):
             m = RS_DOC_RE.match(line)
             doc.append(line[m.end():] if m else "")
-        self.check_links(path, _blank_code("\n".join(doc)), None, path_like_only=True)
+        self.check_links(path, _blank_code("\n".join(doc)), path_like_only=True)
 
-    def check_links(self, path, text, raw, path_like_only):
+    def check_links(self, path, text, path_like_only):
         """`text` has code blanked out, with the same lines as the file."""
         starts = _line_starts(text)
         found = []
