@@ -123,8 +123,7 @@ fn measure_all(settings: &Settings) -> Result<Vec<Row>, CliError> {
 /// The configurations of round `round` of `count`, by index: each round starts one
 /// configuration later than the round before, so that every configuration takes every place in
 /// a round in turn. A host that drifts within a round (a VM whose host moves its CPUs after a
-/// busy run, `docs/benchmarks.md`, "Locality, session 16") then weighs on each alike, where a
-/// fixed order would load it onto the first ones.
+/// busy run) then weighs on each alike, where a fixed order would load it onto the first ones.
 fn round_order(round: usize, count: usize) -> impl Iterator<Item = usize> {
     (0..count).map(move |k| (round + k) % count)
 }

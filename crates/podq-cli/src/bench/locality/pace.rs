@@ -22,10 +22,10 @@
 //! takes at least its hot walk, and producing and queueing it cost more), so every system runs
 //! as many items as it can and items/sec compares what each gets done. Paced by the unsteered
 //! items instead, a system whose items run faster than plain threads' would keep up: with one
-//! group, steered items ran at 0.33x the unsteered ones' run p50 on the 2-CPU VM
-//! (`docs/benchmarks.md`, "Results: locality", `--load 100 --groups 1` #2), so a group that
-//! is two CPUs' worth of unsteered items would fit its one-CPU pod, and the case would no
-//! longer overload it.
+//! group, steered items have run at 0.33x the unsteered ones' run p50 on a 2-CPU VM
+//! (`podq bench --workload locality --runs 5 --steer on,off --scopes cpu --load 100 --groups 1`),
+//! so a group that is two CPUs' worth of unsteered items would fit its one-CPU pod, and the
+//! case would no longer overload it.
 
 use std::thread;
 use std::time::{Duration, Instant};
@@ -48,7 +48,7 @@ const COST_ROUNDS: usize = 3;
 /// 2-CPU VM the third round's pace kept the channel pool 33-34 % busy at `--load 40`
 /// (`podq bench --workload locality --runs 1 --scopes cpu --peers channel --items 3000`, with
 /// `--set-kb 64` and 256), near enough: a fourth round would move it by a few percent, less
-/// than the VM's own swings between invocations (`docs/benchmarks.md`, "Results: locality").
+/// than the VM's own swings between invocations.
 pub(crate) const WARMUP_ROUNDS: usize = 3;
 
 /// How long one warm-up round queues items for, at its pace: 300 ms, thousands of items at the
