@@ -1,5 +1,5 @@
 //! loom models of the one-shot slot between a spawned closure and its `JoinHandle`
-//! (`crates/podq/src/workqueue/README.md`, steps 24-27), compiled from
+//! (`crates/podq/src/workqueue/README.md`, J1-J4), compiled from
 //! `crates/podq/src/workqueue/oneshot.rs` against loom: a poll racing the completion is never
 //! left without a wake-up, a waker replaced between two polls is the one woken, a sleeping join
 //! is woken, a cancel and a worker never both decide the outcome, and an outcome nobody waits

@@ -1,5 +1,5 @@
-//! loom model of the `max_active` slot protocol (`crates/podq/src/workqueue/README.md`, steps
-//! 3, 4 and 9), compiled from `crates/podq/src/workqueue/active.rs` against loom: never more than
+//! loom model of the `max_active` slot protocol (`crates/podq/src/workqueue/README.md`, Q3,
+//! Q4 and E4), compiled from `crates/podq/src/workqueue/active.rs` against loom: never more than
 //! `limit` executions hold a slot, and no waiting execution is left behind when slots free
 //! up (no lost activation).
 

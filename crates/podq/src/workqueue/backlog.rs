@@ -1,7 +1,7 @@
 //! Backpressure: `max_backlog` bounds the executions of a workqueue that wait (queued and not
 //! started); [`Workqueue::try_queue`] and [`Workqueue::try_queue_work`] say why an item was not
-//! taken ([`QueueError`]); a plain queue call waits for room (steps 28-30 of `README.md` in
-//! this folder).
+//! taken ([`QueueError`]); a plain queue call waits for room (B1-B3 of `README.md` in this
+//! folder).
 //!
 //! Only a workqueue built with a bound has a [`Backlog`]: without one, a queue call reads one
 //! immutable `None` and nothing else, so no counter is written per item.
@@ -66,7 +66,7 @@ pub(crate) struct Backlog {
     limit: u64,
     /// A: `sleepers << WAITING_BITS | waiting`. One word, so that a leaving execution sees a
     /// sleeper that came before it, and a sleeper sees a leave that came before it, each in
-    /// the value its own read-modify-write returns (step 30).
+    /// the value its own read-modify-write returns (B3).
     word: AtomicU64,
     /// The sleepers' lock: a sleeper holds it from its registration to its sleep; a leaver
     /// notifies under it.
@@ -92,7 +92,7 @@ impl Backlog {
         waiting_of(self.word.load(Ordering::Relaxed))
     }
 
-    /// Step 28: counts one more waiting execution if there is room; `false` when the backlog
+    /// B1: counts one more waiting execution if there is room; `false` when the backlog
     /// is full.
     pub(crate) fn try_enter(&self) -> bool {
         // Relaxed: the count orders nothing but itself; the execution's stores are published
@@ -114,13 +114,13 @@ impl Backlog {
         }
     }
 
-    /// Step 28: counts one more waiting execution, over the limit if need be (the timer's,
+    /// B1: counts one more waiting execution, over the limit if need be (the timer's,
     /// and those of the workqueue's own items, never wait).
     pub(crate) fn force(&self) {
         self.word.fetch_add(WAITING_ONE, Ordering::Relaxed);
     }
 
-    /// Step 30: counts one more waiting execution, sleeping until there is room.
+    /// B3: counts one more waiting execution, sleeping until there is room.
     pub(crate) fn enter(&self) {
         if self.try_enter() {
             return;
@@ -133,7 +133,7 @@ impl Backlog {
         self.word.fetch_sub(SLEEPER_ONE, Ordering::Relaxed);
     }
 
-    /// Step 29: an execution waits no more (it starts, or is taken back unrun); wakes one
+    /// B2: an execution waits no more (it starts, or is taken back unrun); wakes one
     /// sleeping queuer if the word shows one.
     pub(crate) fn leave(&self) {
         let prev = self.word.fetch_sub(WAITING_ONE, Ordering::Relaxed);
@@ -151,7 +151,7 @@ impl Backlog {
 impl Workqueue {
     /// Whether a queue call that may wait goes on (every plain and grouped queue call asks
     /// this first): it is not refused ([`Workqueue::refused`]), and with a `max_backlog` it
-    /// takes room (step 28), waiting for it, or over the limit from one of this workqueue's
+    /// takes room (B1), waiting for it, or over the limit from one of this workqueue's
     /// own items. `false`: refused, also when a drain began while it waited; nothing is then
     /// counted.
     #[inline]
@@ -266,7 +266,7 @@ impl Workqueue {
         }
     }
 
-    /// Step 28 for a call that never waits: takes room in the backlog if there is some.
+    /// B1 for a call that never waits: takes room in the backlog if there is some.
     fn try_room(&self) -> Result<(), QueueError> {
         if self.foreign() {
             return Err(QueueError::ParentProcess);

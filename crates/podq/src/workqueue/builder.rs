@@ -342,7 +342,7 @@ impl WorkqueueBuilder {
 
 /// This machine's topology with every online CPU, whatever the process may use now (a
 /// workqueue forms its pods on the CPUs it may use, and re-forms them when those change: see
-/// `crate::limits`), read once per process. Once per fork generation (step 21 of
+/// `crate::limits`), read once per process. Once per fork generation (K2 of
 /// `README.md`), so that a child never waits on a first read that a thread of its parent was
 /// making at the fork.
 fn this_machine() -> Result<Topology> {

@@ -1,6 +1,6 @@
 //! The way from a queue call to a pool: an execution is counted in its pod's flush colour,
 //! passes `max_active`, and is pushed to its pod's pool, or handed to the worker that runs its
-//! item (steps 2, 3 and 5 of `README.md` in this folder).
+//! item (Q2, Q3 and Q5 of `README.md` in this folder).
 
 use std::sync::Arc;
 
@@ -17,7 +17,7 @@ use super::work::WorkInner;
 use super::{PodShared, WqShared};
 
 /// Counts a new execution in the pod that `pick` chooses in the current layout of `layouts`,
-/// and sends it through `max_active` to its pool (steps 2, 3 and 33).
+/// and sends it through `max_active` to its pool (Q2, Q3 and R3).
 ///
 /// `wq` is the pods' workqueue, passed borrowed so that the hot path writes no
 /// workqueue-wide reference count, and the pod is held by the count alone (`pod_ref.rs`).
@@ -43,7 +43,7 @@ fn submit_to(wq: &WqShared, pod: &Arc<CachePadded<PodShared>>, job: Job, at: usi
     submit_counted(wq, Counted::enter(pod, at), job, at);
 }
 
-/// Sends an execution already counted through `max_active` to its pool (step 3), from `at`
+/// Sends an execution already counted through `max_active` to its pool (Q3), from `at`
 /// (the pushing thread's CPU or thread index).
 #[inline]
 fn submit_counted(wq: &WqShared, counted: Counted, job: Job, at: usize) {
@@ -90,7 +90,7 @@ fn activate_at(wq: &WqShared, mut task: Task, at: usize) {
 }
 
 /// Pushes an execution to its pool from `at`, or hands it to the worker running its item
-/// (step 5).
+/// (Q5).
 #[inline]
 fn dispatch(wq: &WqShared, task: Task, at: usize) {
     let task = match task.job.work() {
@@ -113,7 +113,7 @@ fn dispatch(wq: &WqShared, task: Task, at: usize) {
         .push(index, task, at);
 }
 
-/// Step 28 for an execution that never waits for room (a delayed item whose delay ended, or
+/// B1 for an execution that never waits for room (a delayed item whose delay ended, or
 /// armed with none): counted in the backlog, over the limit if need be.
 fn force_room(wq: &WqShared) {
     if let Some(backlog) = &wq.backlog {

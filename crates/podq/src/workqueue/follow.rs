@@ -1,6 +1,6 @@
 //! The `podq/limits` thread: asks the [`CpuLimits`] of every workqueue that follows them, every
 //! [`LIMITS_POLL_INTERVAL`], and re-forms a workqueue's layout when the CPUs the process may use
-//! differ from those its pods were formed on (step 31 of `README.md` in this folder).
+//! differ from those its pods were formed on (R1 of `README.md` in this folder).
 //!
 //! One thread serves the process. It is started by the first workqueue that follows limits and
 //! sleeps without a timeout while none lives. Limits that several workqueues share (every

@@ -107,7 +107,7 @@ impl Group<'_> {
         let job = Job::once(move || {
             ticket.started();
             f();
-            // `ticket` goes with the closure (S5), also when `f` panics.
+            // `ticket` goes with the closure (G5), also when `f` panics.
         });
         wq.submit(
             job,
@@ -155,7 +155,7 @@ impl Group<'_> {
         self.wq.steer
     }
 
-    /// (S2) The pod in `layout` for an item issued at `here` while the group had `runnable`
+    /// (G2) The pod in `layout` for an item issued at `here` while the group had `runnable`
     /// items queued or running: `policy::steer`'s decision from the group's published home,
     /// its runnable items and the home pool's load (read without a lock), else the pod of
     /// `here`'s CPU, where an ungrouped item goes.

@@ -1,7 +1,7 @@
 //! A workqueue's layout: its scope, its CPUs within those the process may use, its pods, the
 //! placement of CPUs on pods and the pools that serve them. A layout is re-formed, while other
 //! threads queue, when the CPUs the process may use change (`follow.rs`) or when
-//! `Workqueue::set_scope` / `set_shard_size` is called (steps 31-35 of `README.md` in this
+//! `Workqueue::set_scope` / `set_shard_size` is called (R1-R5 of `README.md` in this
 //! folder).
 //!
 //! Layouts are never freed while the workqueue lives: a queue call reads the current one with
@@ -170,7 +170,7 @@ pub(crate) struct Layouts {
     /// Every layout it has had, in the order they were formed.
     all: Slots<Layout>,
     /// A: the index of the current layout in `all`. Release when stored, after the layout is
-    /// in `all`; read Acquire (step 32).
+    /// in `all`; read Acquire (R2).
     current: AtomicUsize,
     /// Serialises re-formations, with what they need.
     reform: Mutex<Reform>,
@@ -192,7 +192,7 @@ impl Layouts {
     /// The current layout. One Acquire load and a table look-up: no write.
     #[inline]
     pub(crate) fn current(&self) -> &Layout {
-        // Acquire: pairs with the Release store of `current` (step 32), after the layout was
+        // Acquire: pairs with the Release store of `current` (R2), after the layout was
         // put in `all`.
         let index = self.current.load(Ordering::Acquire);
         self.all
@@ -239,7 +239,7 @@ impl Layouts {
         Ok(())
     }
 
-    /// Re-forms the layout for `shape` when it differs from the current one (steps 31-33):
+    /// Re-forms the layout for `shape` when it differs from the current one (R1-R3):
     /// takes an earlier layout of that shape, or forms a new one, and makes it current.
     /// Returns whether the current layout changed.
     ///
@@ -271,8 +271,8 @@ impl Layouts {
                 }
             };
         let left = self.current();
-        // Step 32: the layout is in `all` before its index is published; then the epoch
-        // moves, so that a queue call that counted in the old layout counts again (step 33).
+        // R2: the layout is in `all` before its index is published; then the epoch
+        // moves, so that a queue call that counted in the old layout counts again (R3).
         self.current.store(index, Ordering::Release);
         wq.flush.advance_epoch();
         move_waiting(&wq, left, self.current());
@@ -283,7 +283,7 @@ impl Layouts {
     }
 }
 
-/// Step 34: the workqueue's executions waiting in the pools of the layout it left (`from`)
+/// R4: the workqueue's executions waiting in the pools of the layout it left (`from`)
 /// go to the pools of `to`, each to the pod that serves the first CPU of the pod it waited in
 /// (or a pod of the workqueue's CPUs, round-robin). They stay counted where they were.
 fn move_waiting(wq: &WqShared, from: &Layout, to: &Layout) {

@@ -539,7 +539,7 @@ impl Workqueue {
         true
     }
 
-    /// Whether the calling thread is running one of this workqueue's items (step 19).
+    /// Whether the calling thread is running one of this workqueue's items (F3).
     fn called_from_own_item(&self) -> bool {
         task::running_wq() == self.shared.id
     }
@@ -567,7 +567,7 @@ impl Workqueue {
         at: usize,
         claimed: impl FnOnce(&WorkInner),
     ) -> bool {
-        // With a `max_backlog`, room first (step 28): a claim is never held while waiting.
+        // With a `max_backlog`, room first (B1): a claim is never held while waiting.
         if !self.admit() {
             return false;
         }
@@ -624,7 +624,7 @@ impl Workqueue {
     }
 
     /// Counts a new execution in the pod that `pick` chooses in the current layout, and sends
-    /// it on (steps 2 and 33). `at` is the calling thread's CPU (or thread index), read once
+    /// it on (Q2 and R3). `at` is the calling thread's CPU (or thread index), read once
     /// per queue call ([`Here::index`]): the stripe it is counted in and the lane it is
     /// pushed to.
     #[inline]
@@ -651,7 +651,7 @@ impl Workqueue {
         Ok(false)
     }
 
-    /// Whether the workqueue was built by a parent process of `fork()` (step 22 of `README.md`):
+    /// Whether the workqueue was built by a parent process of `fork()` (K3 of `README.md`):
     /// its pools have no workers here.
     #[inline]
     fn foreign(&self) -> bool {
@@ -687,7 +687,7 @@ impl Drop for Workqueue {
         }
         self.shared.flush.start_drain();
         until_empty(&self.shared, &self.layouts);
-        // Step 11: the executions hold the pods without a count; their `Arc`s go only when
+        // E6: the executions hold the pods without a count; their `Arc`s go only when
         // no finisher reads them any more.
         Flush::wait_for_leavers(self.layouts.counters());
         self.shared.flush.end_drain();
@@ -752,7 +752,7 @@ pub(crate) fn stats_of(shared: &WqShared, layouts: &Layouts) -> WorkqueueStats {
     stats
 }
 
-/// Step 17 over every layout: waits for every execution of the workqueue counted before the
+/// F1 over every layout: waits for every execution of the workqueue counted before the
 /// call, in whichever layout it was counted, giving up at `deadline` (`None`: never). Returns
 /// whether it waited for all of them.
 fn flush_all(wq: &WqShared, layouts: &Layouts, deadline: Option<std::time::Instant>) -> bool {
@@ -762,7 +762,7 @@ fn flush_all(wq: &WqShared, layouts: &Layouts, deadline: Option<std::time::Insta
     )
 }
 
-/// Flushes until every pod's counts are zero, in every layout (step 18).
+/// Flushes until every pod's counts are zero, in every layout (F2).
 fn until_empty(wq: &WqShared, layouts: &Layouts) {
     timeout::until_empty_by(wq, layouts, None);
 }

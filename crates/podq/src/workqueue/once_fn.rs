@@ -38,8 +38,9 @@ use super::work::WorkInner;
 /// item captures (an `Arc`, an index, an `Instant` and a `Duration`). It sets the size of
 /// every queued `Task` (its test in `task.rs`), closures and work items alike: 64 bytes with
 /// the vtable and the accounting's word ([`PackedJob`]), where a task with a boxed closure
-/// would take 24. What it buys and costs, measured: the tenth pass of
-/// `docs/benchmarks-history.md`.
+/// would take 24. Inline, the flood's closure costs no `malloc` on the producer and no `free` on
+/// the worker: one producer's flood went from 0.72x to 0.82-0.95x of the channel pool's items/s
+/// (`podq bench --threads 1 --runs 5 --peers channel --workload flood --scopes cache_shard`).
 const INLINE_WORDS: usize = 6;
 
 /// [`INLINE_WORDS`] in bytes.

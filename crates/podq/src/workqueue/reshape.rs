@@ -1,5 +1,5 @@
 //! Re-forming a workqueue's pods at run time from its handle: [`Workqueue::set_scope`] and
-//! [`Workqueue::set_shard_size`] (steps 31-35 of `README.md` in this folder), and the check of
+//! [`Workqueue::set_shard_size`] (R1-R5 of `README.md` in this folder), and the check of
 //! a CPU asked for by `queue_on` against the CPUs the process may use now.
 
 use crate::error::{Error, Result};
@@ -10,7 +10,7 @@ use super::Workqueue;
 
 impl Workqueue {
     /// Sets the scope of its pods while other threads queue, as the kernel's
-    /// `affinity_scope` attribute does: the pods are re-formed (steps 31-35 of `README.md`),
+    /// `affinity_scope` attribute does: the pods are re-formed (R1-R5 of `README.md`),
     /// new items go to the new pods' pools and so do items waiting in the earlier pools,
     /// nothing is lost, and ordering and `max_active` hold across the change. Setting the scope
     /// it has changes nothing. [`Workqueue::scope`] and [`Workqueue::stats`] show the change.
@@ -55,7 +55,7 @@ impl Workqueue {
         self.layouts.current().shape.shard_size
     }
 
-    /// Re-forms the layout with `change` made to its shape (steps 31-33).
+    /// Re-forms the layout with `change` made to its shape (R1-R3).
     fn reshape(&self, change: impl FnOnce(&mut Shape)) -> Result<()> {
         if self.foreign() {
             return Err(Error::ParentProcess {

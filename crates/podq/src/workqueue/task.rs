@@ -96,7 +96,7 @@ impl Drop for Marker {
 }
 
 impl Task {
-    /// Steps 6-10: runs the execution, catches a panic, and does all accounting (pending
+    /// E1-E5: runs the execution, catches a panic, and does all accounting (pending
     /// state, flush colour, `max_active`, statistics). Never unwinds.
     pub(crate) fn run(self) {
         #[cfg(feature = "tracing")]
@@ -108,7 +108,7 @@ impl Task {
         let job = job.unpack();
         let counters = acct.counted.pod().counters.mine();
         let wq_id = acct.counted.pod().wq.id;
-        // Step 29: it waits no more.
+        // B2: it waits no more.
         if let Some(backlog) = &acct.counted.pod().wq.backlog {
             backlog.leave();
         }
@@ -139,7 +139,7 @@ impl Task {
             }
             Job::Work(item) => {
                 // The execution's group ticket, before the start lets a new claim put the
-                // next one (S4); dropped when the run is over (S5).
+                // next one (G4); dropped when the run is over (G5).
                 let ticket = item.group.take();
                 if item.state.start() == Start::Discarded {
                     drop(ticket);
@@ -196,7 +196,7 @@ impl Task {
     /// caller's (`None` for a one-shot closure, which is dropped).
     pub(crate) fn unqueue(self) -> Option<Arc<WorkInner>> {
         let Task { job, acct, .. } = self;
-        // Step 29: it waits no more.
+        // B2: it waits no more.
         if let Some(backlog) = &acct.counted.pod().wq.backlog {
             backlog.leave();
         }
@@ -225,7 +225,7 @@ fn ended_in_panic(result: std::thread::Result<()>) -> bool {
 /// that drops the user's closure, after the accounting, because the closure may hold the
 /// workqueue's last handle, whose drop waits for the workqueue's executions. The drop runs
 /// inside the workqueue's marker, so such a drop knows it runs on one of the workqueue's own
-/// workers and does not wait for the items behind it (step 19). The closure's captures may
+/// workers and does not wait for the items behind it (F3). The closure's captures may
 /// panic in their drop: the panic hook has reported it, it is caught here so that the worker
 /// goes on, and counted in the workqueue's `drop_panics`.
 fn release(item: Arc<WorkInner>, acct: Acct, wq_id: u64) {

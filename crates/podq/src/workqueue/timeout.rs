@@ -1,5 +1,5 @@
 //! Waits with a deadline on a whole workqueue: [`Workqueue::flush_timeout`] and
-//! [`Workqueue::drain_timeout`] (steps 17 and 18 of `README.md` in this folder, giving up at a
+//! [`Workqueue::drain_timeout`] (F1 and F2 of `README.md` in this folder, giving up at a
 //! deadline; the item's own waits with a deadline are in `work.rs`).
 
 use std::time::{Duration, Instant};
@@ -41,7 +41,7 @@ impl Workqueue {
     }
 }
 
-/// Flushes until every pod's counts are zero, in every layout (step 18), giving up at
+/// Flushes until every pod's counts are zero, in every layout (F2), giving up at
 /// `deadline` (`None`: never). Returns whether they were all zero.
 pub(super) fn until_empty_by(wq: &WqShared, layouts: &Layouts, deadline: Option<Instant>) -> bool {
     loop {

@@ -46,8 +46,8 @@ pub(crate) struct Fire {
 }
 
 impl Armed {
-    /// Counts the execution in its workqueue's flush colour (step 2), in its current layout
-    /// (step 35); called under the heap's lock as the entry leaves the heap.
+    /// Counts the execution in its workqueue's flush colour (Q2), in its current layout
+    /// (R5); called under the heap's lock as the entry leaves the heap.
     fn take(self) -> Fire {
         let Armed { work, pod } = self;
         let at = crate::here::cpu_or_thread();
@@ -67,7 +67,7 @@ impl Fire {
     }
 
     /// Drops the execution without running (cancel, `mod_delayed`): uncounts its colour
-    /// (step 10). The claim stays with the caller.
+    /// (E5). The claim stays with the caller.
     pub(crate) fn discard(self) {
         drop(self.counted);
     }

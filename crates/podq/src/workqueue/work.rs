@@ -60,7 +60,7 @@ pub(crate) struct WorkInner {
     home_pod: AtomicUsize,
     /// The closure; locked only by the one worker running the item.
     pub(crate) func: Mutex<Box<dyn FnMut() + Send + 'static>>,
-    /// The group ticket of the pending execution, when a group queued it (`steering.rs`, S4).
+    /// The group ticket of the pending execution, when a group queued it (`steering.rs`, G4).
     pub(crate) group: GroupSlot<Ticket>,
 }
 
@@ -241,7 +241,7 @@ impl WorkInner {
         }
     }
 
-    /// Step 13: takes the pending execution back from wherever it waits: the runner's hand,
+    /// C2: takes the pending execution back from wherever it waits: the runner's hand,
     /// the timer, the `max_active` FIFO or a pool's queue. `None` when it is not in any of them
     /// (nothing pending, or it is moving between two of them).
     pub(crate) fn grab(self: &Arc<Self>) -> Option<Grabbed> {
@@ -296,7 +296,7 @@ impl Grabbed {
     }
 }
 
-/// Whether `item` is pending or running on a workqueue of a parent process (step 23 of `README.md`):
+/// Whether `item` is pending or running on a workqueue of a parent process (K4 of `README.md`):
 /// that execution never runs here.
 ///
 /// The item's last workqueue is written by the owner of a claim after it claims, so a first
@@ -312,7 +312,7 @@ pub(crate) fn stranded(item: &WorkInner) -> bool {
 }
 
 /// Whether a claim just made on `item`, which found it `running`, must be given back: the run
-/// is a parent process's (step 23), whose runner is not here to take the deferred execution.
+/// is a parent process's (K4), whose runner is not here to take the deferred execution.
 /// Then the claim is released. Only a claim on a running item looks further than `running`.
 pub(crate) fn stranded_claim(item: &WorkInner, running: bool) -> bool {
     if running && stranded(item) {
@@ -322,7 +322,7 @@ pub(crate) fn stranded_claim(item: &WorkInner, running: bool) -> bool {
     false
 }
 
-/// Waits until the last queueing of `item` has finished (see [`Work::flush`]; step 15).
+/// Waits until the last queueing of `item` has finished (see [`Work::flush`]; C4).
 pub(crate) fn flush_item(item: &Arc<WorkInner>) -> bool {
     flush_item_until(item, None) == Waited::Done
 }
@@ -355,7 +355,7 @@ pub(crate) fn flush_item_until(item: &Arc<WorkInner>, deadline: Option<Instant>)
     }
 }
 
-/// Cancels `item` (see [`Work::cancel_sync`]): steps 12-16.
+/// Cancels `item` (see [`Work::cancel_sync`]): C1-C5.
 pub(crate) fn cancel_item(item: &Arc<WorkInner>) -> bool {
     loop {
         if let Some(was_pending) = cancel_item_until(item, None) {
@@ -398,7 +398,7 @@ pub(crate) fn cancel_item_until(item: &Arc<WorkInner>, deadline: Option<Instant>
         match item.grab() {
             Some(grabbed) => {
                 grabbed.cancel();
-                // The cancelled execution's group ticket, if a group queued it (S5).
+                // The cancelled execution's group ticket, if a group queued it (G5).
                 drop(item.group.take());
                 item.state.release_claim();
             }
