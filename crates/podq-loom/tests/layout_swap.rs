@@ -1,6 +1,6 @@
 //! loom models of a layout change racing with queue calls and flushes
 //! (`crates/podq/src/workqueue/README.md`, R2-R4), compiled from
-//! `crates/podq/src/workqueue/flush.rs` against loom: a queue call that read the old layout
+//! `crates/podq/src/workqueue/item/flush.rs` against loom: a queue call that read the old layout
 //! either lands in the new one or is seen by the change, and a flush waits for an execution in
 //! whichever layout it was counted, while the layout changes.
 
@@ -17,7 +17,7 @@ mod here {
 }
 
 #[allow(dead_code)]
-#[path = "../../podq/src/workqueue/flush.rs"]
+#[path = "../../podq/src/workqueue/item/flush.rs"]
 mod flush;
 
 use flush::{Flush, FlushWait, PodCounters};

@@ -1,5 +1,5 @@
 //! loom model of the `max_active` slot protocol (`crates/podq/src/workqueue/README.md`, Q3,
-//! Q4 and E4), compiled from `crates/podq/src/workqueue/active.rs` against loom: never more than
+//! Q4 and E4), compiled from `crates/podq/src/workqueue/task/active.rs` against loom: never more than
 //! `limit` executions hold a slot, and no waiting execution is left behind when slots free
 //! up (no lost activation).
 
@@ -7,7 +7,7 @@
 use podq_loom::sync;
 
 #[allow(dead_code)]
-#[path = "../../podq/src/workqueue/active.rs"]
+#[path = "../../podq/src/workqueue/task/active.rs"]
 mod active;
 
 use active::ActiveLimit;

@@ -1,6 +1,6 @@
 //! loom models of one work item's pending/queue/cancel/flush state
 //! (`crates/podq/src/workqueue/README.md`, Q1, Q5, E1-E3, C1, C2, C4 and C5), compiled from
-//! `crates/podq/src/workqueue/state.rs` against loom.
+//! `crates/podq/src/workqueue/item/state.rs` against loom.
 //!
 //! A "pool" here is a locked queue of execution tokens; a worker pops a token, calls `start`,
 //! runs (counting concurrent runs) and calls `finish`, pushing a deferred token back. The
@@ -11,7 +11,7 @@
 use podq_loom::sync;
 
 #[allow(dead_code)]
-#[path = "../../podq/src/workqueue/state.rs"]
+#[path = "../../podq/src/workqueue/item/state.rs"]
 mod state;
 
 use std::collections::VecDeque;

@@ -18,29 +18,10 @@
 //! closure and its handle), `backlog.rs` (`max_backlog`, the `try_` calls, [`QueueError`]) and
 //! `timeout.rs` (workqueue flush and drain with a deadline).
 
-mod active;
-mod backlog;
-mod builder;
-mod delayed;
-mod dispatch;
-mod flush;
-#[cfg(test)]
-mod flush_tests;
-mod follow;
-mod group;
-mod group_slot;
-mod join;
+mod api;
+mod item;
 mod layout;
-mod once_fn;
-mod oneshot;
-mod pod_ref;
-mod reshape;
-pub(crate) mod state;
-mod steering;
-pub(crate) mod task;
-mod timeout;
-mod timer;
-mod work;
+mod task;
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -58,25 +39,25 @@ use crate::scope::AffinityScope;
 use crate::stats::WorkqueueStats;
 use crate::topology::Topology;
 
-use active::ActiveLimit;
-use backlog::Backlog;
-use flush::{Flush, FlushWait, PodCounters, Stripe};
-use layout::{Layout, PoolSets, Reform, Shape};
+use api::backlog::Backlog;
+use api::work::{self, WorkInner};
+use item::flush::{Flush, FlushWait, PodCounters, Stripe};
+use item::state::Claim;
+use layout::{follow, Layout, PoolSets, Reform, Shape};
+use task::active::ActiveLimit;
+use task::dispatch::{enqueue_claimed, submit};
+use task::steering::SteerShared;
+use task::timer;
+use task::{Job, Task};
 
 pub(crate) use layout::Layouts;
-use state::Claim;
-use steering::SteerShared;
-use task::{Job, Task};
-use work::WorkInner;
 
-use dispatch::{enqueue_claimed, submit};
-
-pub use backlog::QueueError;
-pub use builder::WorkqueueBuilder;
-pub use delayed::DelayedWork;
-pub use group::Group;
-pub use join::{JoinError, JoinHandle};
-pub use work::Work;
+pub use api::backlog::QueueError;
+pub use api::builder::WorkqueueBuilder;
+pub use api::delayed::DelayedWork;
+pub use api::group::Group;
+pub use api::join::{JoinError, JoinHandle};
+pub use api::work::Work;
 
 /// A workqueue: a name, a scope, strictness, `max_active` and ordering, over per-pod pools.
 ///
@@ -764,7 +745,7 @@ fn flush_all(wq: &WqShared, layouts: &Layouts, deadline: Option<std::time::Insta
 
 /// Flushes until every pod's counts are zero, in every layout (F2).
 fn until_empty(wq: &WqShared, layouts: &Layouts) {
-    timeout::until_empty_by(wq, layouts, None);
+    api::flush::until_empty_by(wq, layouts, None);
 }
 
 /// The drop of a workqueue from one of its own items: a `podq/reaper` thread waits until its

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::{flush_all, timer, Layouts, Workqueue, WqShared};
+use crate::workqueue::{flush_all, timer, Layouts, Workqueue, WqShared};
 
 impl Workqueue {
     /// [`Workqueue::flush`], waiting at most `timeout`. Returns whether everything queued
@@ -43,7 +43,7 @@ impl Workqueue {
 
 /// Flushes until every pod's counts are zero, in every layout (F2), giving up at
 /// `deadline` (`None`: never). Returns whether they were all zero.
-pub(super) fn until_empty_by(wq: &WqShared, layouts: &Layouts, deadline: Option<Instant>) -> bool {
+pub(crate) fn until_empty_by(wq: &WqShared, layouts: &Layouts, deadline: Option<Instant>) -> bool {
     loop {
         if !flush_all(wq, layouts, deadline) {
             return false;

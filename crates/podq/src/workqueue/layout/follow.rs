@@ -17,7 +17,7 @@ use crate::fork::PerFork;
 use crate::limits::{CpuLimits, LIMITS_POLL_INTERVAL};
 use crate::sync::{Condvar, Mutex};
 
-use super::layout::{Layouts, Shape};
+use crate::workqueue::layout::{Layouts, Shape};
 
 /// The workqueues that follow limits, and the condvar the thread sleeps on while there are none.
 struct Follower {
@@ -35,7 +35,7 @@ struct Follower {
 static FOLLOWER: PerFork<Follower> = PerFork::new();
 
 /// Has the `podq/limits` thread follow the limits of the workqueue of `layouts`.
-pub(super) fn follow(layouts: &Arc<Layouts>) {
+pub(crate) fn follow(layouts: &Arc<Layouts>) {
     let follower = FOLLOWER.get(|| Follower {
         layouts: Mutex::new(Vec::new()),
         wake: Condvar::new(),
@@ -96,7 +96,7 @@ fn look(held: &[Arc<Layouts>]) {
 /// Re-forms the layout of `layouts` for the CPUs `allowed` now, when they differ from those
 /// of its current layout (within its machine, which is read again when a CPU it lacks is
 /// allowed, as after one is brought online; none of them allowed leaves it as it is).
-pub(super) fn follow_now(layouts: &Layouts, allowed: &CpuSet) {
+pub(crate) fn follow_now(layouts: &Layouts, allowed: &CpuSet) {
     let mut reform = layouts.reform_state();
     if !allowed.is_subset(&reform.machine.cpu_set()) {
         if let Some(machine) = reform.rediscover.and_then(|read| read().ok()) {
@@ -118,7 +118,7 @@ pub(super) fn follow_now(layouts: &Layouts, allowed: &CpuSet) {
 /// The limits every workqueue on this machine follows unless its builder was given others:
 /// [`SystemLimits`](crate::limits::SystemLimits) of `/`, one per process, so that the thread
 /// asks them once per look.
-pub(super) fn system_limits() -> Arc<dyn CpuLimits> {
+pub(crate) fn system_limits() -> Arc<dyn CpuLimits> {
     static SYSTEM: PerFork<Arc<dyn CpuLimits>> = PerFork::new();
     Arc::clone(SYSTEM.get(|| Arc::new(crate::limits::SystemLimits::this_machine())))
 }

@@ -15,11 +15,11 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use super::flush::Stripe;
-use super::oneshot::OneShot;
-use super::state;
-use super::task::{self, Job};
-use super::Workqueue;
+use crate::workqueue::item::flush::Stripe;
+use crate::workqueue::api::oneshot::OneShot;
+use crate::workqueue::item::state;
+use crate::workqueue::task::{self, Job};
+use crate::workqueue::Workqueue;
 use crate::pool::drop_payload;
 
 /// Why a [`JoinHandle`] has no value.
@@ -287,7 +287,7 @@ impl Workqueue {
     /// and the caller is not one of its own items, or in a child process of `fork()` for a
     /// workqueue its parent built), it is dropped unrun and the handle gives
     /// [`JoinError::Cancelled`]. On a workqueue with
-    /// [`max_backlog`](super::WorkqueueBuilder::max_backlog), it waits for room as
+    /// [`max_backlog`](crate::WorkqueueBuilder::max_backlog), it waits for room as
     /// [`Workqueue::queue`] does.
     ///
     /// ```

@@ -8,13 +8,13 @@ use crossbeam_utils::CachePadded;
 
 use crate::here;
 
-use super::layout::{Layout, Layouts};
-use super::once_fn::PackedJob;
-use super::pod_ref::Counted;
-use super::state::RUNNING;
-use super::task::{Acct, Job, Task};
-use super::work::WorkInner;
-use super::{PodShared, WqShared};
+use crate::workqueue::layout::{Layout, Layouts};
+use crate::workqueue::task::once_fn::PackedJob;
+use crate::workqueue::task::pod_ref::Counted;
+use crate::workqueue::item::state::RUNNING;
+use crate::workqueue::task::{Acct, Job, Task};
+use crate::workqueue::api::work::WorkInner;
+use crate::workqueue::{PodShared, WqShared};
 
 /// Counts a new execution in the pod that `pick` chooses in the current layout of `layouts`,
 /// and sends it through `max_active` to its pool (Q2, Q3 and R3).
@@ -22,7 +22,7 @@ use super::{PodShared, WqShared};
 /// `wq` is the pods' workqueue, passed borrowed so that the hot path writes no
 /// workqueue-wide reference count, and the pod is held by the count alone (`pod_ref.rs`).
 #[inline]
-pub(super) fn submit(
+pub(crate) fn submit(
     wq: &WqShared,
     layouts: &Layouts,
     mut pick: impl FnMut(&Layout) -> usize,

@@ -3,8 +3,8 @@
 use std::fmt;
 use std::time::Duration;
 
-use super::state::PENDING;
-use super::work::{self, Work};
+use crate::workqueue::item::state::PENDING;
+use crate::workqueue::api::work::{self, Work};
 
 /// A reusable work item queued after a delay, with [`Workqueue::queue_delayed`] or
 /// [`Workqueue::mod_delayed`].
@@ -27,8 +27,8 @@ use super::work::{self, Work};
 /// # Ok::<(), podq::Error>(())
 /// ```
 ///
-/// [`Workqueue::queue_delayed`]: super::Workqueue::queue_delayed
-/// [`Workqueue::mod_delayed`]: super::Workqueue::mod_delayed
+/// [`Workqueue::queue_delayed`]: crate::Workqueue::queue_delayed
+/// [`Workqueue::mod_delayed`]: crate::Workqueue::mod_delayed
 #[derive(Clone)]
 pub struct DelayedWork {
     /// The item; its claim is held by the timer while the delay runs.
@@ -97,7 +97,7 @@ impl DelayedWork {
         let item = &self.work.inner;
         if item.state.load() & PENDING != 0 {
             if let Some(key) = item.state.with_extra(|home| home.timer.take()) {
-                if let Some(fire) = super::timer::disarm(key) {
+                if let Some(fire) = crate::workqueue::task::timer::disarm(key) {
                     fire.fire();
                     return true;
                 }

@@ -1,4 +1,4 @@
-//! [`OneShot`]: the slot between a spawned closure and its [`JoinHandle`](super::JoinHandle):
+//! [`OneShot`]: the slot between a spawned closure and its [`JoinHandle`](crate::JoinHandle):
 //! the closure until a worker takes it, then its outcome until the handle takes it, and the
 //! handle's waker or sleeping thread (J1-J4 of `README.md` in this folder).
 //!

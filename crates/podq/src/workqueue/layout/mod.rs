@@ -11,6 +11,8 @@
 //! again, so a workqueue has at most one layout per shape (scope, shard size, allowed CPUs)
 //! it was ever given.
 
+pub(super) mod follow;
+
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 
@@ -25,10 +27,10 @@ use crate::scope::AffinityScope;
 use crate::sync::Mutex;
 use crate::topology::Topology;
 
-use super::flush::PodCounters;
-use super::pod_ref::Counted;
-use super::task::Task;
-use super::{PodShared, WqShared};
+use crate::workqueue::item::flush::PodCounters;
+use crate::workqueue::task::pod_ref::Counted;
+use crate::workqueue::task::Task;
+use crate::workqueue::{PodShared, WqShared};
 
 /// One shape of a workqueue: what a re-formation changes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -347,7 +349,7 @@ fn form(wq: &Arc<WqShared>, reform: &Reform, topology: &Topology, shape: Shape) 
         cpus: cpus.clone(),
         ..reform.attrs.clone()
     };
-    let pools = super::pool_registry().pools_for(topology, &attrs)?;
+    let pools = crate::workqueue::pool_registry().pools_for(topology, &attrs)?;
     let placement = Placement::new(pools.pods(), &cpus, |cpu| {
         topology.cpu(cpu).map_or(0, |c| c.node)
     })?;

@@ -15,9 +15,9 @@ use crossbeam_utils::CachePadded;
 use crate::fork::PerFork;
 use crate::sync::{Condvar, Mutex};
 
-use super::pod_ref::Counted;
-use super::work::WorkInner;
-use super::PodShared;
+use crate::workqueue::task::pod_ref::Counted;
+use crate::workqueue::api::work::WorkInner;
+use crate::workqueue::PodShared;
 
 /// Identifies one armed entry: its deadline, then a sequence number for equal deadlines.
 pub(crate) type TimerKey = (Instant, u64);
@@ -53,7 +53,7 @@ impl Armed {
         let at = crate::here::cpu_or_thread();
         Fire {
             work,
-            counted: super::layout::enter_current(&pod, at),
+            counted: crate::workqueue::layout::enter_current(&pod, at),
             at,
         }
     }
@@ -63,7 +63,7 @@ impl Fire {
     /// Queues the execution now, on its workqueue, to the pod of the CPU that armed it.
     pub(crate) fn fire(self) {
         let Fire { work, counted, at } = self;
-        super::dispatch::enqueue_counted(work, counted, at);
+        crate::workqueue::task::dispatch::enqueue_counted(work, counted, at);
     }
 
     /// Drops the execution without running (cancel, `mod_delayed`): uncounts its colour

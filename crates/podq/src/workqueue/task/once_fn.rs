@@ -30,9 +30,9 @@ use std::mem::{self, ManuallyDrop, MaybeUninit};
 use std::ptr;
 use std::sync::Arc;
 
-use super::join::SpawnJob;
-use super::task::Job;
-use super::work::WorkInner;
+use crate::workqueue::api::join::SpawnJob;
+use crate::workqueue::task::Job;
+use crate::workqueue::api::work::WorkInner;
 
 /// The most words a closure may take to be kept inline: 6 (48 bytes), what the bench's flood
 /// item captures (an `Arc`, an index, an `Instant` and a `Duration`). It sets the size of
@@ -487,7 +487,7 @@ mod tests {
 
     #[test]
     fn a_packed_closure_unpacks_to_run_once_or_drops_its_captures_once() {
-        use super::super::task::Job;
+        use crate::workqueue::task::Job;
         use super::PackedJob;
         for boxed in [false, true] {
             let (ran, drops) = (counter(), counter());
@@ -519,7 +519,7 @@ mod tests {
 
     #[test]
     fn a_packed_work_item_is_its_arc() {
-        use super::super::task::Job;
+        use crate::workqueue::task::Job;
         use super::PackedJob;
         let work = crate::Work::new(|| {});
         let item = Arc::clone(&work.inner);

@@ -9,13 +9,13 @@ use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use super::state::{self, ItemState, CANCELING, PENDING, RUNNING};
-use super::task::{self, Task};
+use crate::workqueue::item::state::{self, ItemState, CANCELING, PENDING, RUNNING};
+use crate::workqueue::task::{self, Task};
 
-use super::group_slot::GroupSlot;
-use super::steering::Ticket;
-use super::timer::{self, Fire, TimerKey};
-use super::WqShared;
+use crate::workqueue::item::group_slot::GroupSlot;
+use crate::workqueue::task::steering::Ticket;
+use crate::workqueue::task::timer::{self, Fire, TimerKey};
+use crate::workqueue::WqShared;
 use crate::fork;
 use crate::sync::Mutex;
 
@@ -23,7 +23,7 @@ use crate::sync::Mutex;
 ///
 /// Clones share the same item. While an item is pending, queueing it again returns `false`
 /// (it runs once for both requests; every case of `false` is listed at
-/// [`Workqueue::queue_work`](super::Workqueue::queue_work)). It may be queued while it runs;
+/// [`Workqueue::queue_work`](crate::Workqueue::queue_work)). It may be queued while it runs;
 /// the new execution then starts when the running one ends, so the closure never runs on two
 /// workers at once.
 ///

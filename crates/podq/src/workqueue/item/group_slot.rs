@@ -1,4 +1,4 @@
-//! [`GroupSlot`]: where a [`Work`](super::Work) item keeps the group ticket of its pending
+//! [`GroupSlot`]: where a [`Work`](crate::Work) item keeps the group ticket of its pending
 //! execution (G4 of `README.md` beside this file).
 //!
 //! This file uses only `crate::sync`, so that `crates/podq-loom` checks it
@@ -7,7 +7,7 @@
 use crate::sync::atomic::{AtomicBool, Ordering};
 use crate::sync::Mutex;
 
-/// Where a [`Work`](super::Work) item keeps the ticket of its pending execution when a group
+/// Where a [`Work`](crate::Work) item keeps the ticket of its pending execution when a group
 /// queued it (G4): put by the owner of the claim before the execution is pushed, taken by the
 /// worker that starts it before the start clears PENDING (so a later claim puts the next
 /// execution's), taken by a cancel that took the execution back. A ticket left in the slot

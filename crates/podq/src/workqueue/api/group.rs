@@ -8,10 +8,10 @@ use crate::here::Here;
 use crate::policy::steer;
 use crate::pool;
 
-use super::layout::Layout;
-use super::steering::{GroupState, Ticket};
-use super::task::Job;
-use super::{Work, Workqueue};
+use crate::workqueue::layout::Layout;
+use crate::workqueue::task::steering::{GroupState, Ticket};
+use crate::workqueue::task::Job;
+use crate::workqueue::{Work, Workqueue};
 
 /// A handle for related work on one workqueue (one connection, one key range, one tenant),
 /// made by [`Workqueue::group`]: its items go to the pod where the group's items last ran, so
@@ -29,14 +29,14 @@ use super::{Work, Workqueue};
 ///
 /// Steering chooses the pod, not the CPU: on a non-strict workqueue the OS picks which CPU runs
 /// the pod's worker, and only a strict one
-/// ([`WorkqueueBuilder::strict`](super::WorkqueueBuilder::strict)) keeps the items on the
+/// ([`WorkqueueBuilder::strict`](crate::WorkqueueBuilder::strict)) keeps the items on the
 /// pod's CPUs (what each costs: `docs/design.md`, "Steering", "Aim at a pod").
 ///
 /// Grouped items keep every guarantee of the workqueue: [`Group::queue`] and
 /// [`Group::queue_work`] return what [`Workqueue::queue`] and [`Workqueue::queue_work`] return
 /// in the same cases (drain, fork, already pending, being cancelled), and `flush`, `drain`,
 /// `cancel_sync`, `max_active` and ordering treat them as any other item. On a workqueue built
-/// with [`WorkqueueBuilder::steer(false)`](super::WorkqueueBuilder::steer) a group's calls are
+/// with [`WorkqueueBuilder::steer(false)`](crate::WorkqueueBuilder::steer) a group's calls are
 /// the plain ones.
 ///
 /// Clones share the group; a clone is one reference count. A group borrows its workqueue

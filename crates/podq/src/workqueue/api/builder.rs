@@ -12,8 +12,8 @@ use crate::pool::{self, Hook, PoolAttrs, WorkerInfo, WorkerOptions};
 use crate::scope::{AffinityScope, DEFAULT_SHARD_SIZE};
 use crate::topology::Topology;
 
-use super::layout::{Reform, Shape};
-use super::Workqueue;
+use crate::workqueue::layout::{Reform, Shape};
+use crate::workqueue::Workqueue;
 
 /// The attributes of a workqueue; [`Workqueue::builder`] makes one.
 ///
@@ -157,7 +157,7 @@ impl WorkqueueBuilder {
         self
     }
 
-    /// `true` (default): a [`Group`](super::Group)'s items go to the pod where the group's
+    /// `true` (default): a [`Group`](crate::Group)'s items go to the pod where the group's
     /// items last ran while that pod has room (`policy::steer`). `false`: a group's calls
     /// behave exactly like the workqueue's own. Pools are shared whatever this says.
     pub fn steer(mut self, steer: bool) -> Self {
@@ -172,7 +172,7 @@ impl WorkqueueBuilder {
     /// When `items` wait already:
     ///
     /// * [`Workqueue::try_queue`] and [`Workqueue::try_queue_work`] return
-    ///   [`QueueError::Full`](super::QueueError::Full) at once;
+    ///   [`QueueError::Full`](crate::QueueError::Full) at once;
     /// * every other queue call ([`Workqueue::queue`], [`Workqueue::spawn`],
     ///   [`Workqueue::queue_work`], `queue_on`, `queue_node`, `queue_work_on`) waits until an
     ///   execution starts and makes room. `queue_work` waits for room before it looks at the
@@ -298,7 +298,7 @@ impl WorkqueueBuilder {
             worker: self.worker.clone(),
         };
         let limits = if this_machine {
-            Some(self.limits.unwrap_or_else(super::follow::system_limits))
+            Some(self.limits.unwrap_or_else(crate::workqueue::layout::follow::system_limits))
         } else {
             self.limits
         };

@@ -1,6 +1,6 @@
-//! The state behind [`Group`](super::Group): a group's preference and runnable count
+//! The state behind [`Group`](crate::Group): a group's preference and runnable count
 //! ([`GroupState`]), the ticket each of its queued executions carries ([`Ticket`]; a
-//! [`Work`](super::Work) item keeps its execution's in a `group_slot::GroupSlot`), and the
+//! [`Work`](crate::Work) item keeps its execution's in a `group_slot::GroupSlot`), and the
 //! workqueue's steering counters ([`SteerShared`]). The decisions are `policy::steer`'s; the
 //! steps are G1-G5 of `README.md` beside this file.
 //!

@@ -1,6 +1,13 @@
-//! [`Task`]: one queued execution (a one-shot closure or a [`Work`](super::Work) item) with
+//! [`Task`]: one queued execution (a one-shot closure or a [`Work`](crate::Work) item) with
 //! what its workqueue needs to account for it. Pools queue and run tasks; everything about
 //! pending state, flush colours, `max_active` and statistics happens here.
+
+pub(super) mod active;
+pub(super) mod dispatch;
+pub(super) mod once_fn;
+pub(super) mod pod_ref;
+pub(super) mod steering;
+pub(super) mod timer;
 
 use std::cell::Cell;
 use std::fmt;
@@ -8,12 +15,12 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::flush::Stripe;
-use super::join::SpawnJob;
-use super::once_fn::{OnceFn, PackedJob};
-use super::pod_ref::Counted;
-use super::state::Start;
-use super::work::WorkInner;
+use crate::workqueue::item::flush::Stripe;
+use crate::workqueue::api::join::SpawnJob;
+use crate::workqueue::task::once_fn::{OnceFn, PackedJob};
+use crate::workqueue::task::pod_ref::Counted;
+use crate::workqueue::item::state::Start;
+use crate::workqueue::api::work::WorkInner;
 use crate::pool::{drop_payload, Runnable};
 
 /// What a task runs.
@@ -251,7 +258,7 @@ fn item_addr(item: &WorkInner) -> usize {
 /// `completed` before `panicked`, each `Release` (a statistic, so nothing else orders them):
 /// a reader that sees a panic counted sees its completion, and one that sees a completion sees
 /// its start (see `PodCounters::total`).
-pub(super) fn count_completion(counters: &Stripe, panicked: bool) {
+pub(crate) fn count_completion(counters: &Stripe, panicked: bool) {
     counters.completed.fetch_add(1, Ordering::Release);
     if panicked {
         counters.panicked.fetch_add(1, Ordering::Release);
@@ -267,7 +274,7 @@ impl Acct {
         if counted.holds_slot() {
             let wq = &counted.pod().wq;
             if let Some(active) = &wq.active {
-                active.release(|next| super::dispatch::activate(wq, next));
+                active.release(|next| crate::workqueue::task::dispatch::activate(wq, next));
             }
         }
         drop(counted);
@@ -294,7 +301,7 @@ impl fmt::Debug for Task {
 #[cfg(all(test, not(feature = "tracing")))]
 mod tests {
     use super::Task;
-    use crate::workqueue::once_fn::INLINE_BYTES;
+    use crate::workqueue::task::once_fn::INLINE_BYTES;
 
     /// A task is an inline closure, its vtable (which also says the job's kind) and the
     /// accounting's one word: one cache line of a lane's chain; the spinners' mailbox with its

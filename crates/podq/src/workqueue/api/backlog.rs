@@ -9,10 +9,10 @@
 use crate::sync::atomic::{AtomicU64, Ordering};
 use crate::sync::{Condvar, Mutex};
 
-use super::state::{Claim, CANCELING, PENDING};
-use super::task::Job;
-use super::work::{self, Work};
-use super::Workqueue;
+use crate::workqueue::item::state::{Claim, CANCELING, PENDING};
+use crate::workqueue::task::Job;
+use crate::workqueue::api::work::{self, Work};
+use crate::workqueue::Workqueue;
 use crate::here::Here;
 
 /// The largest `max_backlog`: the waiting count's bits of the word, less one.
@@ -37,7 +37,7 @@ fn waiting_of(s: u64) -> u64 {
 #[non_exhaustive]
 pub enum QueueError {
     /// `max_backlog` executions of the workqueue wait already (see
-    /// [`WorkqueueBuilder::max_backlog`](super::WorkqueueBuilder::max_backlog)). Retry later,
+    /// [`WorkqueueBuilder::max_backlog`](crate::WorkqueueBuilder::max_backlog)). Retry later,
     /// or use the plain call, which waits for room.
     #[error("the workqueue's backlog is full (max_backlog items wait)")]
     Full,
@@ -155,7 +155,7 @@ impl Workqueue {
     /// own items. `false`: refused, also when a drain began while it waited; nothing is then
     /// counted.
     #[inline]
-    pub(super) fn admit(&self) -> bool {
+    pub(crate) fn admit(&self) -> bool {
         if self.refused() {
             return false;
         }
@@ -185,7 +185,7 @@ impl Workqueue {
     }
 
     /// Gives back room taken by [`Workqueue::admit`] for an item that was not queued.
-    pub(super) fn give_back_room(&self) {
+    pub(crate) fn give_back_room(&self) {
         if let Some(backlog) = &self.shared.backlog {
             backlog.leave();
         }

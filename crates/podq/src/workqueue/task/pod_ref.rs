@@ -28,8 +28,8 @@ use std::sync::Arc;
 
 use crossbeam_utils::CachePadded;
 
-use super::flush::Flush;
-use super::PodShared;
+use crate::workqueue::item::flush::Flush;
+use crate::workqueue::PodShared;
 
 /// One execution counted in a pod under a flush colour; uncounted when dropped.
 pub(crate) struct Counted {

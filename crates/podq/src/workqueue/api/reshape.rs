@@ -5,8 +5,8 @@
 use crate::error::{Error, Result};
 use crate::scope::AffinityScope;
 
-use super::layout::Shape;
-use super::Workqueue;
+use crate::workqueue::layout::Shape;
+use crate::workqueue::Workqueue;
 
 impl Workqueue {
     /// Sets the scope of its pods while other threads queue, as the kernel's
@@ -74,7 +74,7 @@ impl Workqueue {
     ///
     /// [`Error::CpuNotAllowed`] for a CPU of the machine the workqueue may not use now,
     /// [`Error::UnknownCpu`] for any other.
-    pub(super) fn check_cpu(&self, cpu: usize) -> Result<()> {
+    pub(crate) fn check_cpu(&self, cpu: usize) -> Result<()> {
         let layout = self.layouts.current();
         if layout.placement.pod_of(cpu).is_some() {
             return Ok(());
