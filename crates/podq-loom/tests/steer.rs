@@ -1,8 +1,8 @@
 //! loom models of steering's shared words: a pool's load signal (`crates/podq/src/pool/load.rs`:
-//! one sampler per interval, whatever readers race for it, and every value read is one a
-//! sample could give) and a work item's group slot
-//! (`crates/podq/src/workqueue/item/group_slot.rs`, G4 of the workqueue's `README.md`: every ticket put is dropped exactly once, whoever takes it, also when a take
-//! reads the slot's flag stale).
+//! one sampler per interval, whatever readers race for it, and every value read is one a sample
+//! could give) and a work item's group slot (`crates/podq/src/workqueue/item/group_slot.rs`, G4 of
+//! the workqueue's `README.md`: every ticket put is dropped exactly once, whoever takes it, also
+//! when a take reads the slot's flag stale).
 
 // The protocol files name `crate::sync` and `crate::policy`: here they are loom's and the
 // policy compiled beside it.

@@ -1,7 +1,7 @@
-//! loom model of the `max_active` slot protocol (`crates/podq/src/workqueue/README.md`, Q3,
-//! Q4 and E4), compiled from `crates/podq/src/workqueue/task/active.rs` against loom: never more than
-//! `limit` executions hold a slot, and no waiting execution is left behind when slots free
-//! up (no lost activation).
+//! loom model of the `max_active` slot protocol (`crates/podq/src/workqueue/README.md`, Q3, Q4 and
+//! E4), compiled from `crates/podq/src/workqueue/task/active.rs` against loom: never more than
+//! `limit` executions hold a slot, and no waiting execution is left behind when slots free up (no
+//! lost activation).
 
 // The protocol file names `crate::sync`: here it is loom's.
 use podq_loom::sync;

@@ -96,7 +96,7 @@ impl Model {
         true
     }
 
-    /// `cancel_sync`, as `work.rs` does it: C1, C2, C4 and C5. Returns whether it was
+    /// `cancel_sync`, as `item/cancel.rs` does it: C1, C2, C4 and C5. Returns whether it was
     /// pending.
     fn cancel(&self) -> bool {
         let before = self.item.begin_cancel_until(None).expect("no deadline");

@@ -1,5 +1,11 @@
-//! [`Group`]: related work items of one workqueue, steered to the pod where their data is hot
-//! (`policy::steer`; the steps are "Steering" in `README.md` beside this file).
+//! [`Group`]: related work items of one workqueue, steered to the pod where their data is hot.
+//!
+//! Its part of cache-aware placement is the user's handle and the carrying out of a decision at
+//! queue time: a group's queue call makes its execution's ticket (G1 of
+//! `workqueue/README.md`) and, as the execution is counted, asks `policy::steer` for the pod
+//! from the group's published home, its runnable count and the home pool's load, which
+//! `pool/load.rs` samples (G2). The decisions are `policy::steer`'s; what a start records and
+//! publishes is `task/steering.rs`'s; a work item's ticket slot is `item/group_slot.rs`.
 
 use std::fmt;
 use std::sync::Arc;
@@ -8,10 +14,11 @@ use crate::here::Here;
 use crate::policy::steer;
 use crate::pool;
 
+use crate::workqueue::api::work::Work;
+use crate::workqueue::api::workqueue::Workqueue;
 use crate::workqueue::layout::Layout;
 use crate::workqueue::task::steering::{GroupState, Ticket};
 use crate::workqueue::task::Job;
-use crate::workqueue::{Work, Workqueue};
 
 /// A handle for related work on one workqueue (one connection, one key range, one tenant),
 /// made by [`Workqueue::group`]: its items go to the pod where the group's items last ran, so

@@ -1,6 +1,6 @@
 //! [`OneShot`]: the slot between a spawned closure and its [`JoinHandle`](crate::JoinHandle):
 //! the closure until a worker takes it, then its outcome until the handle takes it, and the
-//! handle's waker or sleeping thread (J1-J4 of `README.md` in this folder).
+//! handle's waker or sleeping thread (J1-J4 of `workqueue/README.md`).
 //!
 //! One lock holds the whole state, so that the outcome, the waker and the sleeper never miss
 //! each other: a completion and a poll are ordered by the lock, whichever comes first, and a

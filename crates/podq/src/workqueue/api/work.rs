@@ -1,23 +1,18 @@
 //! [`Work`]: a reusable work item, pending at most once at a time and never running on two
-//! workers at once.
+//! workers at once; its flush and cancel (C1-C5 of `workqueue/README.md`).
 
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use crate::workqueue::item::state::{self, ItemState, CANCELING, PENDING, RUNNING};
-use crate::workqueue::task::{self, Task};
-
-use crate::workqueue::item::group_slot::GroupSlot;
-use crate::workqueue::task::steering::Ticket;
-use crate::workqueue::task::timer::{self, Fire, TimerKey};
-use crate::workqueue::WqShared;
-use crate::fork;
-use crate::sync::Mutex;
+use crate::workqueue::item::cancel::{self, Waited};
+use crate::workqueue::item::state::{self, PENDING, RUNNING};
+use crate::workqueue::task;
+use crate::workqueue::task::timer;
+use crate::workqueue::task::work_item::{self, WorkInner};
 
 /// A reusable work item: a closure that can be queued again and again.
 ///
@@ -49,21 +44,6 @@ pub struct Work {
     pub(crate) inner: Arc<WorkInner>,
 }
 
-/// The shared part of a [`Work`].
-pub(crate) struct WorkInner {
-    /// Pending/running/canceling, the deferred execution, and where it was queued.
-    pub(crate) state: ItemState<Task, Home>,
-    /// A: id of the workqueue this item was last queued on (0: never); written only by the
-    /// owner of a claim. Relaxed: a hint checked again under `state`'s lock.
-    home_id: AtomicU64,
-    /// A: pod it was last queued to; a hint for cancel, which falls back to every pool.
-    home_pod: AtomicUsize,
-    /// The closure; locked only by the one worker running the item.
-    pub(crate) func: Mutex<Box<dyn FnMut() + Send + 'static>>,
-    /// The group ticket of the pending execution, when a group queued it (`steering.rs`, G4).
-    pub(crate) group: GroupSlot<Ticket>,
-}
-
 /// What [`Work::flushed`] returns.
 struct Flushed {
     /// The item.
@@ -90,34 +70,11 @@ impl Future for Flushed {
     }
 }
 
-/// Where a pending item can be found, kept under the item's lock.
-#[derive(Default)]
-pub(crate) struct Home {
-    /// The workqueue it was last queued on.
-    wq: Weak<WqShared>,
-    /// The timer entry of a pending delayed execution.
-    pub(crate) timer: Option<TimerKey>,
-}
-
-/// A pending execution taken back out of wherever it waited; its claim is the holder's.
-pub(crate) enum Grabbed {
-    /// From a pool's queue, a `max_active` FIFO or the item's runner.
-    Task(Task),
-    /// From the timer: counted in its colour, holding no `max_active` slot.
-    Timer(Fire),
-}
-
 impl Work {
     /// A new item running `f` each time it is queued.
     pub fn new(f: impl FnMut() + Send + 'static) -> Work {
         Work {
-            inner: Arc::new(WorkInner {
-                state: ItemState::default(),
-                home_id: AtomicU64::new(0),
-                home_pod: AtomicUsize::new(0),
-                func: Mutex::new(Box::new(f)),
-                group: GroupSlot::new(),
-            }),
+            inner: Arc::new(WorkInner::new(f)),
         }
     }
 
@@ -167,7 +124,7 @@ impl Work {
     /// [`Work::flush`], at once).
     pub fn flush_timeout(&self, timeout: Duration) -> bool {
         let item = &self.inner;
-        if task::is_running_item(item) || stranded(item) {
+        if task::is_running_item(item) || work_item::stranded(item) {
             return false;
         }
         flush_item_until(item, Some(timer::deadline_after(timeout))) != Waited::TimedOut
@@ -207,9 +164,10 @@ impl Work {
     pub fn flushed(&self) -> impl Future<Output = ()> + Send + 'static {
         let item = &self.inner;
         let s = item.state.load();
-        let target =
-            (s & (PENDING | RUNNING) != 0 && !task::is_running_item(item) && !stranded(item))
-                .then(|| state::generation(s));
+        let target = (s & (PENDING | RUNNING) != 0
+            && !task::is_running_item(item)
+            && !work_item::stranded(item))
+        .then(|| state::generation(s));
         Flushed {
             item: Arc::clone(item),
             target,
@@ -231,132 +189,19 @@ impl fmt::Debug for Work {
     }
 }
 
-impl WorkInner {
-    /// Records where the owner of a claim queues the item, for cancel to find it.
-    pub(crate) fn record_home(&self, wq: &Arc<WqShared>, pod: usize) {
-        self.home_pod.store(pod, Ordering::Relaxed);
-        if self.home_id.load(Ordering::Relaxed) != wq.id {
-            self.state.with_extra(|home| home.wq = Arc::downgrade(wq));
-            self.home_id.store(wq.id, Ordering::Relaxed);
-        }
-    }
-
-    /// C2: takes the pending execution back from wherever it waits: the runner's hand,
-    /// the timer, the `max_active` FIFO or a pool's queue. `None` when it is not in any of them
-    /// (nothing pending, or it is moving between two of them).
-    pub(crate) fn grab(self: &Arc<Self>) -> Option<Grabbed> {
-        if let Some(task) = self.state.take_deferred() {
-            return Some(Grabbed::Task(task));
-        }
-        if let Some(key) = self.state.with_extra(|home| home.timer.take()) {
-            if let Some(fire) = timer::disarm(key) {
-                return Some(Grabbed::Timer(fire));
-            }
-        }
-        let wq = self.state.with_extra(|home| home.wq.upgrade())?;
-        if let Some(active) = &wq.active {
-            if let Some(task) = active.remove_if(|t| t.is_work(self)) {
-                return Some(Grabbed::Task(task));
-            }
-        }
-        // In the pool sets of every layout, the newest first: the hint is a pod of the one the
-        // item was last queued in.
-        let hint = self.home_pod.load(Ordering::Relaxed);
-        let sets: Vec<_> = wq.pools.iter().collect();
-        sets.iter()
-            .rev()
-            .find_map(|pools| pools.remove_if(hint, |t| t.is_work(self)))
-            .map(Grabbed::Task)
-    }
-}
-
-impl Grabbed {
-    /// Uncounts the execution from its workqueue; the claim stays with the caller.
-    pub(crate) fn unqueue(self) {
-        match self {
-            Grabbed::Task(task) => drop(task.unqueue()),
-            Grabbed::Timer(fire) => fire.discard(),
-        }
-    }
-
-    /// Counts the execution as cancelled in its pod, then uncounts it as
-    /// [`Grabbed::unqueue`] does. In that order: once uncounted, its workqueue may go.
-    pub(crate) fn cancel(self) {
-        let counted = match &self {
-            Grabbed::Task(task) => &task.acct.counted,
-            Grabbed::Timer(fire) => &fire.counted,
-        };
-        counted
-            .pod()
-            .counters
-            .mine()
-            .cancelled
-            .fetch_add(1, Ordering::Relaxed);
-        self.unqueue();
-    }
-}
-
-/// Whether `item` is pending or running on a workqueue of a parent process (K4 of `README.md`):
-/// that execution never runs here.
-///
-/// The item's last workqueue is written by the owner of a claim after it claims, so a first
-/// queueing in the child may be seen as the parent's for a moment: a flush or cancel that
-/// reads that moment is one made before that queue call returned, and answers as if it came
-/// first.
-pub(crate) fn stranded(item: &WorkInner) -> bool {
-    if item.state.load() & (PENDING | RUNNING) == 0 {
-        return false;
-    }
-    let id = item.home_id.load(Ordering::Relaxed);
-    id != 0 && fork::is_foreign(id)
-}
-
-/// Whether a claim just made on `item`, which found it `running`, must be given back: the run
-/// is a parent process's (K4), whose runner is not here to take the deferred execution.
-/// Then the claim is released. Only a claim on a running item looks further than `running`.
-pub(crate) fn stranded_claim(item: &WorkInner, running: bool) -> bool {
-    if running && stranded(item) {
-        item.state.release_claim();
-        return true;
-    }
-    false
-}
-
 /// Waits until the last queueing of `item` has finished (see [`Work::flush`]; C4).
 pub(crate) fn flush_item(item: &Arc<WorkInner>) -> bool {
     flush_item_until(item, None) == Waited::Done
 }
 
-/// What a wait with a deadline came to.
-#[derive(Copy, Clone, PartialEq, Eq, Debug)]
-pub(crate) enum Waited {
-    /// There was nothing to wait for (see [`Work::flush`]'s `false`).
-    Nothing,
-    /// It waited, and what it waited for happened.
-    Done,
-    /// The deadline passed first.
-    TimedOut,
-}
-
 /// [`flush_item`] giving up at `deadline` (`None`: never).
-pub(crate) fn flush_item_until(item: &Arc<WorkInner>, deadline: Option<Instant>) -> Waited {
-    let s = item.state.load();
-    if s & (PENDING | RUNNING) == 0 || task::is_running_item(item) || stranded(item) {
-        return Waited::Nothing;
-    }
-    let target = state::generation(s);
-    if item
-        .state
-        .wait_until_deadline(|now| state::flushed(now, target), deadline)
-    {
-        Waited::Done
-    } else {
-        Waited::TimedOut
-    }
+fn flush_item_until(item: &Arc<WorkInner>, deadline: Option<Instant>) -> Waited {
+    let skip = task::is_running_item(item) || work_item::stranded(item);
+    cancel::flush_until(&item.state, skip, deadline)
 }
 
 /// Cancels `item` (see [`Work::cancel_sync`]): C1-C5.
-pub(crate) fn cancel_item(item: &Arc<WorkInner>) -> bool {
+fn cancel_item(item: &Arc<WorkInner>) -> bool {
     loop {
         if let Some(was_pending) = cancel_item_until(item, None) {
             return was_pending;
@@ -364,57 +209,12 @@ pub(crate) fn cancel_item(item: &Arc<WorkInner>) -> bool {
     }
 }
 
-/// [`cancel_item`] giving up at `deadline` (`None`: never): `None` when it gave up. It gives
-/// up only while it waits: for another cancel of the item to end (then nothing changed), or
-/// for the running execution to end (then the pending one is cancelled already, and the cancel
-/// ends: the running execution finishes normally).
-pub(crate) fn cancel_item_until(item: &Arc<WorkInner>, deadline: Option<Instant>) -> Option<bool> {
-    if stranded(item) {
+/// [`cancel_item`] giving up at `deadline` (`None`: never): `None` when it gave up (see
+/// `item::cancel::cancel_until`). An item stranded by a fork (K4) is left as it is.
+fn cancel_item_until(item: &Arc<WorkInner>, deadline: Option<Instant>) -> Option<bool> {
+    if work_item::stranded(item) {
         return Some(item.state.load() & PENDING != 0);
     }
     let own = task::is_running_item(item);
-    let before = if own {
-        match item.state.begin_cancel_or_join() {
-            Ok(before) => before,
-            Err(now) => {
-                // Another cancel is in progress and waits for this very run: it discards the
-                // pending execution (claims fail meanwhile); waiting for it would deadlock.
-                // Wait only until nothing is pending, as a cancel from here does.
-                if !item
-                    .state
-                    .wait_until_deadline(|s| s & PENDING == 0, deadline)
-                {
-                    return None;
-                }
-                return Some(now & PENDING != 0);
-            }
-        }
-    } else {
-        item.state.begin_cancel_until(deadline)?
-    };
-    // With CANCELING set no claim succeeds, and a worker that pops the pending execution
-    // discards it: the execution pending at `before` never runs.
-    while item.state.load() & PENDING != 0 {
-        match item.grab() {
-            Some(grabbed) => {
-                grabbed.cancel();
-                // The cancelled execution's group ticket, if a group queued it (G5).
-                drop(item.group.take());
-                item.state.release_claim();
-            }
-            // Between two places (a queuer about to push, a worker about to start): short.
-            None => std::thread::yield_now(),
-        }
-    }
-    let idle = own
-        || item
-            .state
-            .wait_until_deadline(|s| s & (PENDING | RUNNING) == 0, deadline);
-    item.state.end_cancel();
-    idle.then_some(before & PENDING != 0)
-}
-
-/// Whether a cancel of `item` is in progress.
-pub(crate) fn canceling(item: &WorkInner) -> bool {
-    item.state.load() & CANCELING != 0
+    cancel::cancel_until(&item.state, own, deadline, || item.take_back())
 }

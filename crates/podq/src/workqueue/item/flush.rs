@@ -1,5 +1,5 @@
 //! Workqueue flush and drain without a workqueue-wide lock on the hot path: kernel-style flush
-//! colours (Q2, E5, E6, F1 and F2 of `README.md` in this folder).
+//! colours (Q2, E5, E6, F1 and F2 of `workqueue/README.md`).
 //!
 //! The workqueue has a current colour, written only by flushers (one at a time, in their
 //! turn). Each execution is counted, at queue time, in its pod's in-flight count for
@@ -8,10 +8,10 @@
 //! before it, and nothing queued after it (later work, self-requeueing items included, lands in
 //! the new colour).
 //!
-//! The counts also keep the pod alive (E6): an execution holds its pod without a
-//! reference count (`pod_ref.rs`), so a finisher touches the pod's memory after its decrement
-//! only while it is announced in its stripe's `leaving` count, and the workqueue's drop waits
-//! for those counts too. Flushers sleep on a [`FlushWait`] outside the pod, which a finisher
+//! The counts also keep the pod alive (E6): an execution holds its pod without a reference
+//! count (`task/pod_ref.rs`), so a finisher touches the pod's memory after its decrement only
+//! while it is announced in its stripe's `leaving` count, and the workqueue's drop waits for
+//! those counts too. Flushers sleep on a [`FlushWait`] outside the pod, which a finisher
 //! may use after its decrement whatever happened to the pod.
 //!
 //! This file uses only `crate::sync`, `crate::here` and `std`, so that `podq-loom` compiles it
@@ -37,9 +37,9 @@ const MAX_STRIPES: usize = 16;
 /// place, those counts would be one cache line written by every producer and every worker of
 /// the pod for every item (`perf annotate` of the flood workload on 2 CPUs: 19 % of the queue
 /// call and 59 % of a worker's accounting on that line). In stripes, the threads that write one
-/// line take turns on one CPU, and only a flusher (rarely) and the statistics read the others. A stripe's in-flight count may wrap below zero
-/// (an item queued on one CPU and finished on another); only the sum over the stripes means
-/// anything, and it is never below zero.
+/// line take turns on one CPU, and only a flusher (rarely) and the statistics read the others.
+/// A stripe's in-flight count may wrap below zero (an item queued on one CPU and finished on
+/// another); only the sum over the stripes means anything, and it is never below zero.
 #[derive(Debug)]
 pub(crate) struct PodCounters {
     /// Indexed by CPU id modulo the length, a power of two.
@@ -93,7 +93,7 @@ impl PodCounters {
     }
 
     /// The sum of one count over the stripes. Acquire: pairs with the `Release` increments of
-    /// `completed` and `panicked` (`task.rs`), so that totals read in the order `panicked`,
+    /// `completed` and `panicked` (`task/mod.rs`), so that totals read in the order `panicked`,
     /// `completed`, `started` never show more panicked than completed executions, nor more
     /// completed than started ones, even while executions run.
     pub(crate) fn total(&self, count: impl Fn(&Stripe) -> &AtomicU64) -> u64 {
@@ -117,7 +117,7 @@ impl PodCounters {
     }
 }
 
-/// Where flushers sleep: one of a process-wide table (see `workqueue/mod.rs`), never freed, so
+/// Where flushers sleep: one of a process-wide table (see `api/flush.rs`), never freed, so
 /// that a finisher may wake a flusher after its decrement even when that decrement let the
 /// workqueue go. Workqueues whose ids fall on the same entry share it; a flusher woken for
 /// another workqueue's finisher re-reads its counts and sleeps again.

@@ -1,5 +1,9 @@
 //! [`GroupSlot`]: where a [`Work`](crate::Work) item keeps the group ticket of its pending
-//! execution (G4 of `README.md` beside this file).
+//! execution, from the claim to the start (G4 of `workqueue/README.md`).
+//!
+//! Its part of steering is the ticket's hand-over only. What a ticket counts is
+//! `task/steering.rs`'s, the steering decision `policy::steer`'s, the home pool's load
+//! `pool/load.rs`'s, and the [`Group`](crate::Group) handle that queues is `api/group.rs`.
 //!
 //! This file uses only `crate::sync`, so that `crates/podq-loom` checks it
 //! (`tests/steer.rs`).

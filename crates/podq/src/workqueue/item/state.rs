@@ -1,5 +1,5 @@
 //! The state of one reusable work item: pending, running, canceling, and the waiters of flush
-//! and cancel (Q1, Q5, E1-E3 and C1-C5 of `README.md` in this folder).
+//! and cancel (Q1, Q5, E1-E3 and C1-C5 of `workqueue/README.md`).
 //!
 //! This file uses only `crate::sync` and `std`, so that `podq-loom` compiles it against loom
 //! and explores its interleavings (`crates/podq-loom/tests/work_state.rs`).
@@ -20,7 +20,7 @@ use crate::sync::{Condvar, Mutex};
 /// budget was measured, is at `sync::SPIN_ONLY_ROUNDS`). `queue_work` + `Work::flush` on one
 /// thread of the 2-CPU test machine takes 1.57-1.68 us with this budget, 15.4-16.1 us when the
 /// waiter sleeps at once (`cargo bench -p podq --bench queue`, `queue_work+flush`).
-/// A `JoinHandle::join` looks at its slot with the same budget (`join.rs`).
+/// A `JoinHandle::join` looks at its slot with the same budget (`api/join.rs`).
 pub(crate) const WAIT_SPIN_ROUNDS: u32 = 13;
 
 /// Claimed by a queuer: queued, waiting in a FIFO or timer, or handed to its runner.

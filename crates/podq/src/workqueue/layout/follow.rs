@@ -1,6 +1,6 @@
 //! The `podq/limits` thread: asks the [`CpuLimits`] of every workqueue that follows them, every
 //! [`LIMITS_POLL_INTERVAL`], and re-forms a workqueue's layout when the CPUs the process may use
-//! differ from those its pods were formed on (R1 of `README.md` in this folder).
+//! differ from those its pods were formed on (R1 of `workqueue/README.md`).
 //!
 //! One thread serves the process. It is started by the first workqueue that follows limits and
 //! sleeps without a timeout while none lives. Limits that several workqueues share (every
@@ -121,46 +121,4 @@ pub(crate) fn follow_now(layouts: &Layouts, allowed: &CpuSet) {
 pub(crate) fn system_limits() -> Arc<dyn CpuLimits> {
     static SYSTEM: PerFork<Arc<dyn CpuLimits>> = PerFork::new();
     Arc::clone(SYSTEM.get(|| Arc::new(crate::limits::SystemLimits::this_machine())))
-}
-
-#[cfg(test)]
-mod tests {
-    use std::time::Duration;
-
-    use super::follow_now;
-    use crate::cpuset::CpuSet;
-    use crate::error::Result;
-    use crate::scope::AffinityScope;
-    use crate::topology::Topology;
-    use crate::workqueue::Workqueue;
-
-    /// The machine after two CPUs were brought online.
-    fn four_cpus() -> Result<Topology> {
-        Topology::from_machine("sockets=1,nodes=1,caches=1,cores=4,smt=1")
-    }
-
-    #[test]
-    fn a_cpu_brought_online_is_used_once_the_machine_is_read_again() {
-        let two = Topology::from_machine("sockets=1,nodes=1,caches=1,cores=2,smt=1").unwrap();
-        let wq = Workqueue::builder("hot-add")
-            .topology(two)
-            .scope(AffinityScope::Cpu)
-            .idle_timeout(Duration::from_secs(921))
-            .build()
-            .expect("workqueue");
-        let all: CpuSet = (0..4).collect();
-        // Not read again: the CPUs the machine lacks are passed over.
-        follow_now(&wq.layouts, &all);
-        assert_eq!(wq.cpus(), &(0..2).collect::<CpuSet>());
-        assert_eq!(wq.stats().reformations, 0);
-        wq.layouts.reform_state().rediscover = Some(four_cpus);
-        follow_now(&wq.layouts, &all);
-        assert_eq!(wq.cpus(), &all);
-        assert_eq!((wq.pools(), wq.stats().reformations), (4, 1));
-        let (tx, rx) = std::sync::mpsc::channel();
-        wq.queue_on(3, move || tx.send(()).unwrap())
-            .expect("a new CPU");
-        rx.recv_timeout(crate::test_support::PATIENCE)
-            .expect("the item ran");
-    }
 }

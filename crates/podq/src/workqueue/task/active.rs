@@ -1,5 +1,5 @@
 //! `max_active`: at most `limit` executions of a workqueue pushed to its pools at once, the
-//! rest waiting in FIFO order (Q3, Q4, E4 and C3 of `README.md` in this folder).
+//! rest waiting in FIFO order (Q3, Q4, E4 and C3 of `workqueue/README.md`).
 //!
 //! This file uses only `crate::sync` and `std`, so that `podq-loom` compiles it against loom
 //! (`crates/podq-loom/tests/work_active.rs`): no lost activation, never over the limit.

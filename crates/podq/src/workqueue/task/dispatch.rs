@@ -1,38 +1,33 @@
 //! The way from a queue call to a pool: an execution is counted in its pod's flush colour,
 //! passes `max_active`, and is pushed to its pod's pool, or handed to the worker that runs its
-//! item (Q2, Q3 and Q5 of `README.md` in this folder).
+//! item (Q2, Q3 and Q5 of `workqueue/README.md`).
 
 use std::sync::Arc;
 
 use crossbeam_utils::CachePadded;
 
 use crate::here;
-
-use crate::workqueue::layout::{Layout, Layouts};
+use crate::workqueue::item::state::RUNNING;
 use crate::workqueue::task::once_fn::PackedJob;
 use crate::workqueue::task::pod_ref::Counted;
-use crate::workqueue::item::state::RUNNING;
+use crate::workqueue::task::shared::{PodShared, WqShared};
+use crate::workqueue::task::work_item::WorkInner;
 use crate::workqueue::task::{Acct, Job, Task};
-use crate::workqueue::api::work::WorkInner;
-use crate::workqueue::{PodShared, WqShared};
 
-/// Counts a new execution in the pod that `pick` chooses in the current layout of `layouts`,
-/// and sends it through `max_active` to its pool (Q2, Q3 and R3).
+/// Counts a new execution in the pod that `pick` chooses (in the current layout: the caller
+/// reads it), and sends it through `max_active` to its pool (Q2, Q3 and R3). `pick` is asked
+/// again when the epoch moved while the execution was counted (`Counted::enter_with`).
 ///
 /// `wq` is the pods' workqueue, passed borrowed so that the hot path writes no
 /// workqueue-wide reference count, and the pod is held by the count alone (`pod_ref.rs`).
 #[inline]
-pub(crate) fn submit(
+pub(crate) fn submit<'p>(
     wq: &WqShared,
-    layouts: &Layouts,
-    mut pick: impl FnMut(&Layout) -> usize,
+    pick: impl FnMut() -> &'p Arc<CachePadded<PodShared>>,
     job: Job,
     at: usize,
 ) {
-    let counted = Counted::enter_with(&wq.flush, at, || {
-        let layout = layouts.current();
-        &layout.pods[pick(layout)]
-    });
+    let counted = Counted::enter_with(&wq.flush, at, pick);
     submit_counted(wq, counted, job, at);
 }
 

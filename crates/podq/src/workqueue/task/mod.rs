@@ -1,13 +1,36 @@
-//! [`Task`]: one queued execution (a one-shot closure or a [`Work`](crate::Work) item) with
-//! what its workqueue needs to account for it. Pools queue and run tasks; everything about
-//! pending state, flush colours, `max_active` and statistics happens here.
+//! What a queued task is and how it is dispatched. [`Task`] (this file) is one queued
+//! execution (a one-shot closure, a spawned closure or a [`Work`](crate::Work) item's) with
+//! what its workqueue needs to account for it; pools queue and run tasks, and everything about
+//! pending state, flush colours, `max_active`, the backlog and statistics happens here when a
+//! task runs (E1-E6 of `workqueue/README.md`).
+//!
+//! This group sits above `item/`, whose words it changes, and below `layout/` and `api/`.
+//! Files:
+//!
+//! * `once_fn.rs`: a task's job packed in one buffer, a small closure kept inline;
+//! * `spawned.rs`: a spawned closure as its task holds it (`Job::Spawned`);
+//! * `work_item.rs`: a work item's shared part (`Job::Work`), and where a cancel finds its
+//!   pending execution;
+//! * `shared.rs`: what a task reaches of its workqueue: its shared part and its part for a pod;
+//! * `pod_ref.rs`: a task's count in its pod, which holds the pod;
+//! * `slots.rs`: the lock-free table of a workqueue's pool sets (and layouts);
+//! * `dispatch.rs`: from a queue call to a pool: count, `max_active`, push (Q2-Q5);
+//! * `active.rs`: the `max_active` word and FIFO;
+//! * `backlog.rs`: the `max_backlog` word;
+//! * `timer.rs`: the timer thread of delayed items;
+//! * `steering.rs`: a group's state and ticket, and the workqueue's steering counters.
 
-pub(super) mod active;
-pub(super) mod dispatch;
-pub(super) mod once_fn;
-pub(super) mod pod_ref;
-pub(super) mod steering;
-pub(super) mod timer;
+pub(crate) mod active;
+pub(crate) mod backlog;
+pub(crate) mod dispatch;
+pub(crate) mod once_fn;
+pub(crate) mod pod_ref;
+pub(crate) mod shared;
+pub(crate) mod slots;
+pub(crate) mod spawned;
+pub(crate) mod steering;
+pub(crate) mod timer;
+pub(crate) mod work_item;
 
 use std::cell::Cell;
 use std::fmt;
@@ -15,13 +38,13 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use crate::pool::{drop_payload, Runnable};
 use crate::workqueue::item::flush::Stripe;
-use crate::workqueue::api::join::SpawnJob;
+use crate::workqueue::item::state::Start;
 use crate::workqueue::task::once_fn::{OnceFn, PackedJob};
 use crate::workqueue::task::pod_ref::Counted;
-use crate::workqueue::item::state::Start;
-use crate::workqueue::api::work::WorkInner;
-use crate::pool::{drop_payload, Runnable};
+use crate::workqueue::task::spawned::SpawnJob;
+use crate::workqueue::task::work_item::WorkInner;
 
 /// What a task runs.
 pub(crate) enum Job {
@@ -274,7 +297,7 @@ impl Acct {
         if counted.holds_slot() {
             let wq = &counted.pod().wq;
             if let Some(active) = &wq.active {
-                active.release(|next| crate::workqueue::task::dispatch::activate(wq, next));
+                active.release(|next| dispatch::activate(wq, next));
             }
         }
         drop(counted);

@@ -1,5 +1,5 @@
 //! [`Counted`]: one execution counted in its pod's in-flight counts, holding that pod without
-//! a reference count (E6 of `README.md` in this folder).
+//! a reference count (E6 of `workqueue/README.md`).
 //!
 //! Every queued execution needs its workqueue's part for its pod (`PodShared`: the counters
 //! its run writes, the workqueue it belongs to). Held as an `Arc`, that part's reference count
@@ -29,7 +29,7 @@ use std::sync::Arc;
 use crossbeam_utils::CachePadded;
 
 use crate::workqueue::item::flush::Flush;
-use crate::workqueue::PodShared;
+use crate::workqueue::task::shared::PodShared;
 
 /// One execution counted in a pod under a flush colour; uncounted when dropped.
 pub(crate) struct Counted {

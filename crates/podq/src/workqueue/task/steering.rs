@@ -1,8 +1,14 @@
-//! The state behind [`Group`](crate::Group): a group's preference and runnable count
-//! ([`GroupState`]), the ticket each of its queued executions carries ([`Ticket`]; a
-//! [`Work`](crate::Work) item keeps its execution's in a `group_slot::GroupSlot`), and the
-//! workqueue's steering counters ([`SteerShared`]). The decisions are `policy::steer`'s; the
-//! steps are G1-G5 of `README.md` beside this file.
+//! Steering's state, carried by the tasks: a group's preference and runnable count
+//! ([`GroupState`]), the ticket each of its queued executions carries ([`Ticket`]), and the
+//! workqueue's steering counters ([`SteerShared`]).
+//!
+//! Its part of cache-aware placement is the record: a ticket counts its execution as runnable
+//! from the queue call to its end (G1, G5 of `workqueue/README.md`), and the start of a
+//! grouped execution counts it at home or elsewhere and votes for the pod it runs on,
+//! publishing the group's home (G3). The decisions (where an item goes, when the home moves)
+//! are `policy::steer`'s; the home pool's load is `pool/load.rs`'s; the [`Group`](crate::Group)
+//! handle and its queue calls are `api/group.rs`; a work item keeps its pending execution's
+//! ticket in `item/group_slot.rs` (G4).
 //!
 //! Nothing here is process-wide, and nothing is written per item outside the item's own group
 //! (its runnable count, its preference) and the counters' stripe of the CPU that runs it.
