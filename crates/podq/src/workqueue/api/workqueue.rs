@@ -1,8 +1,6 @@
 //! [`Workqueue`]: the handle, how it is built from checked attributes, what it says of itself,
-//! and its drop (E6, F3 of `workqueue/README.md`). What it does is in the files of its
-//! concepts beside this one: queueing (`queue.rs`), delayed items (`delayed.rs`), flush and
-//! drain (`flush.rs`), the backlog (`backlog.rs`), results (`join.rs`), groups (`group.rs`),
-//! re-forming (`reshape.rs`) and statistics (`stats.rs`).
+//! and its drop (E6, F3 of `workqueue/README.md`). What it does is in the file of each
+//! concept beside this one (`api/mod.rs` lists them).
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
