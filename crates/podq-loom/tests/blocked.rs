@@ -1,4 +1,4 @@
-//! loom model of the watchdog's blocked look (`crates/podq/src/pool/README.md`, D4): a busy
+//! loom model of the watchdog's blocked look (`crates/podq/src/pool/README.md`, D2): a busy
 //! worker that blocks in its task, waiting for a task queued behind it, is replaced while
 //! pushes and the other worker race; the task it waits for runs, so it unblocks.
 
@@ -65,7 +65,7 @@ impl Gate {
 /// One eager worker (a pod of one CPU), up to two: the first task blocks until the second
 /// runs. The main thread, as the watchdog once the second task is queued (D1) and the busy
 /// worker is asleep in the first, starts a replacement, which runs the second task; the
-/// worker's take, the push and the replacement's start race. Without D4 (and with no progress
+/// worker's take, the push and the replacement's start race. Without D2 (and with no progress
 /// look in the model) this deadlocks.
 #[test]
 fn a_blocked_worker_is_replaced_and_the_task_behind_it_runs() {

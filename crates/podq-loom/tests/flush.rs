@@ -1,5 +1,5 @@
-//! loom models of the flush colours (`crates/podq/src/workqueue/README.md`, steps 2, 10, 11
-//! and 17), compiled from `crates/podq/src/workqueue/flush.rs` against loom: a flush returns
+//! loom models of the flush colours (`crates/podq/src/workqueue/README.md`, Q2, E5, E6 and
+//! F1), compiled from `crates/podq/src/workqueue/item/flush.rs` against loom: a flush returns
 //! only after every execution counted before it has finished, whether its finisher announced
 //! itself (a flusher was seen) or not, and it is never left asleep (no lost wake-up), also when
 //! the finisher is on another stripe or an execution enters while the colour moves.
@@ -28,7 +28,7 @@ mod here {
 }
 
 #[allow(dead_code)]
-#[path = "../../podq/src/workqueue/flush.rs"]
+#[path = "../../podq/src/workqueue/item/flush.rs"]
 mod flush;
 
 use flush::{Flush, FlushWait, PodCounters};

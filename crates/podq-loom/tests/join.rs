@@ -1,6 +1,6 @@
 //! loom models of the one-shot slot between a spawned closure and its `JoinHandle`
-//! (`crates/podq/src/workqueue/README.md`, steps 24-27), compiled from
-//! `crates/podq/src/workqueue/oneshot.rs` against loom: a poll racing the completion is never
+//! (`crates/podq/src/workqueue/README.md`, J1-J4), compiled from
+//! `crates/podq/src/workqueue/api/oneshot.rs` against loom: a poll racing the completion is never
 //! left without a wake-up, a waker replaced between two polls is the one woken, a sleeping join
 //! is woken, a cancel and a worker never both decide the outcome, and an outcome nobody waits
 //! for is dropped exactly once.
@@ -9,7 +9,7 @@
 use podq_loom::sync;
 
 #[allow(dead_code)]
-#[path = "../../podq/src/workqueue/oneshot.rs"]
+#[path = "../../podq/src/workqueue/api/oneshot.rs"]
 mod oneshot;
 
 use std::task::{Context, Poll, Wake, Waker};

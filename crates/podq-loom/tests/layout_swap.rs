@@ -1,6 +1,6 @@
 //! loom models of a layout change racing with queue calls and flushes
-//! (`crates/podq/src/workqueue/README.md`, steps 32-34), compiled from
-//! `crates/podq/src/workqueue/flush.rs` against loom: a queue call that read the old layout
+//! (`crates/podq/src/workqueue/README.md`, R2-R4), compiled from
+//! `crates/podq/src/workqueue/item/flush.rs` against loom: a queue call that read the old layout
 //! either lands in the new one or is seen by the change, and a flush waits for an execution in
 //! whichever layout it was counted, while the layout changes.
 
@@ -17,7 +17,7 @@ mod here {
 }
 
 #[allow(dead_code)]
-#[path = "../../podq/src/workqueue/flush.rs"]
+#[path = "../../podq/src/workqueue/item/flush.rs"]
 mod flush;
 
 use flush::{Flush, FlushWait, PodCounters};
@@ -28,7 +28,7 @@ use sync::{thread, Arc};
 struct Model {
     flush: Flush,
     layouts: [PodCounters; 2],
-    /// The current layout (step 32: stored Release after the layout exists).
+    /// The current layout (R2: stored Release after the layout exists).
     current: AtomicUsize,
 }
 
@@ -45,7 +45,7 @@ fn model() -> Arc<Model> {
 }
 
 impl Model {
-    /// A queue call (steps 2 and 33): counts in the current layout, again if the epoch moved.
+    /// A queue call (Q2 and R3): counts in the current layout, again if the epoch moved.
     /// Returns the layout and the colour.
     fn enter(&self) -> (usize, usize) {
         let entered = self.flush.enter_with(here::cpu_or_thread(), || {
@@ -56,13 +56,13 @@ impl Model {
         (*layout, colour)
     }
 
-    /// A layout change (steps 32 and 33): layout 1 becomes current, then the epoch moves.
+    /// A layout change (R2 and R3): layout 1 becomes current, then the epoch moves.
     fn swap(&self) {
         self.current.store(1, Ordering::Release);
         self.flush.advance_epoch();
     }
 
-    /// A workqueue flush over every layout (step 34).
+    /// A workqueue flush over every layout (R4).
     fn flush_all(&self) {
         self.flush.flush_until(
             |colour| self.layouts.iter().any(|p| p.in_flight_of(colour) != 0),

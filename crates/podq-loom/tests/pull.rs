@@ -38,7 +38,7 @@ fn steal_vs_push_and_park() {
     });
 }
 
-/// A pool kicked by an offering sibling starts a worker that pulls (W7p) from the sibling while
+/// A pool kicked by an offering sibling starts a worker that pulls (O4) from the sibling while
 /// the sibling's own worker runs its queue: every task runs once, and both pools' workers exit
 /// at shutdown.
 #[test]

@@ -1,4 +1,4 @@
-//! loom models of pool shutdown (`crates/podq/src/pool/README.md`, S1-S3): every task queued
+//! loom models of pool shutdown (`crates/podq/src/pool/README.md`, T1-T3): every task queued
 //! runs before the workers are gone, whatever races the shutdown.
 
 mod common;

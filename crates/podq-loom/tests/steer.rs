@@ -1,9 +1,8 @@
 //! loom models of steering's shared words: a pool's load signal (`crates/podq/src/pool/load.rs`:
-//! one sampler per interval, whatever readers race for it, and every value read is one a
-//! sample could give) and a work item's group slot
-//! (`crates/podq/src/workqueue/group_slot.rs`, step S4 of "Steering" in the workqueue's
-//! `README.md`: every ticket put is dropped exactly once, whoever takes it, also when a take
-//! reads the slot's flag stale).
+//! one sampler per interval, whatever readers race for it, and every value read is one a sample
+//! could give) and a work item's group slot (`crates/podq/src/workqueue/item/group_slot.rs`, G4 of
+//! the workqueue's `README.md`: every ticket put is dropped exactly once, whoever takes it, also
+//! when a take reads the slot's flag stale).
 
 // The protocol files name `crate::sync` and `crate::policy`: here they are loom's and the
 // policy compiled beside it.
@@ -12,7 +11,7 @@ use podq_loom::{policy, sync};
 #[path = "../../podq/src/pool/load.rs"]
 mod load;
 
-#[path = "../../podq/src/workqueue/group_slot.rs"]
+#[path = "../../podq/src/workqueue/item/group_slot.rs"]
 mod group_slot;
 
 use std::time::Duration;

@@ -1,13 +1,13 @@
-//! loom model of the `max_active` slot protocol (`crates/podq/src/workqueue/README.md`, steps
-//! 3, 4 and 9), compiled from `crates/podq/src/workqueue/active.rs` against loom: never more than
-//! `limit` executions hold a slot, and no waiting execution is left behind when slots free
-//! up (no lost activation).
+//! loom model of the `max_active` slot protocol (`crates/podq/src/workqueue/README.md`, Q3, Q4 and
+//! E4), compiled from `crates/podq/src/workqueue/task/active.rs` against loom: never more than
+//! `limit` executions hold a slot, and no waiting execution is left behind when slots free up (no
+//! lost activation).
 
 // The protocol file names `crate::sync`: here it is loom's.
 use podq_loom::sync;
 
 #[allow(dead_code)]
-#[path = "../../podq/src/workqueue/active.rs"]
+#[path = "../../podq/src/workqueue/task/active.rs"]
 mod active;
 
 use active::ActiveLimit;

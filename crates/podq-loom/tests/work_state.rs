@@ -1,6 +1,6 @@
 //! loom models of one work item's pending/queue/cancel/flush state
-//! (`crates/podq/src/workqueue/README.md`, steps 1, 5-8 and 12-16), compiled from
-//! `crates/podq/src/workqueue/state.rs` against loom.
+//! (`crates/podq/src/workqueue/README.md`, Q1, Q5, E1-E3, C1, C2, C4 and C5), compiled from
+//! `crates/podq/src/workqueue/item/state.rs` against loom.
 //!
 //! A "pool" here is a locked queue of execution tokens; a worker pops a token, calls `start`,
 //! runs (counting concurrent runs) and calls `finish`, pushing a deferred token back. The
@@ -11,7 +11,7 @@
 use podq_loom::sync;
 
 #[allow(dead_code)]
-#[path = "../../podq/src/workqueue/state.rs"]
+#[path = "../../podq/src/workqueue/item/state.rs"]
 mod state;
 
 use std::collections::VecDeque;
@@ -42,7 +42,7 @@ impl Model {
         })
     }
 
-    /// `queue_work`: claim, then push (or hand to the runner) - steps 1 and 5.
+    /// `queue_work`: claim, then push (or hand to the runner) (Q1, Q5).
     fn queue(&self, token: u32) -> bool {
         match self.item.try_claim() {
             Claim::Refused => false,
@@ -66,7 +66,7 @@ impl Model {
         self.pool.lock().push_back(token);
     }
 
-    /// A worker's turn: pop one token, start, run, finish - steps 6-8. Returns whether it
+    /// A worker's turn: pop one token, start, run, finish (E1-E3). Returns whether it
     /// popped one.
     fn work_once(&self, requeue: Option<u32>) -> bool {
         let Some(_token) = self.pool.lock().pop_front() else {
@@ -96,7 +96,7 @@ impl Model {
         true
     }
 
-    /// `cancel_sync`, as `work.rs` does it: steps 12, 13, 15 and 16. Returns whether it was
+    /// `cancel_sync`, as `item/cancel.rs` does it: C1, C2, C4 and C5. Returns whether it was
     /// pending.
     fn cancel(&self) -> bool {
         let before = self.item.begin_cancel_until(None).expect("no deadline");

@@ -69,7 +69,7 @@ pub(crate) fn start(core: &Arc<Core<Item>>) {
 }
 
 /// Starts one detached worker of `core` that pulls from `victim` when its own queue is empty
-/// (W7p), as a worker of a pull group does.
+/// (O4), as a worker of a pull group does.
 pub(crate) fn start_pulling(core: &Arc<Core<Item>>, victim: &Arc<Core<Item>>) {
     start_with(core, StealFrom(Arc::clone(victim)));
 }

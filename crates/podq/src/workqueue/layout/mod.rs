@@ -1,8 +1,14 @@
-//! A workqueue's layout: its scope, its CPUs within those the process may use, its pods, the
-//! placement of CPUs on pods and the pools that serve them. A layout is re-formed, while other
-//! threads queue, when the CPUs the process may use change (`follow.rs`) or when
-//! `Workqueue::set_scope` / `set_shard_size` is called (steps 31-35 of `README.md` in this
-//! folder).
+//! The layout of pods and pools and how it follows the machine. A workqueue's layout is its
+//! scope, its CPUs within those the process may use, its pods, the placement of CPUs on pods
+//! and the pools that serve them. A layout is re-formed, while other threads queue, when the
+//! CPUs the process may use change (`follow.rs`) or when `Workqueue::set_scope` /
+//! `set_shard_size` is called (R1-R5 of `workqueue/README.md`).
+//!
+//! This group sits above `task/` (a layout's pools run tasks, and its pods are the parts that
+//! tasks are counted in) and below `api/`; `task/` reaches the current layout only through
+//! `task::shared::CurrentLayout`, which [`Layouts`] implements. Files: this one ([`Layout`],
+//! [`Layouts`]: the current layout, every earlier one, re-forming), `form.rs` (forming one
+//! layout, and the process's pool registry) and `follow.rs` (the `podq/limits` thread).
 //!
 //! Layouts are never freed while the workqueue lives: a queue call reads the current one with
 //! one load and no write ([`Layouts::current`]), and may still be counting an execution in a
@@ -11,8 +17,11 @@
 //! again, so a workqueue has at most one layout per shape (scope, shard size, allowed CPUs)
 //! it was ever given.
 
+pub(crate) mod follow;
+mod form;
+
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, Weak};
 
 use crossbeam_utils::CachePadded;
 
@@ -20,15 +29,16 @@ use crate::cpuset::CpuSet;
 use crate::error::{Error, Result};
 use crate::limits::CpuLimits;
 use crate::policy::Placement;
-use crate::pool::{PoolAttrs, PoolSet};
+use crate::pool::PoolAttrs;
 use crate::scope::AffinityScope;
 use crate::sync::Mutex;
 use crate::topology::Topology;
+use crate::workqueue::item::flush::PodCounters;
+use crate::workqueue::task::pod_ref::Counted;
+use crate::workqueue::task::shared::{CurrentLayout, PodShared, WqShared};
+use crate::workqueue::task::slots::Slots;
 
-use super::flush::PodCounters;
-use super::pod_ref::Counted;
-use super::task::Task;
-use super::{PodShared, WqShared};
+use form::form;
 
 /// One shape of a workqueue: what a re-formation changes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -49,7 +59,7 @@ pub(crate) struct Layout {
     pub(crate) cpus: CpuSet,
     /// CPU and node to pod.
     pub(crate) placement: Placement,
-    /// Its pool set: index into the workqueue's [`PoolSets`].
+    /// Its pool set: index into the workqueue's pool sets (`WqShared::pools`).
     pub(crate) set: usize,
     /// The workqueue's part of each pod (index = pod id).
     pub(crate) pods: Box<[Arc<CachePadded<PodShared>>]>,
@@ -65,86 +75,6 @@ impl Layout {
             .pod_for(cpu, || rotation.fetch_add(1, Ordering::Relaxed))
     }
 }
-
-/// An append-only table that readers index without a lock: the first `BASE` entries inline
-/// (a workqueue rarely has more layouts: one look-up is one load), then chunk `k` holds
-/// `BASE << k` entries; each entry is set once. Writers are serialised by the caller.
-pub(crate) struct Slots<T> {
-    /// Entries 0 to `BASE - 1`.
-    first: [OnceLock<T>; BASE],
-    /// The chunks after them, made on first use.
-    chunks: [OnceLock<Box<[OnceLock<T>]>>; CHUNKS],
-    /// A: entries pushed. Release when raised, so that a reader that sees the length sees
-    /// the entries below it.
-    len: AtomicUsize,
-}
-
-/// Entries of the first chunk.
-const BASE: usize = 4;
-/// Chunks after the first entries at most: `BASE * 2^CHUNKS` entries, more than any process
-/// makes.
-const CHUNKS: usize = 40;
-
-impl<T> Slots<T> {
-    /// An empty table.
-    pub(crate) fn new() -> Self {
-        Slots {
-            first: std::array::from_fn(|_| OnceLock::new()),
-            chunks: std::array::from_fn(|_| OnceLock::new()),
-            len: AtomicUsize::new(0),
-        }
-    }
-
-    /// The chunk and the place in it of entry `index`, at least `BASE`.
-    fn locate(index: usize) -> (usize, usize) {
-        let n = index / BASE;
-        let chunk = (usize::BITS - 1 - n.leading_zeros()) as usize;
-        (chunk, index - BASE * (1 << chunk))
-    }
-
-    /// Entry `index`; `None` when it was not pushed.
-    #[inline]
-    pub(crate) fn get(&self, index: usize) -> Option<&T> {
-        if let Some(entry) = self.first.get(index) {
-            return entry.get();
-        }
-        let (chunk, at) = Self::locate(index);
-        self.chunks.get(chunk)?.get()?.get(at)?.get()
-    }
-
-    /// Appends `value` and returns its index. Callers serialise their pushes.
-    pub(crate) fn push(&self, value: T) -> usize {
-        let index = self.len.load(Ordering::Relaxed);
-        let slot = match self.first.get(index) {
-            Some(slot) => slot,
-            None => {
-                let (chunk, at) = Self::locate(index);
-                let slots = self.chunks[chunk]
-                    .get_or_init(|| (0..BASE << chunk).map(|_| OnceLock::new()).collect());
-                &slots[at]
-            }
-        };
-        if slot.set(value).is_err() {
-            unreachable!("pushes are serialised");
-        }
-        self.len.store(index + 1, Ordering::Release);
-        index
-    }
-
-    /// Entries pushed so far.
-    pub(crate) fn len(&self) -> usize {
-        self.len.load(Ordering::Acquire)
-    }
-
-    /// Every entry, oldest first.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = &T> {
-        (0..self.len()).filter_map(|i| self.get(i))
-    }
-}
-
-/// The pool sets a workqueue's layouts use, by index: what its executions are pushed to
-/// (`PodShared::set`). Kept as long as the workqueue's shared part, like its layouts.
-pub(crate) type PoolSets = Slots<Arc<PoolSet<Task>>>;
 
 /// What a re-formation needs, under [`Layouts::reform`]'s lock.
 pub(crate) struct Reform {
@@ -170,7 +100,7 @@ pub(crate) struct Layouts {
     /// Every layout it has had, in the order they were formed.
     all: Slots<Layout>,
     /// A: the index of the current layout in `all`. Release when stored, after the layout is
-    /// in `all`; read Acquire (step 32).
+    /// in `all`; read Acquire (R2).
     current: AtomicUsize,
     /// Serialises re-formations, with what they need.
     reform: Mutex<Reform>,
@@ -192,7 +122,7 @@ impl Layouts {
     /// The current layout. One Acquire load and a table look-up: no write.
     #[inline]
     pub(crate) fn current(&self) -> &Layout {
-        // Acquire: pairs with the Release store of `current` (step 32), after the layout was
+        // Acquire: pairs with the Release store of `current` (R2), after the layout was
         // put in `all`.
         let index = self.current.load(Ordering::Acquire);
         self.all
@@ -225,7 +155,7 @@ impl Layouts {
     ///
     /// # Errors
     ///
-    /// As [`form`].
+    /// As [`form()`].
     pub(crate) fn install(
         &self,
         wq: &Arc<WqShared>,
@@ -239,13 +169,13 @@ impl Layouts {
         Ok(())
     }
 
-    /// Re-forms the layout for `shape` when it differs from the current one (steps 31-33):
+    /// Re-forms the layout for `shape` when it differs from the current one (R2-R4):
     /// takes an earlier layout of that shape, or forms a new one, and makes it current.
     /// Returns whether the current layout changed.
     ///
     /// # Errors
     ///
-    /// As [`form`]; [`Error::NoUsableCpus`] when none of the machine's CPUs is allowed.
+    /// As [`form()`]; [`Error::NoUsableCpus`] when none of the machine's CPUs is allowed.
     pub(crate) fn reform(&self, reform: &Reform, shape: Shape) -> Result<bool> {
         if reform.closed || self.current().shape == shape {
             return Ok(false);
@@ -271,8 +201,8 @@ impl Layouts {
                 }
             };
         let left = self.current();
-        // Step 32: the layout is in `all` before its index is published; then the epoch
-        // moves, so that a queue call that counted in the old layout counts again (step 33).
+        // R2: the layout is in `all` before its index is published; then the epoch
+        // moves, so that a queue call that counted in the old layout counts again (R3).
         self.current.store(index, Ordering::Release);
         wq.flush.advance_epoch();
         move_waiting(&wq, left, self.current());
@@ -283,7 +213,7 @@ impl Layouts {
     }
 }
 
-/// Step 34: the workqueue's executions waiting in the pools of the layout it left (`from`)
+/// R4: the workqueue's executions waiting in the pools of the layout it left (`from`)
 /// go to the pools of `to`, each to the pod that serves the first CPU of the pod it waited in
 /// (or a pod of the workqueue's CPUs, round-robin). They stay counted where they were.
 fn move_waiting(wq: &WqShared, from: &Layout, to: &Layout) {
@@ -298,92 +228,23 @@ fn move_waiting(wq: &WqShared, from: &Layout, to: &Layout) {
     }
 }
 
-/// Counts an execution armed for `pod` (a delayed item firing) in the workqueue's current
-/// layout: in `pod` when it is current, else in the pod of the current layout that serves
-/// `pod`'s first CPU (or a pod of the workqueue's CPUs, round-robin, when none does), so that
-/// a delayed item armed before a re-formation runs on the pods formed after it.
-pub(crate) fn enter_current(pod: &Arc<CachePadded<PodShared>>, at: usize) -> Counted {
-    let wq = &pod.wq;
-    let Some(layouts) = wq.layouts.get().and_then(Weak::upgrade) else {
-        return Counted::enter(pod, at);
-    };
-    let cpu = wq
-        .pools
-        .get(pod.set)
-        .and_then(|set| set.pod(pod.index).cpus.first());
-    Counted::enter_with(&wq.flush, at, || {
-        let layout = layouts.current();
-        if layout.set == pod.set {
-            return pod;
-        }
-        &layout.pods[layout.pod_for(cpu, &wq.rotation)]
-    })
-}
-
-/// Forms a layout of `wq` for `shape` on `topology` (the machine within `shape.allowed`):
-/// the workqueue's CPUs within the allowed ones (every allowed CPU when none of those asked
-/// for is allowed, as the kernel falls back for an unbound workqueue), the pools of its pods
-/// from the process's registry, the placement and the workqueue's part of each pod.
-///
-/// # Errors
-///
-/// [`Error::ZeroShardSize`] for a shard size of 0; [`Error::EmptyCpuSet`] when no CPU is left.
-fn form(wq: &Arc<WqShared>, reform: &Reform, topology: &Topology, shape: Shape) -> Result<Layout> {
-    let usable = topology.cpu_set();
-    let cpus = match &reform.requested {
-        Some(asked) => {
-            let within = asked.intersection(&usable);
-            if within.is_empty() {
-                usable
-            } else {
-                within
+impl CurrentLayout for Layouts {
+    /// Counts an execution armed for `pod` in the current layout: in `pod` when it is current,
+    /// else in the pod of the current layout that serves `pod`'s first CPU (or a pod of the
+    /// workqueue's CPUs, round-robin, when none does), so that a delayed item armed before a
+    /// re-formation runs on the pods formed after it (R5).
+    fn enter_current(&self, pod: &Arc<CachePadded<PodShared>>, at: usize) -> Counted {
+        let wq = &pod.wq;
+        let cpu = wq
+            .pools
+            .get(pod.set)
+            .and_then(|set| set.pod(pod.index).cpus.first());
+        Counted::enter_with(&wq.flush, at, || {
+            let layout = self.current();
+            if layout.set == pod.set {
+                return pod;
             }
-        }
-        None => usable,
-    };
-    let attrs = PoolAttrs {
-        scope: shape.scope,
-        shard_size: shape.shard_size,
-        cpus: cpus.clone(),
-        ..reform.attrs.clone()
-    };
-    let pools = super::pool_registry().pools_for(topology, &attrs)?;
-    let placement = Placement::new(pools.pods(), &cpus, |cpu| {
-        topology.cpu(cpu).map_or(0, |c| c.node)
-    })?;
-    let set = wq.pools.push(Arc::clone(&pools));
-    let pods = (0..pools.len())
-        .map(|index| {
-            Arc::new(CachePadded::new(PodShared {
-                wq: Arc::clone(wq),
-                index,
-                set,
-                counters: PodCounters::new(pools.pod(index).cpus.len()),
-            }))
+            &layout.pods[layout.pod_for(cpu, &wq.rotation)]
         })
-        .collect();
-    Ok(Layout {
-        shape,
-        cpus,
-        placement,
-        set,
-        pods,
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Slots;
-
-    #[test]
-    fn slots_keep_every_entry_at_its_index() {
-        let slots = Slots::new();
-        for i in 0..1000usize {
-            assert_eq!(slots.push(i * 3), i);
-        }
-        assert_eq!(slots.len(), 1000);
-        assert!((0..1000).all(|i| slots.get(i) == Some(&(i * 3))));
-        assert_eq!(slots.get(1000), None);
-        assert_eq!(slots.iter().count(), 1000);
     }
 }

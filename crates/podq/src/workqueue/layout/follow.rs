@@ -1,6 +1,6 @@
 //! The `podq/limits` thread: asks the [`CpuLimits`] of every workqueue that follows them, every
 //! [`LIMITS_POLL_INTERVAL`], and re-forms a workqueue's layout when the CPUs the process may use
-//! differ from those its pods were formed on (step 31 of `README.md` in this folder).
+//! differ from those its pods were formed on (R1 of `workqueue/README.md`).
 //!
 //! One thread serves the process. It is started by the first workqueue that follows limits and
 //! sleeps without a timeout while none lives. Limits that several workqueues share (every
@@ -17,7 +17,7 @@ use crate::fork::PerFork;
 use crate::limits::{CpuLimits, LIMITS_POLL_INTERVAL};
 use crate::sync::{Condvar, Mutex};
 
-use super::layout::{Layouts, Shape};
+use crate::workqueue::layout::{Layouts, Shape};
 
 /// The workqueues that follow limits, and the condvar the thread sleeps on while there are none.
 struct Follower {
@@ -35,7 +35,7 @@ struct Follower {
 static FOLLOWER: PerFork<Follower> = PerFork::new();
 
 /// Has the `podq/limits` thread follow the limits of the workqueue of `layouts`.
-pub(super) fn follow(layouts: &Arc<Layouts>) {
+pub(crate) fn follow(layouts: &Arc<Layouts>) {
     let follower = FOLLOWER.get(|| Follower {
         layouts: Mutex::new(Vec::new()),
         wake: Condvar::new(),
@@ -96,7 +96,7 @@ fn look(held: &[Arc<Layouts>]) {
 /// Re-forms the layout of `layouts` for the CPUs `allowed` now, when they differ from those
 /// of its current layout (within its machine, which is read again when a CPU it lacks is
 /// allowed, as after one is brought online; none of them allowed leaves it as it is).
-pub(super) fn follow_now(layouts: &Layouts, allowed: &CpuSet) {
+pub(crate) fn follow_now(layouts: &Layouts, allowed: &CpuSet) {
     let mut reform = layouts.reform_state();
     if !allowed.is_subset(&reform.machine.cpu_set()) {
         if let Some(machine) = reform.rediscover.and_then(|read| read().ok()) {
@@ -118,49 +118,7 @@ pub(super) fn follow_now(layouts: &Layouts, allowed: &CpuSet) {
 /// The limits every workqueue on this machine follows unless its builder was given others:
 /// [`SystemLimits`](crate::limits::SystemLimits) of `/`, one per process, so that the thread
 /// asks them once per look.
-pub(super) fn system_limits() -> Arc<dyn CpuLimits> {
+pub(crate) fn system_limits() -> Arc<dyn CpuLimits> {
     static SYSTEM: PerFork<Arc<dyn CpuLimits>> = PerFork::new();
     Arc::clone(SYSTEM.get(|| Arc::new(crate::limits::SystemLimits::this_machine())))
-}
-
-#[cfg(test)]
-mod tests {
-    use std::time::Duration;
-
-    use super::follow_now;
-    use crate::cpuset::CpuSet;
-    use crate::error::Result;
-    use crate::scope::AffinityScope;
-    use crate::topology::Topology;
-    use crate::workqueue::Workqueue;
-
-    /// The machine after two CPUs were brought online.
-    fn four_cpus() -> Result<Topology> {
-        Topology::from_machine("sockets=1,nodes=1,caches=1,cores=4,smt=1")
-    }
-
-    #[test]
-    fn a_cpu_brought_online_is_used_once_the_machine_is_read_again() {
-        let two = Topology::from_machine("sockets=1,nodes=1,caches=1,cores=2,smt=1").unwrap();
-        let wq = Workqueue::builder("hot-add")
-            .topology(two)
-            .scope(AffinityScope::Cpu)
-            .idle_timeout(Duration::from_secs(921))
-            .build()
-            .expect("workqueue");
-        let all: CpuSet = (0..4).collect();
-        // Not read again: the CPUs the machine lacks are passed over.
-        follow_now(&wq.layouts, &all);
-        assert_eq!(wq.cpus(), &(0..2).collect::<CpuSet>());
-        assert_eq!(wq.stats().reformations, 0);
-        wq.layouts.reform_state().rediscover = Some(four_cpus);
-        follow_now(&wq.layouts, &all);
-        assert_eq!(wq.cpus(), &all);
-        assert_eq!((wq.pools(), wq.stats().reformations), (4, 1));
-        let (tx, rx) = std::sync::mpsc::channel();
-        wq.queue_on(3, move || tx.send(()).unwrap())
-            .expect("a new CPU");
-        rx.recv_timeout(crate::test_support::PATIENCE)
-            .expect("the item ran");
-    }
 }

@@ -1,5 +1,5 @@
 //! `max_active`: at most `limit` executions of a workqueue pushed to its pools at once, the
-//! rest waiting in FIFO order (steps 3, 4, 9 and 14 of `README.md` in this folder).
+//! rest waiting in FIFO order (Q3, Q4, E4 and C3 of `workqueue/README.md`).
 //!
 //! This file uses only `crate::sync` and `std`, so that `podq-loom` compiles it against loom
 //! (`crates/podq-loom/tests/work_active.rs`): no lost activation, never over the limit.
@@ -67,7 +67,7 @@ impl<T> ActiveLimit<T> {
         usize::try_from(waiting_of(self.word.load(Ordering::Relaxed))).unwrap_or(usize::MAX)
     }
 
-    /// Step 3: `task` takes a free slot and goes to `push` at once when nothing waits, or
+    /// Q3: `task` takes a free slot and goes to `push` at once when nothing waits, or
     /// joins the FIFO; then waiting executions are activated while slots are free.
     pub(crate) fn admit(&self, task: T, mut push: impl FnMut(T)) {
         let mut s = self.word.load(Ordering::Relaxed);
@@ -94,7 +94,7 @@ impl<T> ActiveLimit<T> {
         self.pump(&mut fifo, &mut push);
     }
 
-    /// Step 9: an execution that held a slot finished: frees its slot and activates waiting
+    /// E4: an execution that held a slot finished: frees its slot and activates waiting
     /// executions (oldest first) while slots are free.
     pub(crate) fn release(&self, mut push: impl FnMut(T)) {
         let prev = self.word.fetch_sub(ACTIVE_ONE, Ordering::Relaxed);
@@ -105,7 +105,7 @@ impl<T> ActiveLimit<T> {
         }
     }
 
-    /// Step 14: removes the first waiting execution that `is_it` accepts (cancel).
+    /// C3: removes the first waiting execution that `is_it` accepts (cancel).
     pub(crate) fn remove_if(&self, mut is_it: impl FnMut(&T) -> bool) -> Option<T> {
         let mut fifo = self.fifo.lock();
         let i = fifo.iter().position(&mut is_it)?;
@@ -114,7 +114,7 @@ impl<T> ActiveLimit<T> {
         Some(task)
     }
 
-    /// Step 4: moves executions from the FIFO to `push` while a slot is free, in FIFO order;
+    /// Q4: moves executions from the FIFO to `push` while a slot is free, in FIFO order;
     /// called with the FIFO locked, so activations leave in queueing order.
     fn pump(&self, fifo: &mut VecDeque<T>, push: &mut impl FnMut(T)) {
         let mut s = self.word.load(Ordering::Relaxed);

@@ -3,7 +3,8 @@
 //! [`Future`] from any executor.
 //!
 //! A spawned execution is one allocation: the closure and its outcome share one [`OneShot`]
-//! slot (`oneshot.rs`), which the handle and the queued task both hold. The task runs it as the
+//! slot (`oneshot.rs`, J1-J4 of `workqueue/README.md`), which the handle and the queued task
+//! both hold; the task knows it as `task::spawned::Spawned`. The task runs it as the
 //! workqueue runs a one-shot closure (same accounting, same panic counting), then puts the
 //! outcome in; a task dropped unrun (refused, or never run) puts [`JoinError::Cancelled`] in.
 
@@ -15,12 +16,13 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use super::flush::Stripe;
-use super::oneshot::OneShot;
-use super::state;
-use super::task::{self, Job};
-use super::Workqueue;
 use crate::pool::drop_payload;
+use crate::workqueue::api::oneshot::OneShot;
+use crate::workqueue::api::workqueue::Workqueue;
+use crate::workqueue::item::flush::Stripe;
+use crate::workqueue::item::state;
+use crate::workqueue::task::spawned::{SpawnJob, Spawned};
+use crate::workqueue::task::{self, Job};
 
 /// Why a [`JoinHandle`] has no value.
 #[non_exhaustive]
@@ -174,16 +176,6 @@ trait Joinable<T>: Send + Sync {
     fn detach(&self) -> Option<Outcome<T>>;
 }
 
-/// The queued task's view of a spawned closure's slot.
-pub(crate) trait Spawned: Send + Sync {
-    /// Runs the closure (a panic caught), counts its end in `counters` as a one-shot closure's
-    /// is counted, and puts the outcome in. Returns whether dropping an outcome nobody waits
-    /// for panicked (the caller counts it as a drop panic).
-    fn run(&self, counters: &Stripe) -> bool;
-    /// Drops the closure unrun and puts [`JoinError::Cancelled`] in, unless it ran.
-    fn cancel(&self);
-}
-
 /// A spawned closure and its outcome, in one allocation.
 struct SpawnCell<F, T> {
     /// The closure, then its outcome.
@@ -257,27 +249,6 @@ fn drop_contained<T>(outcome: Outcome<T>) -> bool {
     }
 }
 
-/// A spawned closure as a queued task holds it: dropped unrun, it cancels the closure.
-pub(crate) struct SpawnJob {
-    /// The slot; taken when the task runs it.
-    cell: Option<Arc<dyn Spawned>>,
-}
-
-impl SpawnJob {
-    /// Runs the closure (see [`Spawned::run`]).
-    pub(crate) fn run(mut self, counters: &Stripe) -> bool {
-        self.cell.take().is_some_and(|cell| cell.run(counters))
-    }
-}
-
-impl Drop for SpawnJob {
-    fn drop(&mut self) {
-        if let Some(cell) = self.cell.take() {
-            cell.cancel();
-        }
-    }
-}
-
 impl Workqueue {
     /// Queues a closure that returns a value, as [`Workqueue::queue`] queues one that does not,
     /// and returns the handle that gives the value back.
@@ -287,7 +258,7 @@ impl Workqueue {
     /// and the caller is not one of its own items, or in a child process of `fork()` for a
     /// workqueue its parent built), it is dropped unrun and the handle gives
     /// [`JoinError::Cancelled`]. On a workqueue with
-    /// [`max_backlog`](super::WorkqueueBuilder::max_backlog), it waits for room as
+    /// [`max_backlog`](crate::WorkqueueBuilder::max_backlog), it waits for room as
     /// [`Workqueue::queue`] does.
     ///
     /// ```
@@ -311,7 +282,7 @@ impl Workqueue {
 }
 
 /// A new spawned closure: its handle, and the job that runs it.
-pub(crate) fn spawned<F, T>(f: F) -> (JoinHandle<T>, Job)
+fn spawned<F, T>(f: F) -> (JoinHandle<T>, Job)
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
@@ -319,8 +290,6 @@ where
     let cell = Arc::new(SpawnCell {
         slot: OneShot::new(f),
     });
-    let job = Job::Spawned(SpawnJob {
-        cell: Some(Arc::clone(&cell) as Arc<dyn Spawned>),
-    });
+    let job = Job::Spawned(SpawnJob::new(Arc::clone(&cell) as Arc<dyn Spawned>));
     (JoinHandle { cell, taken: false }, job)
 }

@@ -1,5 +1,5 @@
 //! Workqueue flush and drain without a workqueue-wide lock on the hot path: kernel-style flush
-//! colours (steps 2, 10, 11, 17 and 18 of `README.md` in this folder).
+//! colours (Q2, E5, E6, F1 and F2 of `workqueue/README.md`).
 //!
 //! The workqueue has a current colour, written only by flushers (one at a time, in their
 //! turn). Each execution is counted, at queue time, in its pod's in-flight count for
@@ -8,10 +8,10 @@
 //! before it, and nothing queued after it (later work, self-requeueing items included, lands in
 //! the new colour).
 //!
-//! The counts also keep the pod alive (step 11): an execution holds its pod without a
-//! reference count (`pod_ref.rs`), so a finisher touches the pod's memory after its decrement
-//! only while it is announced in its stripe's `leaving` count, and the workqueue's drop waits
-//! for those counts too. Flushers sleep on a [`FlushWait`] outside the pod, which a finisher
+//! The counts also keep the pod alive (E6): an execution holds its pod without a reference
+//! count (`task/pod_ref.rs`), so a finisher touches the pod's memory after its decrement only
+//! while it is announced in its stripe's `leaving` count, and the workqueue's drop waits for
+//! those counts too. Flushers sleep on a [`FlushWait`] outside the pod, which a finisher
 //! may use after its decrement whatever happened to the pod.
 //!
 //! This file uses only `crate::sync`, `crate::here` and `std`, so that `podq-loom` compiles it
@@ -36,11 +36,10 @@ const MAX_STRIPES: usize = 16;
 /// Every queue call raises an in-flight count and every finished run lowers one. Kept in one
 /// place, those counts would be one cache line written by every producer and every worker of
 /// the pod for every item (`perf annotate` of the flood workload on 2 CPUs: 19 % of the queue
-/// call and 59 % of a worker's accounting on that line; `docs/benchmarks-history.md`, third
-/// pass). In stripes, the threads that write one line take turns on one CPU, and only a flusher
-/// (rarely) and the statistics read the others. A stripe's in-flight count may wrap below zero
-/// (an item queued on one CPU and finished on another); only the sum over the stripes means
-/// anything, and it is never below zero.
+/// call and 59 % of a worker's accounting on that line). In stripes, the threads that write one
+/// line take turns on one CPU, and only a flusher (rarely) and the statistics read the others.
+/// A stripe's in-flight count may wrap below zero (an item queued on one CPU and finished on
+/// another); only the sum over the stripes means anything, and it is never below zero.
 #[derive(Debug)]
 pub(crate) struct PodCounters {
     /// Indexed by CPU id modulo the length, a power of two.
@@ -61,7 +60,7 @@ pub(crate) struct Stripe {
     /// A: executions discarded by `cancel_sync` before they ran.
     pub(crate) cancelled: AtomicU64,
     /// A: finishers on this stripe between the announcement before their decrement and the
-    /// end of their wake-up (step 11); the workqueue's drop waits until it is 0 everywhere.
+    /// end of their wake-up (E6); the workqueue's drop waits until it is 0 everywhere.
     leaving: AtomicUsize,
 }
 
@@ -94,7 +93,7 @@ impl PodCounters {
     }
 
     /// The sum of one count over the stripes. Acquire: pairs with the `Release` increments of
-    /// `completed` and `panicked` (`task.rs`), so that totals read in the order `panicked`,
+    /// `completed` and `panicked` (`task/mod.rs`), so that totals read in the order `panicked`,
     /// `completed`, `started` never show more panicked than completed executions, nor more
     /// completed than started ones, even while executions run.
     pub(crate) fn total(&self, count: impl Fn(&Stripe) -> &AtomicU64) -> u64 {
@@ -105,7 +104,7 @@ impl PodCounters {
     }
 
     /// Executions of colour `colour` queued and not finished, over the stripes. SeqCst: the
-    /// flusher's and the last finisher's reads (steps 17 and 10).
+    /// flusher's and the last finisher's reads (F1 and E5).
     pub(crate) fn in_flight_of(&self, colour: usize) -> usize {
         self.stripes.iter().fold(0usize, |sum, s| {
             sum.wrapping_add(s.in_flight[colour].load(Ordering::SeqCst))
@@ -118,13 +117,13 @@ impl PodCounters {
     }
 }
 
-/// Where flushers sleep: one of a process-wide table (see `workqueue/mod.rs`), never freed, so
+/// Where flushers sleep: one of a process-wide table (see `api/flush.rs`), never freed, so
 /// that a finisher may wake a flusher after its decrement even when that decrement let the
 /// workqueue go. Workqueues whose ids fall on the same entry share it; a flusher woken for
 /// another workqueue's finisher re-reads its counts and sleeps again.
 #[derive(Debug, Default)]
 pub(crate) struct FlushWait {
-    /// A: flushers that sleep here or are about to (step 17); read by every finisher.
+    /// A: flushers that sleep here or are about to (F1); read by every finisher.
     flushers: AtomicUsize,
     /// The flushers' sleeping lock; finishers notify under it.
     lock: Mutex<()>,
@@ -145,11 +144,11 @@ struct Turn {
 #[derive(Debug)]
 pub(crate) struct Flush {
     /// A: the epoch: bit 0 is the colour new executions are counted under, flipped only by
-    /// the flusher whose turn it is (step 17); the bits above count layout changes (step 33).
+    /// the flusher whose turn it is (F1); the bits above count layout changes (R3).
     /// A queue call that reads one epoch before it counts and another after has to count
     /// again.
     epoch: AtomicUsize,
-    /// L: whether a flusher has its turn, and how many wait for one (step 17).
+    /// L: whether a flusher has its turn, and how many wait for one (F1).
     turn: Mutex<Turn>,
     /// Where flushers wait for their turn; notified under `turn`.
     next_turn: Condvar,
@@ -171,7 +170,7 @@ impl Flush {
         }
     }
 
-    /// Step 2: counts a new execution in `pod`'s counts, in the stripe of `at` (the counting
+    /// Q2: counts a new execution in `pod`'s counts, in the stripe of `at` (the counting
     /// thread's CPU or thread index, read once per queue call), and returns its colour.
     #[inline]
     pub(crate) fn enter(&self, pod: &PodCounters, at: usize) -> usize {
@@ -181,7 +180,7 @@ impl Flush {
         }
     }
 
-    /// Steps 2 and 33: counts a new execution in the pod that `pick` chooses (its part and its
+    /// Q2 and R3: counts a new execution in the pod that `pick` chooses (its part and its
     /// counters), in the stripe of `at`, and returns that pod and the colour. `pick` reads
     /// the current layout: it is asked again whenever the epoch moved while the execution was
     /// counted (a flush moved the colour, or the layout changed), so the pod returned is in a
@@ -201,7 +200,7 @@ impl Flush {
             let c = epoch & 1;
             let (part, pod) = pick()?;
             let stripe = pod.stripe(at);
-            // A Dekker pair with the flusher (step 17): it stores the colour, fences, reads
+            // A Dekker pair with the flusher (F1): it stores the colour, fences, reads
             // the counts; this raises a count and reads the colour, both `SeqCst`, so in the
             // single order of `SeqCst` operations (`after_seqcst_rmw`). Either the re-read
             // sees the new colour and the count moves to it, or the flusher's reads see this
@@ -218,7 +217,7 @@ impl Flush {
         }
     }
 
-    /// Step 10: uncounts a finished (or discarded) execution of colour `colour` in the calling
+    /// E5: uncounts a finished (or discarded) execution of colour `colour` in the calling
     /// thread's stripe, waking a flusher when the pod's count of that colour reaches zero.
     #[inline]
     pub(crate) fn leave(&self, pod: &PodCounters, colour: usize) {
@@ -229,7 +228,7 @@ impl Flush {
     ///
     /// After its decrement a finisher may have let the pod and the workqueue go: a drop that
     /// saw the count reach zero frees them. So it reads the pod after the decrement only when
-    /// it announced itself in the stripe's `leaving` count before it (step 11), and otherwise
+    /// it announced itself in the stripe's `leaving` count before it (E6), and otherwise
     /// touches only `wait`, which is never freed.
     #[inline]
     fn leave_from(&self, pod: &PodCounters, stripe: &Stripe, colour: usize) {
@@ -263,7 +262,7 @@ impl Flush {
         }
     }
 
-    /// Step 33: moves the epoch on after a layout change, so that a queue call that read the
+    /// R3: moves the epoch on after a layout change, so that a queue call that read the
     /// layout before the change and counts after it counts again, in the new layout. The
     /// colour stays. The other half of `enter_with`'s Dekker pair, as a flusher's move of the
     /// colour is: it moves the epoch, fences (`SeqCst`), and what it reads of the old layout's
@@ -273,7 +272,7 @@ impl Flush {
         fence(Ordering::SeqCst);
     }
 
-    /// Step 17: waits for every execution counted before the call, in `pods` (the entry of
+    /// F1: waits for every execution counted before the call, in `pods` (the entry of
     /// the loom model, `crates/podq-loom/tests/flush.rs`; the workqueue has several layouts
     /// and calls [`Flush::flush_until`]).
     #[allow(dead_code)]
@@ -284,7 +283,7 @@ impl Flush {
         self.flush_until(|colour| pods().any(|p| p.in_flight_of(colour) != 0), None);
     }
 
-    /// Step 17: waits for every execution counted before the call, giving up at `deadline`
+    /// F1: waits for every execution counted before the call, giving up at `deadline`
     /// (`None`: never); `busy(colour)` tells whether some pod still counts executions of that
     /// colour (read after the colour moved, so it sees every layout an execution of the old
     /// colour can be counted in). Returns whether it waited for all of them.
@@ -383,7 +382,7 @@ impl Flush {
         }
     }
 
-    /// Step 11: waits until no finisher of `pods` is still announced, that is, between its
+    /// E6: waits until no finisher of `pods` is still announced, that is, between its
     /// decrement and the end of its wake-up. Called by the workqueue's drop after a drain: the
     /// counts are zero, so no finisher comes later, and once this returns the pods' memory may
     /// be freed.
@@ -400,7 +399,7 @@ impl Flush {
         }
     }
 
-    /// Step 18: marks a drain as started (see `Workqueue::drain`).
+    /// F2: marks a drain as started (see `Workqueue::drain`).
     pub(crate) fn start_drain(&self) {
         self.draining.fetch_add(1, Ordering::SeqCst);
     }

@@ -1,43 +1,22 @@
-//! Backpressure: `max_backlog` bounds the executions of a workqueue that wait (queued and not
-//! started); [`Workqueue::try_queue`] and [`Workqueue::try_queue_work`] say why an item was not
-//! taken ([`QueueError`]); a plain queue call waits for room (steps 28-30 of `README.md` in
-//! this folder).
-//!
-//! Only a workqueue built with a bound has a [`Backlog`]: without one, a queue call reads one
-//! immutable `None` and nothing else, so no counter is written per item.
+//! Backpressure, the user's side: a queue call takes room in the backlog before anything else
+//! (B1 of `workqueue/README.md`); [`Workqueue::try_queue`] and [`Workqueue::try_queue_work`]
+//! never wait and say why an item was not taken ([`QueueError`]). The backlog word is
+//! `task/backlog.rs`'s.
 
-use crate::sync::atomic::{AtomicU64, Ordering};
-use crate::sync::{Condvar, Mutex};
-
-use super::state::{Claim, CANCELING, PENDING};
-use super::task::Job;
-use super::work::{self, Work};
-use super::Workqueue;
 use crate::here::Here;
-
-/// The largest `max_backlog`: the waiting count's bits of the word, less one.
-pub(crate) const MAX_BACKLOG: u64 = (1 << WAITING_BITS) - 1;
-
-/// Bits of the word that count waiting executions; the bits above count sleeping queuers.
-const WAITING_BITS: u32 = 40;
-
-/// One waiting execution, in the low bits of the word.
-const WAITING_ONE: u64 = 1;
-
-/// One sleeping queuer, in the high bits of the word.
-const SLEEPER_ONE: u64 = 1 << WAITING_BITS;
-
-/// Executions waiting, from the word.
-fn waiting_of(s: u64) -> u64 {
-    s & MAX_BACKLOG
-}
+use crate::workqueue::api::work::Work;
+use crate::workqueue::api::workqueue::Workqueue;
+use crate::workqueue::item::state::{Claim, CANCELING, PENDING};
+use crate::workqueue::task::backlog::Backlog;
+use crate::workqueue::task::work_item;
+use crate::workqueue::task::Job;
 
 /// Why a `try_queue` call did not queue its item.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum QueueError {
     /// `max_backlog` executions of the workqueue wait already (see
-    /// [`WorkqueueBuilder::max_backlog`](super::WorkqueueBuilder::max_backlog)). Retry later,
+    /// [`WorkqueueBuilder::max_backlog`](crate::WorkqueueBuilder::max_backlog)). Retry later,
     /// or use the plain call, which waits for room.
     #[error("the workqueue's backlog is full (max_backlog items wait)")]
     Full,
@@ -58,104 +37,14 @@ pub enum QueueError {
     ParentProcess,
 }
 
-/// The count of waiting executions of one workqueue with a `max_backlog`, and where queue calls
-/// wait for room.
-#[derive(Debug)]
-pub(crate) struct Backlog {
-    /// I: the most executions that may wait before queue calls wait (1 to [`MAX_BACKLOG`]).
-    limit: u64,
-    /// A: `sleepers << WAITING_BITS | waiting`. One word, so that a leaving execution sees a
-    /// sleeper that came before it, and a sleeper sees a leave that came before it, each in
-    /// the value its own read-modify-write returns (step 30).
-    word: AtomicU64,
-    /// The sleepers' lock: a sleeper holds it from its registration to its sleep; a leaver
-    /// notifies under it.
-    lock: Mutex<()>,
-    /// Where queue calls sleep until there is room.
-    room: Condvar,
-}
-
-impl Backlog {
-    /// A backlog of at most `limit` waiting executions (at least 1; more than [`MAX_BACKLOG`]
-    /// is treated as that).
-    pub(crate) fn new(limit: usize) -> Self {
-        Backlog {
-            limit: (limit as u64).clamp(1, MAX_BACKLOG),
-            word: AtomicU64::new(0),
-            lock: Mutex::new(()),
-            room: Condvar::new(),
-        }
-    }
-
-    /// Executions waiting now.
-    pub(crate) fn waiting(&self) -> u64 {
-        waiting_of(self.word.load(Ordering::Relaxed))
-    }
-
-    /// Step 28: counts one more waiting execution if there is room; `false` when the backlog
-    /// is full.
-    pub(crate) fn try_enter(&self) -> bool {
-        // Relaxed: the count orders nothing but itself; the execution's stores are published
-        // by its push, as without a bound.
-        let mut s = self.word.load(Ordering::Relaxed);
-        loop {
-            if waiting_of(s) >= self.limit {
-                return false;
-            }
-            match self.word.compare_exchange_weak(
-                s,
-                s + WAITING_ONE,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return true,
-                Err(now) => s = now,
-            }
-        }
-    }
-
-    /// Step 28: counts one more waiting execution, over the limit if need be (the timer's,
-    /// and those of the workqueue's own items, never wait).
-    pub(crate) fn force(&self) {
-        self.word.fetch_add(WAITING_ONE, Ordering::Relaxed);
-    }
-
-    /// Step 30: counts one more waiting execution, sleeping until there is room.
-    pub(crate) fn enter(&self) {
-        if self.try_enter() {
-            return;
-        }
-        let mut guard = self.lock.lock();
-        self.word.fetch_add(SLEEPER_ONE, Ordering::Relaxed);
-        while !self.try_enter() {
-            guard = self.room.wait(guard);
-        }
-        self.word.fetch_sub(SLEEPER_ONE, Ordering::Relaxed);
-    }
-
-    /// Step 29: an execution waits no more (it starts, or is taken back unrun); wakes one
-    /// sleeping queuer if the word shows one.
-    pub(crate) fn leave(&self) {
-        let prev = self.word.fetch_sub(WAITING_ONE, Ordering::Relaxed);
-        debug_assert!(waiting_of(prev) > 0, "leave without an entry");
-        if prev >= SLEEPER_ONE {
-            // One execution left, so there is room for one: one sleeper. A sleeper that finds
-            // the room taken by a queue call that did not sleep sleeps again; that call's
-            // execution leaves later and wakes the next.
-            let _guard = self.lock.lock();
-            self.room.notify_one();
-        }
-    }
-}
-
 impl Workqueue {
     /// Whether a queue call that may wait goes on (every plain and grouped queue call asks
     /// this first): it is not refused ([`Workqueue::refused`]), and with a `max_backlog` it
-    /// takes room (step 28), waiting for it, or over the limit from one of this workqueue's
+    /// takes room (B1), waiting for it, or over the limit from one of this workqueue's
     /// own items. `false`: refused, also when a drain began while it waited; nothing is then
     /// counted.
     #[inline]
-    pub(super) fn admit(&self) -> bool {
+    pub(crate) fn admit(&self) -> bool {
         if self.refused() {
             return false;
         }
@@ -185,7 +74,7 @@ impl Workqueue {
     }
 
     /// Gives back room taken by [`Workqueue::admit`] for an item that was not queued.
-    pub(super) fn give_back_room(&self) {
+    pub(crate) fn give_back_room(&self) {
         if let Some(backlog) = &self.shared.backlog {
             backlog.leave();
         }
@@ -246,7 +135,7 @@ impl Workqueue {
         match item.state.try_claim() {
             Claim::Refused => {
                 self.give_back_room();
-                Err(if work::stranded(item) {
+                Err(if work_item::stranded(item) {
                     QueueError::ParentProcess
                 } else if item.state.load() & CANCELING != 0 {
                     QueueError::Cancelling
@@ -254,7 +143,7 @@ impl Workqueue {
                     QueueError::AlreadyPending
                 })
             }
-            Claim::Claimed { running } if work::stranded_claim(item, running) => {
+            Claim::Claimed { running } if work_item::stranded_claim(item, running) => {
                 self.give_back_room();
                 Err(QueueError::ParentProcess)
             }
@@ -266,7 +155,7 @@ impl Workqueue {
         }
     }
 
-    /// Step 28 for a call that never waits: takes room in the backlog if there is some.
+    /// B1 for a call that never waits: takes room in the backlog if there is some.
     fn try_room(&self) -> Result<(), QueueError> {
         if self.foreign() {
             return Err(QueueError::ParentProcess);

@@ -1,5 +1,5 @@
 //! The state of one reusable work item: pending, running, canceling, and the waiters of flush
-//! and cancel (steps 1, 5-8 and 12-16 of `README.md` in this folder).
+//! and cancel (Q1, Q5, E1-E3 and C1-C5 of `workqueue/README.md`).
 //!
 //! This file uses only `crate::sync` and `std`, so that `podq-loom` compiles it against loom
 //! and explores its interleavings (`crates/podq-loom/tests/work_state.rs`).
@@ -17,10 +17,10 @@ use crate::sync::{Condvar, Mutex};
 
 /// Backoff rounds a waiter (item flush, cancel) looks at the word before it sleeps: the same
 /// budget as an idle pool worker's spin (`pool::SPIN_ROUNDS`; what a round costs, and how that
-/// budget was measured, is at `sync::SPIN_ONLY_ROUNDS`). Measured with criterion on the 2-CPU
-/// test machine: `queue_work` + `Work::flush` on one thread takes 15.4-16.1 us when the waiter
-/// sleeps at once, 1.57-1.68 us with this budget (`docs/benchmarks-history.md`, first pass).
-/// A `JoinHandle::join` looks at its slot with the same budget (`join.rs`).
+/// budget was measured, is at `sync::SPIN_ONLY_ROUNDS`). `queue_work` + `Work::flush` on one
+/// thread of the 2-CPU test machine takes 1.57-1.68 us with this budget, 15.4-16.1 us when the
+/// waiter sleeps at once (`cargo bench -p podq --bench queue`, `queue_work+flush`).
+/// A `JoinHandle::join` looks at its slot with the same budget (`api/join.rs`).
 pub(crate) const WAIT_SPIN_ROUNDS: u32 = 13;
 
 /// Claimed by a queuer: queued, waiting in a FIFO or timer, or handed to its runner.
@@ -64,7 +64,7 @@ pub(crate) struct Slot<D, X> {
     deferred: Option<D>,
     /// L: the caller's slow-path data.
     pub(crate) extra: X,
-    /// L: the wakers of futures waiting as [`ItemState::wait_until_deadline`] waits (step 15);
+    /// L: the wakers of futures waiting as [`ItemState::wait_until_deadline`] waits (C4);
     /// woken, and emptied, with the condvar's sleepers.
     wakers: Vec<Waker>,
 }
@@ -103,7 +103,7 @@ impl<D, X> ItemState<D, X> {
         self.word.load(Ordering::Acquire)
     }
 
-    /// Step 1: claims the pending execution, unless the item is pending or being cancelled.
+    /// Q1: claims the pending execution, unless the item is pending or being cancelled.
     ///
     /// A refusal because the item is pending still publishes the caller's stores to that
     /// pending execution: it "runs once for both requests", so it must see both (the kernel's
@@ -147,11 +147,11 @@ impl<D, X> ItemState<D, X> {
         }
     }
 
-    /// Step 5: the owner of a claim made while the item was running hands its execution to
+    /// Q5: the owner of a claim made while the item was running hands its execution to
     /// the runner. Returns it back when the run has ended meanwhile, for the caller to push.
     pub(crate) fn defer(&self, execution: D) -> Option<D> {
         let mut slot = self.slot.lock();
-        // RUNNING is only cleared under `slot` once PENDING is set (step 8), so this check
+        // RUNNING is only cleared under `slot` once PENDING is set (E3), so this check
         // and the runner's `finish` cannot miss each other.
         if self.word.load(Ordering::Acquire) & RUNNING != 0 {
             slot.deferred = Some(execution);
@@ -161,7 +161,7 @@ impl<D, X> ItemState<D, X> {
         }
     }
 
-    /// Step 6: a worker popped the pending execution: it runs, or is discarded when a cancel
+    /// E1: a worker popped the pending execution: it runs, or is discarded when a cancel
     /// is in progress (the claim ends either way).
     pub(crate) fn start(&self) -> Start {
         let mut s = self.word.load(Ordering::Relaxed);
@@ -192,7 +192,7 @@ impl<D, X> ItemState<D, X> {
         }
     }
 
-    /// Step 8: the runner's closure returned. Clears RUNNING and returns the execution a
+    /// E3: the runner's closure returned. Clears RUNNING and returns the execution a
     /// queuer deferred meanwhile, which the caller must push.
     pub(crate) fn finish(&self) -> Option<D> {
         let mut s = self.word.load(Ordering::Relaxed);
@@ -227,7 +227,7 @@ impl<D, X> ItemState<D, X> {
         deferred
     }
 
-    /// Step 13: a grabber took the pending execution out of a queue, FIFO or timer, and
+    /// C2: a grabber took the pending execution out of a queue, FIFO or timer, and
     /// discards it: the claim ends.
     pub(crate) fn release_claim(&self) {
         let prev = self.word.fetch_and(!(PENDING | WAITERS), Ordering::AcqRel);
@@ -245,7 +245,7 @@ impl<D, X> ItemState<D, X> {
         f(&mut self.slot.lock().extra)
     }
 
-    /// Step 12: starts a cancel: sets CANCELING (waiting for a concurrent cancel to end first,
+    /// C1: starts a cancel: sets CANCELING (waiting for a concurrent cancel to end first,
     /// until `deadline`; `None`: no deadline) and returns the state just before. `None` when
     /// the deadline passed while another cancel was in progress: then nothing changed.
     pub(crate) fn begin_cancel_until(&self, deadline: Option<Instant>) -> Option<u64> {
@@ -260,7 +260,7 @@ impl<D, X> ItemState<D, X> {
         }
     }
 
-    /// Step 12, from the item's own closure: sets CANCELING and returns the state just before,
+    /// C1, from the item's own closure: sets CANCELING and returns the state just before,
     /// or returns `Err` with the state when another cancel is in progress (that cancel waits
     /// for the running closure, which therefore must not wait for it).
     pub(crate) fn begin_cancel_or_join(&self) -> Result<u64, u64> {
@@ -272,7 +272,7 @@ impl<D, X> ItemState<D, X> {
         }
     }
 
-    /// Step 16: ends a cancel (the item is neither pending nor running).
+    /// C5: ends a cancel (the item is neither pending nor running).
     pub(crate) fn end_cancel(&self) {
         let prev = self
             .word
@@ -280,7 +280,7 @@ impl<D, X> ItemState<D, X> {
         self.wake(prev);
     }
 
-    /// Step 15: sleeps until `done(state)` holds, or until `deadline` (`None`: no deadline).
+    /// C4: sleeps until `done(state)` holds, or until `deadline` (`None`: no deadline).
     /// Every transition that clears PENDING, RUNNING or CANCELING wakes the sleepers. Returns
     /// whether `done` held. Giving up leaves WAITERS set, which only costs the next transition
     /// a needless notify.
@@ -330,7 +330,7 @@ impl<D, X> ItemState<D, X> {
         }
     }
 
-    /// Step 15 for a future: whether `done(state)` holds; if not, `waker` is kept (once) to be
+    /// C4 for a future: whether `done(state)` holds; if not, `waker` is kept (once) to be
     /// woken by the next transition that clears PENDING, RUNNING or CANCELING, as a sleeper
     /// of [`ItemState::wait_until_deadline`] is.
     pub(crate) fn poll_until(&self, done: impl Fn(u64) -> bool, waker: &Waker) -> bool {

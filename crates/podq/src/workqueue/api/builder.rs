@@ -12,8 +12,9 @@ use crate::pool::{self, Hook, PoolAttrs, WorkerInfo, WorkerOptions};
 use crate::scope::{AffinityScope, DEFAULT_SHARD_SIZE};
 use crate::topology::Topology;
 
-use super::layout::{Reform, Shape};
-use super::Workqueue;
+use crate::workqueue::api::workqueue::Workqueue;
+use crate::workqueue::layout::follow;
+use crate::workqueue::layout::{Reform, Shape};
 
 /// The attributes of a workqueue; [`Workqueue::builder`] makes one.
 ///
@@ -157,7 +158,7 @@ impl WorkqueueBuilder {
         self
     }
 
-    /// `true` (default): a [`Group`](super::Group)'s items go to the pod where the group's
+    /// `true` (default): a [`Group`](crate::Group)'s items go to the pod where the group's
     /// items last ran while that pod has room (`policy::steer`). `false`: a group's calls
     /// behave exactly like the workqueue's own. Pools are shared whatever this says.
     pub fn steer(mut self, steer: bool) -> Self {
@@ -172,7 +173,7 @@ impl WorkqueueBuilder {
     /// When `items` wait already:
     ///
     /// * [`Workqueue::try_queue`] and [`Workqueue::try_queue_work`] return
-    ///   [`QueueError::Full`](super::QueueError::Full) at once;
+    ///   [`QueueError::Full`](crate::QueueError::Full) at once;
     /// * every other queue call ([`Workqueue::queue`], [`Workqueue::spawn`],
     ///   [`Workqueue::queue_work`], `queue_on`, `queue_node`, `queue_work_on`) waits until an
     ///   execution starts and makes room. `queue_work` waits for room before it looks at the
@@ -298,7 +299,7 @@ impl WorkqueueBuilder {
             worker: self.worker.clone(),
         };
         let limits = if this_machine {
-            Some(self.limits.unwrap_or_else(super::follow::system_limits))
+            Some(self.limits.unwrap_or_else(follow::system_limits))
         } else {
             self.limits
         };
@@ -342,9 +343,9 @@ impl WorkqueueBuilder {
 
 /// This machine's topology with every online CPU, whatever the process may use now (a
 /// workqueue forms its pods on the CPUs it may use, and re-forms them when those change: see
-/// `crate::limits`), read once per process. Once per fork generation (step 21 of
-/// `README.md`), so that a child never waits on a first read that a thread of its parent was
-/// making at the fork.
+/// `crate::limits`), read once per process. Once per fork generation (K2 of
+/// `workqueue/README.md`), so that a child never waits on a first read that a thread of its
+/// parent was making at the fork.
 fn this_machine() -> Result<Topology> {
     static THIS: PerFork<Topology> = PerFork::new();
     if let Some(t) = THIS.built() {
@@ -375,9 +376,9 @@ impl WorkqueueBuilder {
     }
 
     /// Checks every attribute and takes the topology (this machine's, with every online CPU,
-    /// when none was given) and the workqueue's CPUs (every CPU of it when none were given). The one place where a
-    /// workqueue's attributes are checked, each error with one message: the pods, pools and
-    /// placement built from them take them as checked.
+    /// when none was given) and the workqueue's CPUs (every CPU of it when none were given).
+    /// The one place where a workqueue's attributes are checked, each error with one message:
+    /// the pods, pools and placement built from them take them as checked.
     fn check(&mut self) -> Result<(Topology, CpuSet)> {
         if self.max_active == Some(0) {
             return Err(Error::ZeroMaxActive);

@@ -1,6 +1,36 @@
-//! [`Task`]: one queued execution (a one-shot closure or a [`Work`](super::Work) item) with
-//! what its workqueue needs to account for it. Pools queue and run tasks; everything about
-//! pending state, flush colours, `max_active` and statistics happens here.
+//! What a queued task is and how it is dispatched. [`Task`] (this file) is one queued
+//! execution (a one-shot closure, a spawned closure or a [`Work`](crate::Work) item's) with
+//! what its workqueue needs to account for it; pools queue and run tasks, and everything about
+//! pending state, flush colours, `max_active`, the backlog and statistics happens here when a
+//! task runs (E1-E6 of `workqueue/README.md`).
+//!
+//! This group sits above `item/`, whose words it changes, and below `layout/` and `api/`.
+//! Files:
+//!
+//! * `once_fn.rs`: a task's job packed in one buffer, a small closure kept inline;
+//! * `spawned.rs`: a spawned closure as its task holds it (`Job::Spawned`);
+//! * `work_item.rs`: a work item's shared part (`Job::Work`), and where a cancel finds its
+//!   pending execution;
+//! * `shared.rs`: what a task reaches of its workqueue: its shared part and its part for a pod;
+//! * `pod_ref.rs`: a task's count in its pod, which holds the pod;
+//! * `slots.rs`: the lock-free table of a workqueue's pool sets (and layouts);
+//! * `dispatch.rs`: from a queue call to a pool: count, `max_active`, push (Q2-Q5);
+//! * `active.rs`: the `max_active` word and FIFO;
+//! * `backlog.rs`: the `max_backlog` word;
+//! * `timer.rs`: the timer thread of delayed items;
+//! * `steering.rs`: a group's state and ticket, and the workqueue's steering counters.
+
+pub(crate) mod active;
+pub(crate) mod backlog;
+pub(crate) mod dispatch;
+pub(crate) mod once_fn;
+pub(crate) mod pod_ref;
+pub(crate) mod shared;
+pub(crate) mod slots;
+pub(crate) mod spawned;
+pub(crate) mod steering;
+pub(crate) mod timer;
+pub(crate) mod work_item;
 
 use std::cell::Cell;
 use std::fmt;
@@ -8,13 +38,13 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::flush::Stripe;
-use super::join::SpawnJob;
-use super::once_fn::{OnceFn, PackedJob};
-use super::pod_ref::Counted;
-use super::state::Start;
-use super::work::WorkInner;
 use crate::pool::{drop_payload, Runnable};
+use crate::workqueue::item::flush::Stripe;
+use crate::workqueue::item::state::Start;
+use crate::workqueue::task::once_fn::{OnceFn, PackedJob};
+use crate::workqueue::task::pod_ref::Counted;
+use crate::workqueue::task::spawned::SpawnJob;
+use crate::workqueue::task::work_item::WorkInner;
 
 /// What a task runs.
 pub(crate) enum Job {
@@ -96,7 +126,7 @@ impl Drop for Marker {
 }
 
 impl Task {
-    /// Steps 6-10: runs the execution, catches a panic, and does all accounting (pending
+    /// E1-E5: runs the execution, catches a panic, and does all accounting (pending
     /// state, flush colour, `max_active`, statistics). Never unwinds.
     pub(crate) fn run(self) {
         #[cfg(feature = "tracing")]
@@ -108,7 +138,7 @@ impl Task {
         let job = job.unpack();
         let counters = acct.counted.pod().counters.mine();
         let wq_id = acct.counted.pod().wq.id;
-        // Step 29: it waits no more.
+        // B2: it waits no more.
         if let Some(backlog) = &acct.counted.pod().wq.backlog {
             backlog.leave();
         }
@@ -139,7 +169,7 @@ impl Task {
             }
             Job::Work(item) => {
                 // The execution's group ticket, before the start lets a new claim put the
-                // next one (S4); dropped when the run is over (S5).
+                // next one (G4); dropped when the run is over (G5).
                 let ticket = item.group.take();
                 if item.state.start() == Start::Discarded {
                     drop(ticket);
@@ -196,7 +226,7 @@ impl Task {
     /// caller's (`None` for a one-shot closure, which is dropped).
     pub(crate) fn unqueue(self) -> Option<Arc<WorkInner>> {
         let Task { job, acct, .. } = self;
-        // Step 29: it waits no more.
+        // B2: it waits no more.
         if let Some(backlog) = &acct.counted.pod().wq.backlog {
             backlog.leave();
         }
@@ -225,7 +255,7 @@ fn ended_in_panic(result: std::thread::Result<()>) -> bool {
 /// that drops the user's closure, after the accounting, because the closure may hold the
 /// workqueue's last handle, whose drop waits for the workqueue's executions. The drop runs
 /// inside the workqueue's marker, so such a drop knows it runs on one of the workqueue's own
-/// workers and does not wait for the items behind it (step 19). The closure's captures may
+/// workers and does not wait for the items behind it (F3). The closure's captures may
 /// panic in their drop: the panic hook has reported it, it is caught here so that the worker
 /// goes on, and counted in the workqueue's `drop_panics`.
 fn release(item: Arc<WorkInner>, acct: Acct, wq_id: u64) {
@@ -251,7 +281,7 @@ fn item_addr(item: &WorkInner) -> usize {
 /// `completed` before `panicked`, each `Release` (a statistic, so nothing else orders them):
 /// a reader that sees a panic counted sees its completion, and one that sees a completion sees
 /// its start (see `PodCounters::total`).
-pub(super) fn count_completion(counters: &Stripe, panicked: bool) {
+pub(crate) fn count_completion(counters: &Stripe, panicked: bool) {
     counters.completed.fetch_add(1, Ordering::Release);
     if panicked {
         counters.panicked.fetch_add(1, Ordering::Release);
@@ -267,7 +297,7 @@ impl Acct {
         if counted.holds_slot() {
             let wq = &counted.pod().wq;
             if let Some(active) = &wq.active {
-                active.release(|next| super::dispatch::activate(wq, next));
+                active.release(|next| dispatch::activate(wq, next));
             }
         }
         drop(counted);
@@ -294,7 +324,7 @@ impl fmt::Debug for Task {
 #[cfg(all(test, not(feature = "tracing")))]
 mod tests {
     use super::Task;
-    use crate::workqueue::once_fn::INLINE_BYTES;
+    use crate::workqueue::task::once_fn::INLINE_BYTES;
 
     /// A task is an inline closure, its vtable (which also says the job's kind) and the
     /// accounting's one word: one cache line of a lane's chain; the spinners' mailbox with its

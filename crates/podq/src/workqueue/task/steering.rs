@@ -1,8 +1,14 @@
-//! The state behind [`Group`](super::Group): a group's preference and runnable count
-//! ([`GroupState`]), the ticket each of its queued executions carries ([`Ticket`]; a
-//! [`Work`](super::Work) item keeps its execution's in a `group_slot::GroupSlot`), and the
-//! workqueue's steering counters ([`SteerShared`]). The decisions are `policy::steer`'s; the
-//! steps are "Steering" in `README.md` beside this file (S1-S5).
+//! Steering's state, carried by the tasks: a group's preference and runnable count
+//! ([`GroupState`]), the ticket each of its queued executions carries ([`Ticket`]), and the
+//! workqueue's steering counters ([`SteerShared`]).
+//!
+//! Its part of cache-aware placement is the record: a ticket counts its execution as runnable
+//! from the queue call to its end (G1, G5 of `workqueue/README.md`), and the start of a
+//! grouped execution counts it at home or elsewhere and votes for the pod it runs on,
+//! publishing the group's home (G3). The decisions (where an item goes, when the home moves)
+//! are `policy::steer`'s; the home pool's load is `pool/load.rs`'s; the [`Group`](crate::Group)
+//! handle and its queue calls are `api/group.rs`; a work item keeps its pending execution's
+//! ticket in `item/group_slot.rs` (G4).
 //!
 //! Nothing here is process-wide, and nothing is written per item outside the item's own group
 //! (its runnable count, its preference) and the counters' stripe of the CPU that runs it.
@@ -96,17 +102,17 @@ impl SteerShared {
 pub(crate) struct GroupState {
     /// I: the workqueue's steering part.
     pub(crate) steer: Arc<SteerShared>,
-    /// A: executions of the group queued and not finished (S1, S5). Relaxed: a count that a
+    /// A: executions of the group queued and not finished (G1, G5). Relaxed: a count that a
     /// decision reads as a hint.
     runnable: AtomicUsize,
     /// A: the home as last recorded ([`NO_HOME`]: none), for decisions to read without the
-    /// lock (S3). Relaxed: a hint.
+    /// lock (G3). Relaxed: a hint.
     home: AtomicUsize,
-    /// A: when the group last voted (S3: a start, at most one per
+    /// A: when the group last voted (G3: a start, at most one per
     /// `policy::steer::VOTE_INTERVAL`), in nanoseconds on `pool::clock`. Relaxed: a hint.
     last_item_ns: AtomicU64,
     /// The preference, changed only by [`policy::record`]. Taken with `try_lock` by starting
-    /// items: one that finds it held skips its vote (S3).
+    /// items: one that finds it held skips its vote (G3).
     pref: Mutex<Preference>,
 }
 
@@ -122,7 +128,7 @@ impl GroupState {
         }
     }
 
-    /// What a steering decision reads (S2): the published home and last start.
+    /// What a steering decision reads (G2): the published home and last start.
     pub(crate) fn snapshot(&self) -> Snapshot {
         let home = self.home.load(Ordering::Relaxed);
         Snapshot {
@@ -136,7 +142,7 @@ impl GroupState {
         self.runnable.load(Ordering::Relaxed)
     }
 
-    /// (S3) One of the group's executions starts on a worker of pod `ran_on` at `now`: counts
+    /// (G3) One of the group's executions starts on a worker of pod `ran_on` at `now`: counts
     /// it at home or elsewhere, and votes for its pod, unless the group voted less than
     /// `policy::steer::VOTE_INTERVAL` ago or another start holds the preference's lock.
     fn started(&self, ran_on: usize, now: Duration) {
@@ -171,17 +177,17 @@ fn duration_ns(d: Duration) -> u64 {
 }
 
 /// One queued execution of a group: counted in the group's runnable items from its queue call
-/// (S1) until it is dropped (S5): when the execution finishes, or is discarded or cancelled.
+/// (G1) until it is dropped (G5): when the execution finishes, or is discarded or cancelled.
 pub(crate) struct Ticket(Arc<GroupState>);
 
 impl Ticket {
-    /// (S1) Counts one more runnable execution of `group`.
+    /// (G1) Counts one more runnable execution of `group`.
     pub(crate) fn new(group: &Arc<GroupState>) -> Ticket {
         group.runnable.fetch_add(1, Ordering::Relaxed);
         Ticket(Arc::clone(group))
     }
 
-    /// (S3) The execution starts on the calling thread: if it is a worker of one of the
+    /// (G3) The execution starts on the calling thread: if it is a worker of one of the
     /// workqueue's pools, the group learns where its item ran. Elsewhere (a thread running
     /// tasks because the OS refused a worker) nothing is learned.
     pub(crate) fn started(&self) {
@@ -193,7 +199,7 @@ impl Ticket {
 }
 
 impl Drop for Ticket {
-    /// (S5) The execution is over (run, discarded or cancelled).
+    /// (G5) The execution is over (run, discarded or cancelled).
     fn drop(&mut self) {
         self.0.runnable.fetch_sub(1, Ordering::Relaxed);
     }

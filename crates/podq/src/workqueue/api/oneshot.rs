@@ -1,6 +1,6 @@
-//! [`OneShot`]: the slot between a spawned closure and its [`JoinHandle`](super::JoinHandle):
+//! [`OneShot`]: the slot between a spawned closure and its [`JoinHandle`](crate::JoinHandle):
 //! the closure until a worker takes it, then its outcome until the handle takes it, and the
-//! handle's waker or sleeping thread (steps 24-27 of `README.md` in this folder).
+//! handle's waker or sleeping thread (J1-J4 of `workqueue/README.md`).
 //!
 //! One lock holds the whole state, so that the outcome, the waker and the sleeper never miss
 //! each other: a completion and a poll are ordered by the lock, whichever comes first, and a
@@ -54,7 +54,7 @@ pub(crate) struct OneShot<F, O> {
 }
 
 impl<F, O> OneShot<F, O> {
-    /// A slot holding the closure `f`, waiting for a worker (step 24).
+    /// A slot holding the closure `f`, waiting for a worker (J1).
     pub(crate) fn new(f: F) -> Self {
         OneShot {
             state: Mutex::new(State {
@@ -68,7 +68,7 @@ impl<F, O> OneShot<F, O> {
         }
     }
 
-    /// Step 25: a worker takes the closure to run it. `None` when it was taken already (the
+    /// J2: a worker takes the closure to run it. `None` when it was taken already (the
     /// slot was cancelled).
     pub(crate) fn take_func(&self) -> Option<F> {
         let mut state = self.state.lock();
@@ -81,7 +81,7 @@ impl<F, O> OneShot<F, O> {
         }
     }
 
-    /// Step 26: the worker that ran the closure puts its outcome in and wakes the handle.
+    /// J3: the worker that ran the closure puts its outcome in and wakes the handle.
     /// Returns the outcome back when the handle is gone, for the caller to drop (outside the
     /// lock: its drop may run any code).
     pub(crate) fn complete(&self, outcome: O) -> Option<O> {
@@ -89,7 +89,7 @@ impl<F, O> OneShot<F, O> {
         self.publish(state, outcome)
     }
 
-    /// Step 26, for an execution dropped unrun: when the closure is still in the slot, the
+    /// J3, for an execution dropped unrun: when the closure is still in the slot, the
     /// outcome becomes `cancelled` and the handle is woken. Returns the closure (and the
     /// outcome when the handle is gone), for the caller to drop outside the lock; `None`
     /// when a worker took the closure already.
@@ -126,7 +126,7 @@ impl<F, O> OneShot<F, O> {
         None
     }
 
-    /// Step 27: the handle's poll: the outcome if it is in, else the waker is kept (replacing
+    /// J4: the handle's poll: the outcome if it is in, else the waker is kept (replacing
     /// the one of an earlier poll unless it wakes the same task) and `Pending`.
     ///
     /// # Panics
@@ -144,7 +144,7 @@ impl<F, O> OneShot<F, O> {
         Poll::Pending
     }
 
-    /// Step 27: the handle's blocking join: looks at [`OneShot::is_finished`] with backoff for
+    /// J4: the handle's blocking join: looks at [`OneShot::is_finished`] with backoff for
     /// `spin_rounds` rounds (most joins of a short closure end within microseconds, and a
     /// sleep costs the worker a futex wake-up), then sleeps until the outcome is in, and takes
     /// it.

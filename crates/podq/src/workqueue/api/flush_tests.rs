@@ -1,8 +1,8 @@
 //! Tests of the flush colours with real threads on real CPUs (`flush.rs` itself is also
 //! compiled against loom, where `crate::sys` does not exist).
 
-use super::flush::{Flush, FlushWait, PodCounters};
 use crate::test_support::eventually;
+use crate::workqueue::item::flush::{Flush, FlushWait, PodCounters};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread;
@@ -79,9 +79,9 @@ fn new_flush() -> Flush {
 
 #[test]
 fn a_workqueue_dropped_from_its_own_item_runs_the_rest_then_is_freed() {
-    use super::Workqueue;
     use crate::scope::AffinityScope;
     use crate::test_support::PATIENCE;
+    use crate::workqueue::api::workqueue::Workqueue;
     use std::sync::Mutex;
 
     let wq = Workqueue::builder("reaped")
@@ -128,7 +128,7 @@ fn a_workqueue_dropped_from_its_own_item_runs_the_rest_then_is_freed() {
 
 #[test]
 fn workqueues_dropped_while_their_items_finish_run_everything() {
-    use super::Workqueue;
+    use crate::workqueue::api::workqueue::Workqueue;
     use std::sync::atomic::AtomicUsize;
 
     let ran = Arc::new(AtomicUsize::new(0));
@@ -159,7 +159,8 @@ fn workqueues_dropped_while_their_items_finish_run_everything() {
 
 #[test]
 fn workqueues_that_share_a_flush_wait_both_flush() {
-    use super::{Workqueue, FLUSH_WAITS};
+    use crate::workqueue::api::flush::FLUSH_WAITS;
+    use crate::workqueue::api::workqueue::Workqueue;
     use std::sync::atomic::AtomicUsize;
 
     // Ids are consecutive in one process, but other tests make workqueues too: build until two

@@ -1,5 +1,9 @@
-//! [`GroupSlot`]: where a [`Work`](super::Work) item keeps the group ticket of its pending
-//! execution (step S4 of "Steering" in `README.md` beside this file).
+//! [`GroupSlot`]: where a [`Work`](crate::Work) item keeps the group ticket of its pending
+//! execution, from the claim to the start (G4 of `workqueue/README.md`).
+//!
+//! Its part of steering is the ticket's hand-over only. What a ticket counts is
+//! `task/steering.rs`'s, the steering decision `policy::steer`'s, the home pool's load
+//! `pool/load.rs`'s, and the [`Group`](crate::Group) handle that queues is `api/group.rs`.
 //!
 //! This file uses only `crate::sync`, so that `crates/podq-loom` checks it
 //! (`tests/steer.rs`).
@@ -7,8 +11,8 @@
 use crate::sync::atomic::{AtomicBool, Ordering};
 use crate::sync::Mutex;
 
-/// Where a [`Work`](super::Work) item keeps the ticket of its pending execution when a group
-/// queued it (S4): put by the owner of the claim before the execution is pushed, taken by the
+/// Where a [`Work`](crate::Work) item keeps the ticket of its pending execution when a group
+/// queued it (G4): put by the owner of the claim before the execution is pushed, taken by the
 /// worker that starts it before the start clears PENDING (so a later claim puts the next
 /// execution's), taken by a cancel that took the execution back. A ticket left in the slot
 /// (an execution that never took it) is dropped by the next put, or with the slot.
@@ -32,7 +36,7 @@ impl<T> GroupSlot<T> {
         }
     }
 
-    /// (S4) Puts the pending execution's ticket; a ticket left by an execution that never took
+    /// (G4) Puts the pending execution's ticket; a ticket left by an execution that never took
     /// it is dropped, outside the lock.
     pub(crate) fn put(&self, ticket: T) {
         let old = {
@@ -43,7 +47,7 @@ impl<T> GroupSlot<T> {
         drop(old);
     }
 
-    /// (S4, S5) Takes the ticket, if any.
+    /// (G4, G5) Takes the ticket, if any.
     pub(crate) fn take(&self) -> Option<T> {
         if !self.set.load(Ordering::Relaxed) {
             return None;

@@ -1,38 +1,33 @@
 //! The way from a queue call to a pool: an execution is counted in its pod's flush colour,
 //! passes `max_active`, and is pushed to its pod's pool, or handed to the worker that runs its
-//! item (steps 2, 3 and 5 of `README.md` in this folder).
+//! item (Q2, Q3 and Q5 of `workqueue/README.md`).
 
 use std::sync::Arc;
 
 use crossbeam_utils::CachePadded;
 
 use crate::here;
+use crate::workqueue::item::state::RUNNING;
+use crate::workqueue::task::once_fn::PackedJob;
+use crate::workqueue::task::pod_ref::Counted;
+use crate::workqueue::task::shared::{PodShared, WqShared};
+use crate::workqueue::task::work_item::WorkInner;
+use crate::workqueue::task::{Acct, Job, Task};
 
-use super::layout::{Layout, Layouts};
-use super::once_fn::PackedJob;
-use super::pod_ref::Counted;
-use super::state::RUNNING;
-use super::task::{Acct, Job, Task};
-use super::work::WorkInner;
-use super::{PodShared, WqShared};
-
-/// Counts a new execution in the pod that `pick` chooses in the current layout of `layouts`,
-/// and sends it through `max_active` to its pool (steps 2, 3 and 33).
+/// Counts a new execution in the pod that `pick` chooses (in the current layout: the caller
+/// reads it), and sends it through `max_active` to its pool (Q2, Q3 and R3). `pick` is asked
+/// again when the epoch moved while the execution was counted (`Counted::enter_with`).
 ///
 /// `wq` is the pods' workqueue, passed borrowed so that the hot path writes no
 /// workqueue-wide reference count, and the pod is held by the count alone (`pod_ref.rs`).
 #[inline]
-pub(super) fn submit(
+pub(crate) fn submit<'p>(
     wq: &WqShared,
-    layouts: &Layouts,
-    mut pick: impl FnMut(&Layout) -> usize,
+    pick: impl FnMut() -> &'p Arc<CachePadded<PodShared>>,
     job: Job,
     at: usize,
 ) {
-    let counted = Counted::enter_with(&wq.flush, at, || {
-        let layout = layouts.current();
-        &layout.pods[pick(layout)]
-    });
+    let counted = Counted::enter_with(&wq.flush, at, pick);
     submit_counted(wq, counted, job, at);
 }
 
@@ -43,7 +38,7 @@ fn submit_to(wq: &WqShared, pod: &Arc<CachePadded<PodShared>>, job: Job, at: usi
     submit_counted(wq, Counted::enter(pod, at), job, at);
 }
 
-/// Sends an execution already counted through `max_active` to its pool (step 3), from `at`
+/// Sends an execution already counted through `max_active` to its pool (Q3), from `at`
 /// (the pushing thread's CPU or thread index).
 #[inline]
 fn submit_counted(wq: &WqShared, counted: Counted, job: Job, at: usize) {
@@ -90,7 +85,7 @@ fn activate_at(wq: &WqShared, mut task: Task, at: usize) {
 }
 
 /// Pushes an execution to its pool from `at`, or hands it to the worker running its item
-/// (step 5).
+/// (Q5).
 #[inline]
 fn dispatch(wq: &WqShared, task: Task, at: usize) {
     let task = match task.job.work() {
@@ -113,7 +108,7 @@ fn dispatch(wq: &WqShared, task: Task, at: usize) {
         .push(index, task, at);
 }
 
-/// Step 28 for an execution that never waits for room (a delayed item whose delay ended, or
+/// B1 for an execution that never waits for room (a delayed item whose delay ended, or
 /// armed with none): counted in the backlog, over the limit if need be.
 fn force_room(wq: &WqShared) {
     if let Some(backlog) = &wq.backlog {

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
@@ -15,9 +15,10 @@ use crossbeam_utils::CachePadded;
 use crate::fork::PerFork;
 use crate::sync::{Condvar, Mutex};
 
-use super::pod_ref::Counted;
-use super::work::WorkInner;
-use super::PodShared;
+use crate::workqueue::task::dispatch;
+use crate::workqueue::task::pod_ref::Counted;
+use crate::workqueue::task::shared::PodShared;
+use crate::workqueue::task::work_item::WorkInner;
 
 /// Identifies one armed entry: its deadline, then a sequence number for equal deadlines.
 pub(crate) type TimerKey = (Instant, u64);
@@ -46,16 +47,16 @@ pub(crate) struct Fire {
 }
 
 impl Armed {
-    /// Counts the execution in its workqueue's flush colour (step 2), in its current layout
-    /// (step 35); called under the heap's lock as the entry leaves the heap.
+    /// Counts the execution in its workqueue's flush colour (Q2), in its current layout
+    /// (R5); called under the heap's lock as the entry leaves the heap.
     fn take(self) -> Fire {
         let Armed { work, pod } = self;
         let at = crate::here::cpu_or_thread();
-        Fire {
-            work,
-            counted: super::layout::enter_current(&pod, at),
-            at,
-        }
+        let counted = match pod.wq.layouts.get().and_then(Weak::upgrade) {
+            Some(layouts) => layouts.enter_current(&pod, at),
+            None => Counted::enter(&pod, at),
+        };
+        Fire { work, counted, at }
     }
 }
 
@@ -63,11 +64,11 @@ impl Fire {
     /// Queues the execution now, on its workqueue, to the pod of the CPU that armed it.
     pub(crate) fn fire(self) {
         let Fire { work, counted, at } = self;
-        super::dispatch::enqueue_counted(work, counted, at);
+        dispatch::enqueue_counted(work, counted, at);
     }
 
     /// Drops the execution without running (cancel, `mod_delayed`): uncounts its colour
-    /// (step 10). The claim stays with the caller.
+    /// (E5). The claim stays with the caller.
     pub(crate) fn discard(self) {
         drop(self.counted);
     }

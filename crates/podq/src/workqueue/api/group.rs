@@ -1,5 +1,11 @@
-//! [`Group`]: related work items of one workqueue, steered to the pod where their data is hot
-//! (`policy::steer`; the steps are "Steering" in `README.md` beside this file).
+//! [`Group`]: related work items of one workqueue, steered to the pod where their data is hot.
+//!
+//! Its part of cache-aware placement is the user's handle and the carrying out of a decision at
+//! queue time: a group's queue call makes its execution's ticket (G1 of
+//! `workqueue/README.md`) and, as the execution is counted, asks `policy::steer` for the pod
+//! from the group's published home, its runnable count and the home pool's load, which
+//! `pool/load.rs` samples (G2). The decisions are `policy::steer`'s; what a start records and
+//! publishes is `task/steering.rs`'s; a work item's ticket slot is `item/group_slot.rs`.
 
 use std::fmt;
 use std::sync::Arc;
@@ -8,10 +14,11 @@ use crate::here::Here;
 use crate::policy::steer;
 use crate::pool;
 
-use super::layout::Layout;
-use super::steering::{GroupState, Ticket};
-use super::task::Job;
-use super::{Work, Workqueue};
+use crate::workqueue::api::work::Work;
+use crate::workqueue::api::workqueue::Workqueue;
+use crate::workqueue::layout::Layout;
+use crate::workqueue::task::steering::{GroupState, Ticket};
+use crate::workqueue::task::Job;
 
 /// A handle for related work on one workqueue (one connection, one key range, one tenant),
 /// made by [`Workqueue::group`]: its items go to the pod where the group's items last ran, so
@@ -29,14 +36,14 @@ use super::{Work, Workqueue};
 ///
 /// Steering chooses the pod, not the CPU: on a non-strict workqueue the OS picks which CPU runs
 /// the pod's worker, and only a strict one
-/// ([`WorkqueueBuilder::strict`](super::WorkqueueBuilder::strict)) keeps the items on the
+/// ([`WorkqueueBuilder::strict`](crate::WorkqueueBuilder::strict)) keeps the items on the
 /// pod's CPUs (what each costs: `docs/design.md`, "Steering", "Aim at a pod").
 ///
 /// Grouped items keep every guarantee of the workqueue: [`Group::queue`] and
 /// [`Group::queue_work`] return what [`Workqueue::queue`] and [`Workqueue::queue_work`] return
 /// in the same cases (drain, fork, already pending, being cancelled), and `flush`, `drain`,
 /// `cancel_sync`, `max_active` and ordering treat them as any other item. On a workqueue built
-/// with [`WorkqueueBuilder::steer(false)`](super::WorkqueueBuilder::steer) a group's calls are
+/// with [`WorkqueueBuilder::steer(false)`](crate::WorkqueueBuilder::steer) a group's calls are
 /// the plain ones.
 ///
 /// Clones share the group; a clone is one reference count. A group borrows its workqueue
@@ -107,7 +114,7 @@ impl Group<'_> {
         let job = Job::once(move || {
             ticket.started();
             f();
-            // `ticket` goes with the closure (S5), also when `f` panics.
+            // `ticket` goes with the closure (G5), also when `f` panics.
         });
         wq.submit(
             job,
@@ -155,7 +162,7 @@ impl Group<'_> {
         self.wq.steer
     }
 
-    /// (S2) The pod in `layout` for an item issued at `here` while the group had `runnable`
+    /// (G2) The pod in `layout` for an item issued at `here` while the group had `runnable`
     /// items queued or running: `policy::steer`'s decision from the group's published home,
     /// its runnable items and the home pool's load (read without a lock), else the pod of
     /// `here`'s CPU, where an ungrouped item goes.

@@ -1,10 +1,18 @@
-//! [`DelayedWork`]: a [`Work`] item that is queued after a delay.
+//! [`DelayedWork`]: a [`Work`] item that is queued after a delay, and the calls that arm it,
+//! [`Workqueue::queue_delayed`] and [`Workqueue::mod_delayed`]; the timer thread that queues it
+//! when its delay ends is `task/timer.rs`.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
-use super::state::PENDING;
-use super::work::{self, Work};
+use crate::here::Here;
+use crate::workqueue::api::work::{self, Work};
+use crate::workqueue::api::workqueue::Workqueue;
+use crate::workqueue::item::state::{Claim, PENDING};
+use crate::workqueue::task::dispatch;
+use crate::workqueue::task::timer;
+use crate::workqueue::task::work_item::{self, WorkInner};
 
 /// A reusable work item queued after a delay, with [`Workqueue::queue_delayed`] or
 /// [`Workqueue::mod_delayed`].
@@ -27,8 +35,8 @@ use super::work::{self, Work};
 /// # Ok::<(), podq::Error>(())
 /// ```
 ///
-/// [`Workqueue::queue_delayed`]: super::Workqueue::queue_delayed
-/// [`Workqueue::mod_delayed`]: super::Workqueue::mod_delayed
+/// [`Workqueue::queue_delayed`]: crate::Workqueue::queue_delayed
+/// [`Workqueue::mod_delayed`]: crate::Workqueue::mod_delayed
 #[derive(Clone)]
 pub struct DelayedWork {
     /// The item; its claim is held by the timer while the delay runs.
@@ -59,7 +67,7 @@ impl DelayedWork {
     /// it forked never runs here: this returns `false` at once.
     pub fn flush(&self) -> bool {
         let item = &self.work.inner;
-        if work::stranded(item) {
+        if work_item::stranded(item) {
             return false;
         }
         let fired = self.fire_now();
@@ -75,7 +83,7 @@ impl DelayedWork {
     /// `fork()`.
     pub fn flush_timeout(&self, timeout: Duration) -> bool {
         let item = &self.work.inner;
-        if work::stranded(item) {
+        if work_item::stranded(item) {
             return false;
         }
         self.fire_now();
@@ -86,7 +94,7 @@ impl DelayedWork {
     /// delay (at this call, not at the first poll), and returns a future that completes when
     /// its last queueing has finished, as [`Work::flushed`].
     pub fn flushed(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
-        if !work::stranded(&self.work.inner) {
+        if !work_item::stranded(&self.work.inner) {
             self.fire_now();
         }
         self.work.flushed()
@@ -97,7 +105,7 @@ impl DelayedWork {
         let item = &self.work.inner;
         if item.state.load() & PENDING != 0 {
             if let Some(key) = item.state.with_extra(|home| home.timer.take()) {
-                if let Some(fire) = super::timer::disarm(key) {
+                if let Some(fire) = timer::disarm(key) {
                     fire.fire();
                     return true;
                 }
@@ -131,5 +139,87 @@ impl fmt::Debug for DelayedWork {
             .field("pending", &self.is_pending())
             .field("running", &self.is_running())
             .finish_non_exhaustive()
+    }
+}
+
+impl Workqueue {
+    /// Queues `work` after `delay` (at once for a zero delay), to the pod of the calling
+    /// thread's CPU when the delay ends. The work never runs before `delay` has passed.
+    ///
+    /// Returns `true` when this call armed it. `false` when it did not:
+    ///
+    /// * `work` was already pending (waiting for its delay, or queued and not started): its
+    ///   delay is left as it was (to replace it, see [`Workqueue::mod_delayed`]), and that
+    ///   pending execution runs once for both requests;
+    /// * a [`DelayedWork::cancel_sync`] of it is in progress: nothing is armed;
+    /// * a [`Workqueue::drain`] runs and the caller is not one of this workqueue's own items:
+    ///   nothing is armed;
+    /// * in a child process of `fork()`, as for [`Workqueue::queue_work`]: nothing is armed.
+    pub fn queue_delayed(&self, work: &DelayedWork, delay: Duration) -> bool {
+        if self.refused() {
+            return false;
+        }
+        let item = &work.work.inner;
+        match item.state.try_claim() {
+            Claim::Refused => false,
+            Claim::Claimed { running } if work_item::stranded_claim(item, running) => false,
+            Claim::Claimed { .. } => {
+                self.arm(item, delay);
+                true
+            }
+        }
+    }
+
+    /// Sets `work` to run after `delay` from now, whether it was pending or not.
+    ///
+    /// Returns `true` when it was pending: its old delay is replaced by `delay`. `false` when
+    /// it was not:
+    ///
+    /// * `work` was idle: it is armed as by [`Workqueue::queue_delayed`];
+    /// * a [`DelayedWork::cancel_sync`] of it is in progress: nothing is armed;
+    /// * a [`Workqueue::drain`] runs and the caller is not one of this workqueue's own items:
+    ///   nothing is armed;
+    /// * in a child process of `fork()`, as for [`Workqueue::queue_work`]: nothing is armed.
+    pub fn mod_delayed(&self, work: &DelayedWork, delay: Duration) -> bool {
+        let item = &work.work.inner;
+        loop {
+            if work_item::canceling(item) || self.refused() || work_item::stranded(item) {
+                return false;
+            }
+            if let Some(grabbed) = item.grab() {
+                // The claim is ours again: re-arm it.
+                grabbed.unqueue();
+                self.arm(item, delay);
+                return true;
+            }
+            match item.state.try_claim() {
+                Claim::Claimed { .. } => {
+                    self.arm(item, delay);
+                    return false;
+                }
+                // Pending somewhere the grab did not see yet (between two places): retry.
+                Claim::Refused => std::thread::yield_now(),
+            }
+        }
+    }
+
+    /// Arms the timer for a claimed delayed item (or queues it now for a zero delay).
+    pub(super) fn arm(&self, item: &Arc<WorkInner>, delay: Duration) {
+        let here = Here::now();
+        let layout = self.layouts.current();
+        let pod = &layout.pods[layout.pod_for(here.cpu(), &self.shared.rotation)];
+        if delay.is_zero() {
+            dispatch::enqueue_claimed(Arc::clone(item), pod, here.index());
+            return;
+        }
+        item.record_home(&self.shared, pod.index);
+        let deadline = timer::deadline_after(delay);
+        let fire = timer::Armed {
+            work: Arc::clone(item),
+            pod: Arc::clone(pod),
+        };
+        // Under the item's lock, so that the key it keeps is never older than the entry.
+        item.state
+            .with_extra(|home| home.timer = Some(timer::arm(deadline, fire)));
     }
 }

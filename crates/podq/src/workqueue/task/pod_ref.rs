@@ -1,19 +1,18 @@
 //! [`Counted`]: one execution counted in its pod's in-flight counts, holding that pod without
-//! a reference count (step 11 of `README.md` in this folder).
+//! a reference count (E6 of `workqueue/README.md`).
 //!
 //! Every queued execution needs its workqueue's part for its pod (`PodShared`: the counters
 //! its run writes, the workqueue it belongs to). Held as an `Arc`, that part's reference count
 //! would be one cache line written twice per item by every producer and every worker of the
 //! pod (`perf annotate` of the flood workload on 2 CPUs: 81 % of the queue call and 95 % of a
-//! worker's accounting on those two atomic instructions, about 17 % of all samples;
-//! `docs/benchmarks-history.md`, fifth pass).
+//! worker's accounting on those two atomic instructions, about 17 % of all samples).
 //!
 //! The execution's count in the pod's flush colours already says the same thing: while it is
 //! counted, the workqueue's drop waits (it drains). So a `Counted` holds a plain pointer, and
 //! the pod lives as long as any execution is counted in it:
 //!
-//! * a `Counted` is made only by counting an execution ([`Counted::enter`], step 2) and
-//!   uncounts it only when it is dropped (step 10), last;
+//! * a `Counted` is made only by counting an execution ([`Counted::enter`], Q2) and
+//!   uncounts it only when it is dropped (E5), last;
 //! * the owners of a pod's `Arc` (the `Workqueue`, and its reaper when it is dropped from one of
 //!   its own items) drop it only after a drain saw every count at zero and
 //!   `Flush::wait_for_leavers` saw no finisher still reading the pod after its decrement;
@@ -29,8 +28,8 @@ use std::sync::Arc;
 
 use crossbeam_utils::CachePadded;
 
-use super::flush::Flush;
-use super::PodShared;
+use crate::workqueue::item::flush::Flush;
+use crate::workqueue::task::shared::PodShared;
 
 /// One execution counted in a pod under a flush colour; uncounted when dropped.
 pub(crate) struct Counted {
@@ -56,7 +55,7 @@ unsafe impl Send for Counted {}
 unsafe impl Sync for Counted {}
 
 impl Counted {
-    /// Step 2: counts a new execution in `pod`, under the workqueue's current colour, in the
+    /// Q2: counts a new execution in `pod`, under the workqueue's current colour, in the
     /// stripe of `at` (the counting thread's CPU or thread index).
     #[inline]
     pub(crate) fn enter(pod: &Arc<CachePadded<PodShared>>, at: usize) -> Counted {
@@ -91,7 +90,7 @@ impl Counted {
         self.tagged = self.tagged.map_addr(|addr| addr | SLOT);
     }
 
-    /// Steps 2 and 33: counts a new execution in the pod that `pick` chooses (in the
+    /// Q2 and R3: counts a new execution in the pod that `pick` chooses (in the
     /// workqueue's current layout), under the colour of `flush`, in the stripe of `at`;
     /// `pick` is asked again if the epoch moved meanwhile (`Flush::enter_with`).
     #[inline]
@@ -127,8 +126,8 @@ impl Counted {
 }
 
 impl Drop for Counted {
-    /// Step 10: uncounts the execution. The pod may be freed by another thread as soon as the
-    /// decrement is done; `Flush::leave` touches it afterwards only while announced (step 11).
+    /// E5: uncounts the execution. The pod may be freed by another thread as soon as the
+    /// decrement is done; `Flush::leave` touches it afterwards only while announced (E6).
     #[inline]
     fn drop(&mut self) {
         let pod = self.pod();

@@ -1,19 +1,19 @@
 //! Re-forming a workqueue's pods at run time from its handle: [`Workqueue::set_scope`] and
-//! [`Workqueue::set_shard_size`] (steps 31-35 of `README.md` in this folder), and the check of
+//! [`Workqueue::set_shard_size`] (R2-R5 of `workqueue/README.md`), and the check of
 //! a CPU asked for by `queue_on` against the CPUs the process may use now.
 
 use crate::error::{Error, Result};
 use crate::scope::AffinityScope;
 
-use super::layout::Shape;
-use super::Workqueue;
+use crate::workqueue::api::workqueue::Workqueue;
+use crate::workqueue::layout::Shape;
 
 impl Workqueue {
     /// Sets the scope of its pods while other threads queue, as the kernel's
-    /// `affinity_scope` attribute does: the pods are re-formed (steps 31-35 of `README.md`),
-    /// new items go to the new pods' pools and so do items waiting in the earlier pools,
-    /// nothing is lost, and ordering and `max_active` hold across the change. Setting the scope
-    /// it has changes nothing. [`Workqueue::scope`] and [`Workqueue::stats`] show the change.
+    /// `affinity_scope` attribute does: the pods are re-formed (R2-R5 of
+    /// `src/workqueue/README.md`), new items go to the new pods' pools and so do items waiting
+    /// in the earlier pools, nothing is lost, and ordering and `max_active` hold across the
+    /// change. Setting the scope it has changes nothing. [`Workqueue::scope`] and [`Workqueue::stats`] show the change.
     ///
     /// ```
     /// use podq::{AffinityScope, Workqueue};
@@ -55,7 +55,7 @@ impl Workqueue {
         self.layouts.current().shape.shard_size
     }
 
-    /// Re-forms the layout with `change` made to its shape (steps 31-33).
+    /// Re-forms the layout with `change` made to its shape (R2-R4).
     fn reshape(&self, change: impl FnOnce(&mut Shape)) -> Result<()> {
         if self.foreign() {
             return Err(Error::ParentProcess {
@@ -74,7 +74,7 @@ impl Workqueue {
     ///
     /// [`Error::CpuNotAllowed`] for a CPU of the machine the workqueue may not use now,
     /// [`Error::UnknownCpu`] for any other.
-    pub(super) fn check_cpu(&self, cpu: usize) -> Result<()> {
+    pub(crate) fn check_cpu(&self, cpu: usize) -> Result<()> {
         let layout = self.layouts.current();
         if layout.placement.pod_of(cpu).is_some() {
             return Ok(());
@@ -103,5 +103,47 @@ impl Workqueue {
             cpu,
             usable: layout.cpus.to_string(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crate::cpuset::CpuSet;
+    use crate::error::Result;
+    use crate::scope::AffinityScope;
+    use crate::topology::Topology;
+    use crate::workqueue::api::workqueue::Workqueue;
+    use crate::workqueue::layout::follow::follow_now;
+
+    /// The machine after two CPUs were brought online.
+    fn four_cpus() -> Result<Topology> {
+        Topology::from_machine("sockets=1,nodes=1,caches=1,cores=4,smt=1")
+    }
+
+    #[test]
+    fn a_cpu_brought_online_is_used_once_the_machine_is_read_again() {
+        let two = Topology::from_machine("sockets=1,nodes=1,caches=1,cores=2,smt=1").unwrap();
+        let wq = Workqueue::builder("hot-add")
+            .topology(two)
+            .scope(AffinityScope::Cpu)
+            .idle_timeout(Duration::from_secs(921))
+            .build()
+            .expect("workqueue");
+        let all: CpuSet = (0..4).collect();
+        // Not read again: the CPUs the machine lacks are passed over.
+        follow_now(&wq.layouts, &all);
+        assert_eq!(wq.cpus(), &(0..2).collect::<CpuSet>());
+        assert_eq!(wq.stats().reformations, 0);
+        wq.layouts.reform_state().rediscover = Some(four_cpus);
+        follow_now(&wq.layouts, &all);
+        assert_eq!(wq.cpus(), &all);
+        assert_eq!((wq.pools(), wq.stats().reformations), (4, 1));
+        let (tx, rx) = std::sync::mpsc::channel();
+        wq.queue_on(3, move || tx.send(()).unwrap())
+            .expect("a new CPU");
+        rx.recv_timeout(crate::test_support::PATIENCE)
+            .expect("the item ran");
     }
 }

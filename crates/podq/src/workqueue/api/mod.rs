@@ -1,0 +1,34 @@
+//! The user's API: the handles users hold and every call they make, one file per concept.
+//! The top group of the workqueue: it imports from `layout/`, `task/` and `item/`, and
+//! nothing imports from it but the re-exports of `workqueue/mod.rs`.
+//!
+//! * `workqueue.rs`: [`Workqueue`](crate::Workqueue), built from checked attributes, what it
+//!   says of itself, its drop;
+//! * `builder.rs`: [`WorkqueueBuilder`](crate::WorkqueueBuilder), every attribute checked in
+//!   one place;
+//! * `queue.rs`: the queue calls (Q1-Q5 of `workqueue/README.md`);
+//! * `backlog.rs`: room in the backlog, the `try_` calls and
+//!   [`QueueError`](crate::QueueError) (B1-B3);
+//! * `work.rs`: [`Work`](crate::Work), its flush and cancel (C1-C5);
+//! * `delayed.rs`: [`DelayedWork`](crate::DelayedWork), `queue_delayed`, `mod_delayed`;
+//! * `flush.rs`: a workqueue's flush and drain, with a deadline or without (F1-F3);
+//! * `join.rs` and `oneshot.rs`: `spawn`, [`JoinHandle`](crate::JoinHandle) and the slot
+//!   between them (J1-J4);
+//! * `group.rs`: [`Group`](crate::Group), steered queueing (G1, G2);
+//! * `reshape.rs`: `set_scope`, `set_shard_size` (R1-R5);
+//! * `stats.rs`: statistics.
+
+pub(crate) mod backlog;
+pub(crate) mod builder;
+pub(crate) mod delayed;
+pub(crate) mod flush;
+#[cfg(test)]
+mod flush_tests;
+pub(crate) mod group;
+pub(crate) mod join;
+pub(crate) mod oneshot;
+mod queue;
+pub(crate) mod reshape;
+pub(crate) mod stats;
+pub(crate) mod work;
+pub(crate) mod workqueue;
