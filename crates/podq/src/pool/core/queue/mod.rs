@@ -275,7 +275,7 @@ impl<T> Core<T> {
 
     /// `lane` wrapped to the lanes there are. A pusher's lane is already one of them (the
     /// pool's `LaneMap` gives it), so the division is only ever taken for a stray index: on
-    /// the push path a division cost 3-4 % of `Core::push`'s samples (`perf annotate`).
+    /// the push path a division costs 3-4 % of `Core::push`'s samples (`perf annotate`).
     #[inline]
     pub(super) fn wrap(&self, lane: usize) -> usize {
         let lanes = self.lanes.len();
