@@ -16,10 +16,10 @@
 //!   (`core/`: the queue, idle coordination, growth, lifecycle) follows the protocol written
 //!   down in `pool/README.md`; the decisions it carries out are `crate::policy`'s.
 //! * Workers (`worker.rs`) are started on demand: at once up to the pod's CPU count, then by
-//!   the stall watchdog (`watchdog.rs`) while queued work makes no progress, up to
-//!   [`PoolAttrs::max_workers`]; they are pinned to the pod, named `podq/{pool}`, spin
-//!   briefly before parking ([`SPIN_ROUNDS`]), and retire after [`PoolAttrs::idle_timeout`]
-//!   idle.
+//!   the stall watchdog (`watchdog.rs`) while busy workers block or queued work makes no
+//!   progress, up to [`PoolAttrs::max_workers`]; they are pinned to the pod, named
+//!   `podq/{pool}`, spin briefly before parking ([`SPIN_ROUNDS`]), and retire after
+//!   [`PoolAttrs::idle_timeout`] idle.
 //! * When the last user of a pool lets go, its workers run everything still queued and exit.
 
 mod apart;
