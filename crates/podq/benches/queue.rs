@@ -1,7 +1,7 @@
 //! The cost of queueing: the queue call alone, queue-to-completion on one thread, and a
 //! crossbeam-channel send (and round trip) as reference. Reports numbers; asserts nothing.
 //!
-//! `cargo bench -p podq --bench queue`; the results are recorded in docs/benchmarks.md (which links to the numbers).
+//! `cargo bench -p podq --bench queue`; the results are in `docs/benchmarks.md`.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};

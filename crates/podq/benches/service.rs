@@ -5,8 +5,7 @@
 //! rows, seconds apart, do not.
 //! Reports numbers; asserts nothing.
 //!
-//! `cargo bench -p podq --bench service`; the results are recorded in docs/benchmarks.md
-//! ("Results: service API costs").
+//! `cargo bench -p podq --bench service`; the results are in `docs/benchmarks.md`.
 
 use std::cell::{Cell, RefCell};
 use std::hint::black_box;

@@ -1,5 +1,5 @@
 //! How long work waits behind items that block, and how late delayed work fires while they
-//! do: the figures behind `docs/benchmarks.md`, "Items that block".
+//! do: the figures behind a table of `docs/benchmarks.md`.
 //!
 //! ```sh
 //! cargo run --release -p podq --example blocked_items

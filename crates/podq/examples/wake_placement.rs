@@ -1,5 +1,5 @@
 //! Where the OS runs a pod's woken worker, and what an item pays to start on a CPU other than
-//! its issuer's: the figures behind `docs/benchmarks.md`, "Where a woken worker runs".
+//! its issuer's: the figures behind a table of `docs/benchmarks.md`.
 //!
 //! ```sh
 //! cargo run --release -p podq --example wake_placement

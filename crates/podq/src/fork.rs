@@ -2,11 +2,11 @@
 //! threads.
 //!
 //! `fork()` copies the calling thread only: the parent's workers, timer and watchdog threads
-//! are gone in the child, and a lock one of them held stays held. The protocol, steps 20-23 of
+//! are gone in the child, and a lock one of them held stays held. The protocol, steps K1-K4 of
 //! `src/workqueue/README.md`, and what a child must still avoid are written down there: a
-//! child-side `pthread_atfork` handler raises [`GENERATION`] (step 20); process-wide state is a
-//! [`PerFork`] value, built afresh in each generation (21); a workqueue id carries its
-//! generation, [`tag_id`] and [`is_foreign`] (22).
+//! child-side `pthread_atfork` handler raises [`GENERATION`] (K1); process-wide state is a
+//! [`PerFork`] value, built afresh in each generation (K2); a workqueue id carries its
+//! generation, [`tag_id`] and [`is_foreign`] (K3).
 
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::sync::Once;
@@ -19,12 +19,12 @@ static GENERATION: AtomicU64 = AtomicU64::new(0);
 /// Bits of a workqueue id that count workqueues; the bits above hold the generation.
 const ID_BITS: u32 = 40;
 
-/// The child handler (step 20): a new generation.
+/// The child handler (K1): a new generation.
 extern "C" fn in_child() {
     GENERATION.fetch_add(1, Ordering::Relaxed);
 }
 
-/// Registers the child handler once per process tree (step 20).
+/// Registers the child handler once per process tree (K1).
 fn count_forks() {
     static REGISTERED: Once = Once::new();
     // A refusal (out of memory) leaves children sharing the parent's generation: they hang as
@@ -39,20 +39,20 @@ pub(crate) fn generation() -> u64 {
 }
 
 /// Workqueue id `n` (counted from 1, below 2^40) tagged with this process's generation
-/// (step 22).
+/// (K3).
 pub(crate) fn tag_id(n: u64) -> u64 {
     count_forks();
     (generation() << ID_BITS) | (n & ((1 << ID_BITS) - 1))
 }
 
 /// Whether workqueue id `id` (never 0) was made in an earlier generation: by a parent process,
-/// whose threads are not here (step 22).
+/// whose threads are not here (K3).
 #[inline]
 pub(crate) fn is_foreign(id: u64) -> bool {
     id >> ID_BITS != generation() & ((1 << (64 - ID_BITS)) - 1)
 }
 
-/// One value of type `T` per fork generation, built on first use in each (step 21).
+/// One value of type `T` per fork generation, built on first use in each (K2).
 pub(crate) struct PerFork<T: 'static> {
     /// A: the value of the latest generation that used it; null before the first use.
     /// Acquire/Release: publishes the value to the threads that load the pointer.

@@ -5,9 +5,10 @@
 //! A new thread inherits the affinity of the thread that starts it, and podq starts its
 //! threads from whichever thread queues: often a dispatching thread pinned to one CPU. Such a
 //! thread could first run only on that CPU, which a busy starter gives up only at the end of
-//! its time slice: `perf sched timehist` of `podq bench --threads 1 --workload flood` showed
-//! a pool's first worker waiting 2.98 ms there while the pod's other CPU was idle, and the
-//! watchdog, started the same way, pinned to the producer's CPU for the life of the process.
+//! its time slice: left there, a pool's first worker waits 2.98 ms while the pod's other CPU
+//! is idle (`perf sched timehist` of `podq bench --threads 1 --workload flood`), and the
+//! watchdog, started the same way, stays pinned to the producer's CPU for the life of the
+//! process.
 //!
 //! So when the starter's own affinity leaves the new thread no CPU but the starter's, [`spawn`]
 //! moves the new thread to the one CPU its caller chooses ([`launch_cpu`]: the CPU of the
@@ -15,9 +16,9 @@
 //! the starter's among equals), before the thread first runs; the thread then places itself
 //! (its own pin, which may include the starter's CPU) only after that move, so that the
 //! narrower launch set never outlives the start. Counting the launches keeps one pinned
-//! starter from putting every worker of a pool on the same CPU: `perf sched timehist` of the
-//! closed loop with one producer per CPU on 2 CPUs showed both workers of each new pool on one
-//! CPU for its first 7-11 ms when every launch only avoided the starter's CPU. A starter
+//! starter from putting every worker of a pool on the same CPU: with launches that only avoid
+//! the starter's CPU, both workers of each new pool share one CPU for their first 7-11 ms
+//! (`perf sched timehist` of the closed loop with one producer per CPU on 2 CPUs). A starter
 //! allowed more CPUs (the watchdog, an unpinned thread) is left to the kernel, which places a
 //! new thread among them as it sees fit.
 

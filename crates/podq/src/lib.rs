@@ -15,7 +15,7 @@
 //! * **scope**: one way of grouping CPUs into pods ([`AffinityScope`]: `cpu`, `smt`, `cache`,
 //!   `cache_shard`, `numa`, `system`).
 //! * **pod**: one group of CPUs under a scope; every usable CPU is in exactly one ([`Pods`]).
-//! * **pool**: the workers and the queue (one lock) serving one pod; workqueues with equal
+//! * **pool**: the workers and the queue serving one pod; workqueues with equal
 //!   attributes share pools ([`PoolStats`]).
 //! * **workqueue**: what users queue work on: a name, a scope, strictness, `max_active`,
 //!   ordering ([`Workqueue`]).
@@ -101,10 +101,10 @@
 //! pending or running in the parent at the fork never runs in the child, and its `flush` and
 //! `cancel_sync` return at once. A child forked from inside a work item must `exec` or `_exit`
 //! before that item returns (the worker thread would go back to its parent's pool). The
-//! protocol: steps 20-23 of `src/workqueue/README.md`.
+//! protocol: steps K1-K4 of `src/workqueue/README.md`.
 //!
 //! The protocols behind the guarantees (pending, cancel, flush, `max_active`) are written down
-//! as numbered steps in `src/workqueue/README.md`; the pools' park/wake protocol in
+//! as steps in `src/workqueue/README.md`; the pools' park/wake protocol in
 //! `src/pool/README.md`.
 #![deny(unsafe_code)]
 

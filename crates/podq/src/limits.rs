@@ -5,7 +5,7 @@
 //! Every workqueue built on this machine follows these limits: a `podq/limits` thread asks a
 //! [`CpuLimits`] every [`LIMITS_POLL_INTERVAL`] (only while such a workqueue exists), and when
 //! the answer differs from the CPUs a workqueue's pods were formed on, it re-forms them from
-//! the CPUs now allowed (steps 31-35 of `src/workqueue/README.md`):
+//! the CPUs now allowed (steps R1-R5 of `src/workqueue/README.md`):
 //!
 //! * new items go to the pools of the new pods, whose workers are pinned within the CPUs
 //!   allowed when they start; `queue_on` a CPU no longer allowed returns

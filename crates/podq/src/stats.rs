@@ -43,8 +43,9 @@ pub struct PoolStats {
     pub pulled_in: u64,
     /// Work items queued on this pool that workers of another pool pulled and ran.
     pub pulled_out: u64,
-    /// Work items run to the end by this pool's workers, pulled ones included (counted when the worker comes back to
-    /// the queue after the run, so a `flush` may return a moment before this count moves).
+    /// Work items run to the end by this pool's workers, pulled ones included (counted when the
+    /// worker comes back to the queue after the run, so a `flush` may return a moment before this
+    /// count moves).
     pub executed: u64,
     /// Workers that could not be placed on their CPUs and ran where the OS put them (for
     /// instance on a synthetic topology whose CPUs this machine lacks).
@@ -114,7 +115,7 @@ pub struct WorkqueueStats {
     /// The workqueue's name.
     pub name: String,
     /// Its scope.
-    pub scope: crate::AffinityScope,
+    pub scope: crate::scope::AffinityScope,
     /// Executions whose closure started.
     pub started: u64,
     /// Executions whose closure returned or panicked.

@@ -8,8 +8,9 @@
 //! In production the locks are `std`'s (futex words on Linux: small, fast uncontended paths,
 //! and no process-wide state, so a child of `fork()` can use new ones), with poisoning
 //! ignored, in the by-value guard API that loom (and `std`) offer. Against `parking_lot`'s
-//! locks the benchmarks tell no difference: the pairs of builds are in
-//! `docs/benchmarks-history.md` ("`std` locks instead of `parking_lot`'s").
+//! locks, whose process-wide table of parked threads a child of `fork()` cannot use, `podq
+//! bench --workload flood` and `--workload queue` (`--runs 5 --scopes cache_shard --peers
+//! channel`, three pairs) tell no difference: medians 0.95x and 0.94x, within either's spread.
 //!
 //! * [`Mutex`]: `new`, `lock() -> MutexGuard`, `try_lock() -> Option<MutexGuard>`.
 //! * [`Condvar`]: `new`, `wait(guard) -> guard`, `wait_timeout(guard, dur) -> (guard, timed
@@ -44,7 +45,7 @@ pub(crate) mod atomic {
     /// pair whose other side fences (`workqueue/flush.rs`): nothing. In Rust's memory model
     /// (C++20's) every `SeqCst` operation, access or fence, takes its place in one total order
     /// that keeps each thread's program order, so the accesses order themselves; a `SeqCst`
-    /// fence here cost a second locked instruction per item on x86 (`lock or` after the
+    /// fence here would cost a second locked instruction per item on x86 (`lock or` after the
     /// `lock xadd`). podq-loom's facade fences here: loom models `SeqCst` accesses as
     /// `AcqRel` (its documented limitation), and without the fence its models would find
     /// executions that cannot happen.
@@ -94,14 +95,12 @@ pub(crate) mod thread {
 /// budget's measurements; the pool's workers (`pool::SPIN_ROUNDS`) and an item's `flush` wait
 /// with it.
 ///
-/// Measured with `podq bench` (queue workload, cache_shard, 2 pinned producers whose waiters
-/// spin only briefly sharing the 2 CPUs with 2 workers, alternating runs of 3): 6 rounds (63
-/// spins) 285k-380k items/s and 1.43-1.60 futex calls per item, 7 (127 spins, crossbeam's
-/// `Backoff`) 370k-450k and 1.19-1.31, 8 470k-600k, 9 550k-720k, and no further gain with 10
-/// or 11 (the channel pool: 600k-630k). A worker that gives up spinning sooner yields to the
-/// producer on its CPU, which spins out its own short budget and parks, so the item pays a
-/// futex round trip. The cost: an idle worker burns about 10 us of CPU each time it empties
-/// the queue before it parks. A `flush` waits with the same budget (criterion
+/// `podq bench` (queue workload, cache_shard, 2 pinned producers sharing the 2 CPUs with 2
+/// workers): 6 rounds (63 spins) 285k-380k items/s, 7 (127 spins, crossbeam's `Backoff`)
+/// 370k-450k, 8 470k-600k, 9 550k-720k, no gain past 9 (the channel pool: 600k-630k). A
+/// worker that gives up sooner yields to the producer on its CPU, which parks, so the item
+/// pays a futex round trip. The cost: an idle worker burns about 10 us of CPU each time it
+/// empties the queue before it parks. A `flush` waits with the same budget (criterion
 /// `queue_work+flush`: 3.0 us with 63 spins, 1.6-1.9 us with 127).
 const SPIN_ONLY_ROUNDS: u32 = 9;
 
@@ -149,7 +148,7 @@ pub(crate) type MutexGuard<'a, T> = std::sync::MutexGuard<'a, T>;
 ///
 /// `std`'s locks keep all their state in the lock itself (a futex word on Linux), with no
 /// process-wide table of parked threads as `parking_lot` has: a child of `fork()` can use its
-/// own new locks whatever the parent's threads were doing (step 21 of
+/// own new locks whatever the parent's threads were doing (K2 of
 /// `src/workqueue/README.md`).
 #[derive(Debug, Default)]
 pub(crate) struct Mutex<T>(std::sync::Mutex<T>);

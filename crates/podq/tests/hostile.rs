@@ -1,6 +1,6 @@
 //! Work items that fight back: a panic whose payload panics when dropped, a closure that holds
-//! its own workqueue's last handle, a captured value whose `Drop` panics. Each used to leave an
-//! item running forever, a drain waiting on itself, or a panic counted nowhere.
+//! its own workqueue's last handle, a captured value whose `Drop` panics. Handled carelessly,
+//! each leaves an item running forever, a drain waiting on itself, or a panic counted nowhere.
 //!
 //! A broken runtime hangs here rather than failing an assertion, so every wait has a generous
 //! deadline and fails the test when it passes.

@@ -1,5 +1,6 @@
-//! Pods of every scope: the brief's worked examples, SMT machines, and properties over random
-//! synthetic machines.
+//! Pods of every scope: the cache shard rule's examples (the merged Linux workqueue
+//! `WQ_AFFN_CACHE_SHARD` series of 2026, `DIV_ROUND_CLOSEST`), SMT machines, and properties
+//! over random synthetic machines.
 
 use std::fs;
 
@@ -28,8 +29,10 @@ fn shard_sizes(desc: &str, shard_size: usize) -> Vec<usize> {
         .collect()
 }
 
+/// 1-11 cores make one shard, 12 make 6+6, 36 make 8+7+7+7+7, 72 nine of 8, 100 nine of 8 and
+/// four of 7.
 #[test]
-fn the_briefs_worked_examples() {
+fn the_kernels_cache_shard_examples() {
     assert_eq!(shard_sizes("cores=11", 8), [11]);
     assert_eq!(shard_sizes("cores=12", 8), [6, 6]);
     assert_eq!(shard_sizes("cores=36", 8), [8, 7, 7, 7, 7]);

@@ -1,4 +1,5 @@
-//! One test per workqueue guarantee (see the brief's "Workqueue semantics to keep").
+//! One test per workqueue guarantee: the Linux workqueue's semantics in Rust form (the crate
+//! docs and `src/workqueue/README.md` state them).
 //!
 //! Behaviour only: no test asserts speed. The only time check is "not earlier than", which is
 //! the delayed-work guarantee itself.

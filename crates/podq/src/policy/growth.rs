@@ -7,9 +7,9 @@
 //!
 //! The sequence, for tasks that wait with every worker busy: a parked worker is woken first
 //! ([`wakes`]); with none parked, the pool grows ([`grow`]): at once up to its eager size,
-//! one worker at a time, then only when the stall watchdog finds the queue making no progress
-//! (`super::stall`). A worker parked for the idle timeout retires unless it is the last
-//! ([`idle`]).
+//! one worker at a time, then only when the stall watchdog finds busy workers blocked or the
+//! queue making no progress (`super::stall`). A worker parked for the idle timeout retires unless
+//! it is the last ([`idle`]).
 
 use std::time::Duration;
 

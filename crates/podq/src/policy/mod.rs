@@ -16,7 +16,8 @@
 //! * [`growth`]: a pool's workers: when a push or a worker must take the pool lock, when an
 //!   idle worker is woken, when the pool starts a worker or asks the stall watchdog to watch,
 //!   when an idle worker retires.
-//! * [`stall`]: the stall watchdog's look, and how often it looks.
+//! * [`stall`]: the stall watchdog's two looks (blocked workers, progress), and how often it
+//!   takes them.
 //! * [`pull`]: where an idle worker looks for other pools' waiting work (the sibling order),
 //!   which pools offer theirs, and when it looks at all (the adaptive gate).
 //! * [`steer`]: a group's home pod, how it decays, expires and moves, and when a grouped item

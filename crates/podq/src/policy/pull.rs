@@ -1,5 +1,12 @@
 //! Pull: where an idle worker looks for waiting work of other pools, and when it looks at all
-//! (the adaptive gate). The decisions behind `src/pool/README.md`, "Pull", as pure functions.
+//! (the adaptive gate). The decisions behind `src/pool/README.md`, "Pull" (O1-O4), as pure
+//! functions.
+//!
+//! This file owns the decisions only: which siblings, in which order, when to offer, kick and
+//! search, and how a search's outcome moves the gate. The pool set keeps the state they are
+//! asked with and acts on the answers (`pool/pull.rs`: the summary of offering pools and each
+//! pod's gate), and the concurrent core takes the task (`pool/core/pull.rs`: the steal and the
+//! kick under the sibling's locks).
 //!
 //! * **Where**: [`siblings`] orders the other pods of a pod by [`Level`]: those of its cache
 //!   domain first, then those of its node, then the rest of the machine, each level starting
@@ -15,15 +22,16 @@
 //!   machine many workers go idle many times a millisecond. Per pod and per level the pool
 //!   keeps the searches' success ratio ([`learn`]), and per pod the mean interval between its
 //!   workers' idle entries that find work offered ([`idle_interval`]; an entry that finds none
-//!   reads a few words and costs nothing to weigh); [`attempt`] searches always when idle entries are rare
-//!   (every [`RARE_IDLE`] or less often: then the search's cost cannot matter), and otherwise
+//!   reads a few words and costs nothing to weigh); [`attempt`] searches always when idle
+//!   entries are rare (every [`RARE_IDLE`] or less often: then the search's cost cannot matter),
+//!   and otherwise
 //!   with a probability that follows the success ratio, never below [`MIN_ATTEMPT`] so that
 //!   the gate notices when work comes back. At most [`searcher_cap`] workers of one cache
 //!   domain search at once.
 //!
-//! The measurements behind these choices (the kernel's shared run queue, and its idle
-//! balancing gated on the success rate) are in the brief; `docs/design.md`, "Pull", says how
-//! podq follows them.
+//! The measurements behind these choices are those of the CFS shared runqueue series of 2023
+//! (idle pull from the shards of a cache domain, and its cost on big machines when every idle
+//! entry scans and rarely finds work); `docs/design.md`, "Pull", says how podq follows them.
 
 use std::time::Duration;
 
@@ -150,8 +158,8 @@ pub const OFFER_WAITING: usize = 2;
 /// about to finish the item that queued this one, so a single item waits for whatever the busy
 /// workers run, up to a whole item's time; offered, it starts on an idle sibling at once. In the
 /// model (`podq sim --profile podq --workload locality --items 2000 --scopes cpu --steer on,off`)
-/// steering's start p99 against unsteered items went from 17x to 1.07x on `epyc-9d64` and from
-/// 4.8x to 2.2x on `grace` (`docs/benchmarks-history.md`, twelfth pass).
+/// steering's start p99 against unsteered items is 1.07x on `epyc-9d64` and 2.2x on `grace`
+/// with this offer, 17x and 4.8x without it.
 pub const OFFER_WAITING_AWAY: usize = 1;
 
 /// How far the offer of a push that left `waiting` items in its lane with every worker busy

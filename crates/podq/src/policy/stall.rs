@@ -1,4 +1,4 @@
-//! The stall watchdog's decisions (steps D2-D5 of `src/pool/README.md`): how many workers a
+//! The stall watchdog's decisions (steps D2-D4 of `src/pool/README.md`): how many workers a
 //! watched pool, whose workers are all busy at its eager size, gets for busy workers that block.
 //!
 //! Two looks, as the kernel has two ways to notice a worker that blocks:
@@ -33,7 +33,7 @@ pub const BLOCK_CHECK_INTERVAL: Duration = Duration::from_millis(1);
 pub const BLOCK_RECHECK_INTERVAL: Duration = Duration::from_micros(50);
 
 /// Workers to start in a watched pool whose `blocked` of `busy` workers (running a task) are
-/// found asleep (step D4): enough that the busy workers still running, the spinning, idle and
+/// found asleep (step D2): enough that the busy workers still running, the spinning, idle and
 /// coming ones give each CPU of the pod (`limits.eager_workers`) a runnable worker, no more than
 /// the `waiting` tasks that those cannot take, and never past `limits.max_workers`.
 #[must_use]
@@ -68,7 +68,7 @@ pub const STALL_CHECK_INTERVAL: Duration = Duration::from_millis(10);
 /// What the watchdog does after one look at a watched pool.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Look {
-    /// Nothing waits: stop watching (step D3); the next push past the eager size watches
+    /// Nothing waits: stop watching (step D4); the next push past the eager size watches
     /// again (D1).
     Stop,
     /// Tasks wait and none was taken since the last look, and nobody idle, spinning or coming
@@ -79,7 +79,7 @@ pub enum Look {
     Watch,
 }
 
-/// One look at a watched pool (step D2): `waiting` tasks wait, `started` tasks were ever taken
+/// One look at a watched pool (step D3): `waiting` tasks wait, `started` tasks were ever taken
 /// from its queue, `last_started` is `started` at the previous look (`None` on the first look
 /// after D1, which only records it), `spinners` workers spin.
 #[inline]

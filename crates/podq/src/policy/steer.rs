@@ -2,9 +2,15 @@
 //! (its *home*) is learned, decays and moves. The decisions behind `Group` in the workqueue
 //! layer, as pure functions; `docs/design.md`, "Steering", says why.
 //!
+//! This module owns the decisions and the arithmetic of the load signal ([`Busy`],
+//! [`busy_mean`]); the pool measures the signal (`pool/load.rs`: sampling a pod's busy
+//! workers, published for the issuers to read), and the workqueue carries the decisions out
+//! (steps G1-G5 of `src/workqueue/README.md`).
+//!
 //! A group is a set of related work items (one connection, one key range, one tenant) whose
 //! data is hot in the caches of the pod where they last ran. The policy follows the kernel's
-//! cache-aware scheduling and its safeguards against stacking (the brief):
+//! cache-aware scheduling and its safeguards against stacking (the scheduler's cache-aware load
+//! balancing RFC of 2025):
 //!
 //! * **Home**: where the group's items last ran ([`record`]); a vote, weighted by recency, so
 //!   that a stray item elsewhere (a pull) does not move it at once.
@@ -26,27 +32,27 @@
 
 use std::time::Duration;
 
-/// How long a group's preference takes to halve: 10 ms, the kernel's cache-aware scheduling's
-/// decay of a process's per-cache-domain occupancy (the brief: "let preferences decay (halving
-/// every 10 ms)"). A cache keeps a set of data hot for about as long as other work takes to
-/// evict it; a preference older than a few half-lives says little about where the data is.
+/// How long a group's preference takes to halve: 10 ms, the decay of a process's
+/// per-cache-domain occupancy in the scheduler's cache-aware load balancing RFC of 2025. A
+/// cache keeps a set of data hot for about as long as other work takes to evict it; a preference
+/// older than a few half-lives says little about where the data is.
 pub const HALF_LIFE: Duration = Duration::from_millis(10);
 
-/// How long a group keeps its home with no item: 50 ms, the kernel's expiry of a preference
-/// (the brief). Five half-lives: a home this old has decayed to about 3 % of its weight, and
+/// How long a group keeps its home with no item: 50 ms, the kernel's expiry of a preference in
+/// the same RFC. Five half-lives: a home this old has decayed to about 3 % of its weight, and
 /// steering the next item there would only move it away from where it was issued.
 pub const EXPIRY: Duration = Duration::from_millis(50);
 
-/// The least time between two moves of a group's home: 100 ms, the hysteresis that fixed the
-/// kernel's first attempt, which moved work on every wake-up and stacked it (the brief:
-/// "aggregate in a periodic balancer with hysteresis rather than on every wakeup"). Twice
+/// The least time between two moves of a group's home: 100 ms. The cache-aware load balancing
+/// RFC of 2025 moves work in a periodic balancer with hysteresis, since moving it on every
+/// wake-up stacked it on one cache domain. Twice
 /// [`EXPIRY`]: a group flapping between two pods pays for the move at most ten times a second.
 pub const HOME_HOLD: Duration = Duration::from_millis(100);
 
-/// Above this busy fraction a home pod gets no more of a group's items: one half, the kernel's
-/// "stop aggregating when the domain is loaded (about 50 % utilization)" (the brief). Below it
-/// a pod has a free CPU at least half the time; above it the wait for one grows fast (a single
-/// server's mean wait is `u / (1 - u)` service times at utilization `u`: 1 at one half, 4 at
+/// Above this busy fraction a home pod gets no more of a group's items: one half, where the
+/// cache-aware load balancing RFC of 2025 stops aggregating (a domain about 50 % utilized).
+/// Below it a pod has a free CPU at least half the time; above it the wait for one grows fast (a
+/// single server's mean wait is `u / (1 - u)` service times at utilization `u`: 1 at one half, 4 at
 /// four fifths), and soon costs more than the hot cache saves.
 pub const BUSY_LIMIT: Busy = Busy(1 << 15);
 

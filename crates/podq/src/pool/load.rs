@@ -1,6 +1,10 @@
 //! [`LoadSignal`]: a pool's load for steering (`policy::steer`): its waiting tasks, its busy
 //! workers and its recent busy fraction, read by anyone with a few relaxed loads and no lock.
 //!
+//! This file owns the signal: when a sample is taken, from which counters, and how it is
+//! published. What a busy fraction is, how samples are averaged and where an item goes given
+//! the load are `policy::steer`'s decisions.
+//!
 //! Nothing here is written per task. The numbers are samples, taken by a reader that finds the
 //! last sample older than [`SAMPLE_INTERVAL`] (one reader per interval wins the sample, with a
 //! compare-exchange of the sample's time), from counters the pool keeps anyway: the lanes'

@@ -16,10 +16,10 @@
 //!   (`core/`: the queue, idle coordination, growth, lifecycle) follows the protocol written
 //!   down in `pool/README.md`; the decisions it carries out are `crate::policy`'s.
 //! * Workers (`worker.rs`) are started on demand: at once up to the pod's CPU count, then by
-//!   the stall watchdog (`watchdog.rs`) while queued work makes no progress, up to
-//!   [`PoolAttrs::max_workers`]; they are pinned to the pod, named `podq/{pool}`, spin
-//!   briefly before parking ([`SPIN_ROUNDS`]), and retire after [`PoolAttrs::idle_timeout`]
-//!   idle.
+//!   the stall watchdog (`watchdog.rs`) while busy workers block or queued work makes no
+//!   progress, up to [`PoolAttrs::max_workers`]; they are pinned to the pod, named
+//!   `podq/{pool}`, spin briefly before parking ([`SPIN_ROUNDS`]), and retire after
+//!   [`PoolAttrs::idle_timeout`] idle.
 //! * When the last user of a pool lets go, its workers run everything still queued and exit.
 
 mod apart;
@@ -68,9 +68,9 @@ pub(crate) const DEFAULT_MAX_WORKERS: usize = 256;
 /// `IDLE_WORKER_TIMEOUT`.
 pub(crate) const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// Backoff rounds an idle worker spins (W5) before it parks: 13, that is 9 rounds of doubling
-/// spins (511 `spin_loop`s, about 10 us; the budget and its measurements are at
-/// `sync::SPIN_ONLY_ROUNDS`) and then 4 yields, as crossbeam's `Backoff` ends.
+/// Backoff rounds an idle worker spins (W5) before it parks: 13, that is the rounds of
+/// doubling spins of `sync::SPIN_ONLY_ROUNDS` (9: the budget and its measurements are there)
+/// and then 4 yields, as crossbeam's `Backoff` ends.
 ///
 /// Spinning at all saves the closed loop a futex wake-up per queue call: measured with `podq
 /// bench` on 2 CPUs, parking at once gives cache_shard 164k items/s and a queue call p50 of
@@ -81,10 +81,9 @@ pub(crate) const SPIN_ROUNDS: u32 = 13;
 /// [`SPIN_ROUNDS`], in a pool made while the process may use only one CPU: there a spinning
 /// worker keeps the thread that would queue its next task from running. 4, the yields that
 /// end [`SPIN_ROUNDS`]. Under `taskset -c 0`, `podq bench --threads 1 --runs 5 --peers
-/// channel --scopes cache_shard`, three invocations each in one sitting: spinning 0.15M items/s
-/// (0.83-0.86x the channel pool), yielding 0.22-0.23M (1.21-1.24x); parking at once 0.22M
-/// but its flood fell from 5.0-5.3M to 4.5-4.8M items/s, where yielding keeps it (4.95-5.22M);
-/// 8 yields did as well as 4.
+/// channel --scopes cache_shard`: spinning 0.15M items/s (0.83-0.86x the channel pool),
+/// yielding 0.22-0.23M (1.21-1.24x); parking at once also 0.22M, but its flood (`--workload
+/// flood`) drops from 4.95-5.22M items/s to 4.5-4.8M; 8 yields do no better than 4.
 pub(crate) const ONE_CPU_YIELD_ROUNDS: u32 = 4;
 
 /// How the idle workers of a pool made now wait before they park (W5), from the number of CPUs
@@ -153,12 +152,12 @@ pub(crate) struct Shared<T> {
     /// A: set when the pool's last handle is dropped: its workers no longer pull, and
     /// siblings no longer kick it. Relaxed: shutdown itself is ordered by the pool lock.
     shut: AtomicBool,
-    /// The probes of the live workers, by which the watchdog sees blocked ones (D4).
+    /// The probes of the live workers, by which the watchdog sees blocked ones (D2).
     probes: Probes,
     /// A: busy workers the watchdog found asleep in a task, each task counted once. Relaxed:
     /// a statistic.
     workers_seen_blocked: AtomicU64,
-    /// A: workers started because busy ones were found asleep (D4). Relaxed: a statistic.
+    /// A: workers started because busy ones were found asleep (D2). Relaxed: a statistic.
     workers_started_for_blocked: AtomicU64,
     /// A: the pool's load, sampled by steering decisions that read it (`load.rs`). On lines
     /// of its own: read by the issuers of grouped items, written once per sample.
@@ -267,9 +266,9 @@ impl<T: Runnable> Pool<T> {
     /// Queues `task` from the task that just finished on the calling thread (a work item queued
     /// again while it ran, which its worker hands on when it returns). On a worker of this pool
     /// that worker takes it next, so nobody is woken (P2w): waking an idle worker here only
-    /// makes it race the current one for the item (measured: a futex wake-up per closed-loop
-    /// item). Anywhere else it is an ordinary [`Pool::push`] from the calling thread's CPU,
-    /// and returns what that returns.
+    /// makes it race the current one for the item, at a futex wake-up per closed-loop item.
+    /// Anywhere else it is an ordinary [`Pool::push`] from the calling thread's CPU, and returns
+    /// what that returns.
     pub(crate) fn push_after_run(&self, task: T, siblings: bool) -> Option<Level> {
         if worker::is_worker_of(&self.shared) {
             apart::kept(&self.shared);

@@ -1,5 +1,5 @@
 //! Worker probes: how the stall watchdog sees whether a pool's busy workers sleep in their
-//! tasks (step D4 of `pool/README.md`). Each worker registers one when it starts (where the OS
+//! tasks (step D2 of `pool/README.md`). Each worker registers one when it starts (where the OS
 //! lets a thread's state be read) and marks in it when it runs a task; the watchdog reads the
 //! marks and the threads' states.
 
@@ -111,7 +111,7 @@ impl Probes {
     }
 }
 
-/// (D4) Looks at `shared`'s busy workers and starts workers for the blocked ones, as the core
+/// (D2) Looks at `shared`'s busy workers and starts workers for the blocked ones, as the core
 /// decides; returns how many it started.
 pub(super) fn replace_blocked<T: super::Runnable>(shared: &Arc<Shared<T>>) -> usize {
     let seen = shared.probes.look();

@@ -1,6 +1,11 @@
 //! [`PullGroup`]: the pools of one pool set that pull from each other, the summary of which of
-//! them offer waiting work, and each pod's gate. The decisions are `policy::pull`'s; the steps
-//! are "Pull" in `pool/README.md`.
+//! them offer waiting work, and each pod's gate. The steps are "Pull" in `pool/README.md`
+//! (O1-O4).
+//!
+//! This file owns the pool set's side: the summary and the gates' state, the offer (O1), which
+//! sibling to kick (O2), the withdrawal (O3) and the search over the siblings (O4). The
+//! decisions it asks are `policy::pull`'s; taking a task from a sibling and waking or starting
+//! a sibling's worker happen in that sibling's core (`core/pull.rs`).
 //!
 //! The summary is a bitmap, a bit per pod, in words of 64 pods on lines of their own: a push
 //! that leaves work waiting with every worker busy sets its pool's bit (once: it reads the
@@ -295,7 +300,7 @@ impl<T: Runnable> PullGroup<T> {
         }
     }
 
-    /// (W2d) Pool `pod`'s worker found its queue empty: it no longer offers work.
+    /// (O3) Pool `pod`'s worker found its queue empty: it no longer offers work.
     #[inline]
     pub(super) fn withdraw(&self, pod: usize) {
         let (w, bit) = Self::word_bit(pod);
@@ -314,7 +319,7 @@ impl<T: Runnable> PullGroup<T> {
             .any(|(w, &mask)| mask != 0 && self.word(w, level) & mask != 0)
     }
 
-    /// (W7p) A worker of pool `pod` found its queue empty: at each level whose siblings offer
+    /// (O4) A worker of pool `pod` found its queue empty: at each level whose siblings offer
     /// work, if the gate lets it and its domain has room for one more searcher, take the oldest
     /// task of the first offering sibling that still has one.
     pub(super) fn pull(&self, pod: usize) -> Option<T> {

@@ -1,14 +1,14 @@
 //! The stall watchdog's thread: looks at the pools whose workers are all busy at their eager
 //! size, and has a pool whose busy workers sleep in their tasks, or whose queue makes no
-//! progress, start more workers (steps D1-D5 of `pool/README.md`; the decisions are
+//! progress, start more workers (steps D1-D4 of `pool/README.md`; the decisions are
 //! `policy::stall`'s).
 //!
 //! A pool starts workers at once up to its eager size (its pod's CPU count): more threads than
 //! CPUs only help when work items block, and starting them for work that merely keeps the CPUs
-//! busy costs throughput (without the watchdog, the flood workload started 12 to 22 workers on
-//! a 2-CPU pod). Past the eager size a pool asks this thread to watch it. The thread looks for
-//! blocked workers every [`BLOCK_CHECK_INTERVAL`] (every [`BLOCK_RECHECK_INTERVAL`] right
-//! after a look that started workers), and at the progress every [`STALL_CHECK_INTERVAL`].
+//! busy costs throughput (`pool/README.md`, "Why these choices", has the figure). Past the
+//! eager size a pool asks this thread to watch it (D1). The thread looks for blocked workers
+//! every [`BLOCK_CHECK_INTERVAL`] (every [`BLOCK_RECHECK_INTERVAL`] right after a look that
+//! started workers, D2), and at the progress every [`STALL_CHECK_INTERVAL`] (D3-D4).
 //!
 //! One thread, `podq/watchdog`, serves every pool of the process. It is started on first use
 //! and sleeps without a timeout while no pool is watched.
@@ -33,8 +33,8 @@ pub(crate) struct Checked {
 
 /// A pool the watchdog can look at.
 pub(crate) trait Watched: Send + Sync {
-    /// Looks once: for blocked busy workers (D4), and when `progress` also at the queue's
-    /// progress (D2-D3), starting workers as decided.
+    /// Looks once: for blocked busy workers (D2), and when `progress` also at the queue's
+    /// progress (D3-D4), starting workers as decided.
     fn check(self: Arc<Self>, progress: bool) -> Checked;
 }
 

@@ -1,7 +1,7 @@
 //! The growth mechanism: carrying out `policy::growth`'s decisions under the pool lock (wake
 //! the most recently parked worker, count a new worker for the caller to start, have the stall
 //! watchdog watch), for a push (P5-P6), a worker that leaves tasks in the head (W4), and the
-//! watchdog's look (D2-D3, decided by `policy::stall`).
+//! watchdog's looks (D2-D4, decided by `policy::stall`).
 //!
 //! The core never starts a thread: it counts the new worker and tells its caller to start it
 //! ([`Grow::Spawn`]), or to hand the pool to the watchdog ([`Grow::Watch`]).
@@ -114,7 +114,7 @@ impl<T> Core<T> {
         (item, grow)
     }
 
-    /// (D4) The watchdog found `blocked` of the pool's `busy` workers asleep in their tasks:
+    /// (D2) The watchdog found `blocked` of the pool's `busy` workers asleep in their tasks:
     /// counts as many new workers as [`stall::replacements`] decides (the caller starts them)
     /// and returns how many.
     pub(crate) fn replace_blocked(&self, busy: usize, blocked: usize) -> usize {
@@ -139,7 +139,7 @@ impl<T> Core<T> {
         n
     }
 
-    /// The stall watchdog's look at a watched pool (D2-D3), decided by [`stall::check`]:
+    /// The stall watchdog's look at a watched pool (D3-D4), decided by [`stall::check`]:
     /// [`Look::Spawn`] when the caller must start one worker (counted here), [`Look::Watch`] to
     /// look again later, [`Look::Stop`] when the queue is empty and the pool stops being
     /// watched.
@@ -159,7 +159,7 @@ impl<T> Core<T> {
         );
         match look {
             Look::Stop => {
-                // (D3) The next push past the eager size watches again (D1).
+                // (D4) The next push past the eager size watches again (D1).
                 synced.watched = false;
                 self.publish(&synced);
             }

@@ -105,7 +105,7 @@ impl Parker {
         self.notified.store(notified, Ordering::Relaxed);
     }
 
-    /// Wakes the worker parked here, outside the pool lock (P7, W4, S2).
+    /// Wakes the worker parked here, outside the pool lock (P7, W4, T2).
     pub(super) fn notify(&self) {
         self.condvar.notify_one();
     }
@@ -123,7 +123,7 @@ pub(crate) struct WorkerSlot {
     /// to `Head::executed` (W1): counting there costs no write to a line that another worker
     /// also writes.
     pub(super) ran: u64,
-    /// Whether the last task this worker took was pulled from a sibling (W7p): it then asks
+    /// Whether the last task this worker took was pulled from a sibling (O4): it then asks
     /// its siblings again before it spins.
     pub(super) pulled: bool,
     /// Times this worker was woken from parking (W11), for the worker thread's placement (W13).

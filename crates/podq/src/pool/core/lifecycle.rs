@@ -1,4 +1,4 @@
-//! A pool's lifecycle: shutdown when its last user lets go (S1-S3), a worker's exit after
+//! A pool's lifecycle: shutdown when its last user lets go (T1-T3), a worker's exit after
 //! shutdown (W8), a worker whose thread could not be started, and the snapshot for stats.
 
 use super::queue::{Head, LockCounts};
@@ -78,10 +78,10 @@ impl<T> Core<T> {
         orphaned
     }
 
-    /// Starts shutdown (S1-S2): from now on workers exit once the queue is empty.
+    /// Starts shutdown (T1-T2): from now on workers exit once the queue is empty.
     pub(crate) fn shutdown(&self) {
         let mut synced = self.lock();
-        // (S1) Under the pool lock: a worker deciding to park (W9) either sees `shutdown` first
+        // (T1) Under the pool lock: a worker deciding to park (W9) either sees `shutdown` first
         // (W8) or is on the idle stack and is woken here.
         synced.shutdown = true;
         let idle = std::mem::take(&mut synced.idle);
@@ -91,13 +91,13 @@ impl<T> Core<T> {
         synced.coming += idle.len();
         self.publish(&synced);
         drop(synced);
-        // (S2) Wake every idle worker outside the lock.
+        // (T2) Wake every idle worker outside the lock.
         for parker in &idle {
             parker.notify();
         }
     }
 
-    /// Blocks until every worker has exited (S3). Call after [`Core::shutdown`], never from a
+    /// Blocks until every worker has exited (T3). Call after [`Core::shutdown`], never from a
     /// worker of this pool.
     pub(crate) fn wait_for_exit(&self) {
         let mut synced = self.synced.lock();

@@ -68,9 +68,9 @@ pub(crate) struct Synced {
     /// empty.
     shutdown: bool,
     /// L: whether the stall watchdog watches this pool (D1); cleared when it finds the queue
-    /// empty (D3).
+    /// empty (D4).
     watched: bool,
-    /// L: [`Head::started`] when the watchdog last looked (D2); `None` from D1 until its first
+    /// L: [`Head::started`] when the watchdog last looked (D3); `None` from D1 until its first
     /// look.
     watched_started: Option<u64>,
     /// L: workers ever started.
@@ -340,9 +340,9 @@ impl<T> Core<T> {
                 let (item, grow) = self.hand_on(head, item);
                 return Next::Run { item, grow };
             }
-            // (W2d) Empty: the pool no longer offers work to its siblings.
+            // (O3) Empty: the pool no longer offers work to its siblings.
             siblings.drained();
-            // (W7p) Pull: after spinning, or at once when the last task was pulled too (the
+            // (O4) Pull: after spinning, or at once when the last task was pulled too (the
             // work is at a sibling; spinning on an empty queue would only delay it).
             if !pulled && (spun || slot.pulled || self.spin_rounds == 0) {
                 pulled = true;

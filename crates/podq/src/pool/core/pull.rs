@@ -1,7 +1,10 @@
 //! Pull, the core's side: a worker of another pool taking this pool's oldest waiting task
 //! ([`Core::steal`], the W2-W4 steps taken by a sibling's worker), this pool sending a worker
-//! when a sibling offers work ([`Core::kick`]), and what a worker of this pool asks of its
-//! siblings when its own queue is empty ([`Siblings`], steps W2d and W7p).
+//! when a sibling offers work ([`Core::kick`], O2), and what a worker of this pool asks of its
+//! siblings when its own queue is empty ([`Siblings`], steps O3 and O4).
+//!
+//! This file owns what happens under one pool's locks; which sibling to ask and when is the
+//! pool set's (`pool/pull.rs`, its summary and gates), decided by `policy::pull`.
 //!
 //! A steal never breaks this pool's protocol: it only removes a task, under the head lock, as
 //! one of this pool's workers would, and hands on what it leaves in the head exactly as W4
@@ -16,10 +19,10 @@ use crate::sync::Arc;
 /// What a worker whose own queue is empty asks of the sibling pools (the pool layer's pull
 /// group; [`NoSiblings`] for a pool that does not pull).
 pub(crate) trait Siblings<T> {
-    /// (W2d) The worker found its own pool's queue empty: the pool no longer offers work.
+    /// (O3) The worker found its own pool's queue empty: the pool no longer offers work.
     fn drained(&mut self);
 
-    /// (W7p) Takes the oldest waiting task of a sibling that offers work, if the gate lets the
+    /// (O4) Takes the oldest waiting task of a sibling that offers work, if the gate lets the
     /// worker search: `None` when it did not search or found nothing. Called with no lock held.
     fn pull(&mut self) -> Option<T>;
 }
@@ -79,7 +82,7 @@ impl<T> Core<T> {
 
     /// A sibling offers work: wake this pool's most recently parked worker, or count a new one
     /// (the caller starts it), as [`policy::kick`] decides. Either worker finds its own queue
-    /// empty and pulls (W7p).
+    /// empty and pulls (O4).
     pub(crate) fn kick(&self) -> Kick {
         let mut synced = self.lock();
         let kick = policy::kick(synced.workers(), self.limits);

@@ -84,7 +84,7 @@ fn bad_attributes_are_typed_errors() {
     };
     assert!(matches!(
         REGISTRY.pools_for(&topo, &zero_shard),
-        Err(crate::Error::ZeroShardSize)
+        Err(crate::error::Error::ZeroShardSize)
     ));
 }
 

@@ -6,9 +6,8 @@
 //! into its slot and then published by storing `pushed` (Release). The consumer claims every
 //! task published so far by reading `pushed` (Acquire) and storing it as `claimed`, then reads
 //! the claimed tasks one at a time, in order, from their slots. So a worker never writes a line
-//! that the lane's pushers write, and a push reads nothing that a worker writes: under a lock
-//! shared by both, the lock's line crossed between the two CPUs twice for every batch taken,
-//! and the pusher waited for it.
+//! that the lane's pushers write, and a push reads nothing that a worker writes: no lock's line
+//! crosses between the two CPUs for a batch taken (`pool/README.md`, "Why these choices").
 //!
 //! A segment is done with once the consumer has read the task of its last slot and the
 //! producer has linked the next one (so the producer, which writes only at the end, has moved
@@ -32,20 +31,18 @@ use crate::sync::CachePadded;
 /// Slots per segment: 256 tasks of the workqueue (64 bytes) are 16 KiB. A pusher moves to a
 /// new segment (the spare, or a new allocation) once every 256 tasks, under one in a hundred
 /// of its calls, so that a growing backlog's allocations stay out of the queue call's p99:
-/// with 32 slots they doubled it in the blocking workload (2.4 against 1.2 us, `podq bench
-/// --workload blocking --runs 3 --scopes cache_shard --peers none`), with 256 they do not
-/// (1.3 us). A lane gets its first segment with its first task.
+/// `podq bench --workload blocking --runs 3 --scopes cache_shard --peers none` gives a p99 of
+/// 2.4 us with 32 slots and 1.3 us with 256 (1.2 us without the backlog's allocations). A lane gets
+/// its first segment with its first task.
 pub(crate) const SEGMENT_SLOTS: usize = 256;
 
 /// How many slots ahead of the one it writes a push asks for, ready to be written
 /// ([`prefetch_write`], the slot's first two lines). The slots a pusher writes were last read
 /// by a worker on another CPU (the spare goes back and forth), so with one producer each
 /// write waited for its lines at the lane lock's release; asked for two pushes early, they are
-/// mostly there. In one sitting, builds alternating, ten rounds of `podq bench --scopes
-/// cache_shard --peers channel --runs 5 --workload flood --threads 1`: podq 6.74M items/s
-/// without the hint, 8.15M with it. With one producer per CPU (twelve rounds without
-/// `--threads 1`) 8.02M and 7.96M: no change. Four slots ahead did as well with one producer
-/// and worse with one per CPU while the machine was slow (4.15M against 4.91M items/s).
+/// mostly there. `podq bench --scopes cache_shard --peers channel --runs 5 --workload flood
+/// --threads 1`: 6.74M items/s without the hint, 8.15M with it (with one producer per CPU,
+/// 8.02M and 7.96M: no change); four slots ahead does worse with one producer per CPU.
 const PREFETCH_AHEAD: usize = 2;
 
 /// Asks the CPU to bring the cache line of `at` into its cache, ready to be written

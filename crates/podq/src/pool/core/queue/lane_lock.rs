@@ -2,7 +2,8 @@
 //! that the push needs next anyway (P3).
 //!
 //! `std`'s lock releases with a locked exchange, to learn whether a thread sleeps on it, and a
-//! push then fenced again for P3 (`pool/README.md`, "Why", has what that cost). Here the
+//! push would then fence again for P3 (`pool/README.md`, "Why these choices", has what that
+//! costs). Here the
 //! release stores `held` (Release), fences (`SeqCst`), and reads `sleepers`: a Dekker pair
 //! with a thread about to sleep, which counts itself in `sleepers`, fences, and tries `held`.
 //! Either the releaser sees the sleeper and wakes it, or the sleeper's try sees the lock free.

@@ -4,7 +4,7 @@
 //! Through a lane, a task that a spinner takes moves the lane's count, the lines of its slot,
 //! the head lock's line and the spinner counts between the two CPUs, and the producer's wait
 //! often runs past its spin and pays a futex round trip (`pool/README.md`, "A mailbox for the
-//! spinner", has the measurement). Here the pusher and the spinner share the state word and
+//! spinner", says what that costs). Here the pusher and the spinner share the state word and
 //! the slot beside it: one pair of lines (128 bytes, which the adjacent-line prefetcher moves
 //! together), which the test of `workqueue/task.rs` keeps the workqueue's task within.
 //!
@@ -17,8 +17,8 @@
 //! The slot is a bare cell, not a lock: the state word already makes each access exclusive,
 //! and a lock would add two locked instructions to each side of every hand-off. This file uses
 //! only `crate::sync`, so that `crates/podq-loom` checks it with the pool, with loom's cell,
-//! which fails a model whose accesses to the slot could overlap. It is the one file of the
-//! pool that may use `unsafe`.
+//! which fails a model whose accesses to the slot could overlap. With `chain.rs` and
+//! `lane_lock.rs` beside it, it is one of the three files of the pool that may use `unsafe`.
 #![allow(unsafe_code)]
 
 use crate::sync::atomic::{AtomicUsize, Ordering};

@@ -144,7 +144,7 @@ pub(crate) struct Head<T> {
     /// H: the lane the next refill looks at first, so that the lanes take turns.
     pub(super) next_lane: usize,
     /// H: tasks taken from the queue by workers: the pool's progress, which the stall
-    /// watchdog watches (D2). Beside the head lock's word, so that a pop writes one line.
+    /// watchdog watches (D3). Beside the head lock's word, so that a pop writes one line.
     pub(super) started: u64,
     /// H: tasks that workers ran to the end, added from their `WorkerSlot`s (W1).
     pub(super) executed: u64,
@@ -275,7 +275,7 @@ impl<T> Core<T> {
 
     /// `lane` wrapped to the lanes there are. A pusher's lane is already one of them (the
     /// pool's `LaneMap` gives it), so the division is only ever taken for a stray index: on
-    /// the push path a division cost 3-4 % of `Core::push`'s samples (`perf annotate`).
+    /// the push path a division costs 3-4 % of `Core::push`'s samples (`perf annotate`).
     #[inline]
     pub(super) fn wrap(&self, lane: usize) -> usize {
         let lanes = self.lanes.len();
@@ -324,11 +324,11 @@ impl<T> Core<T> {
     ///
     /// It fences (`SeqCst`) before it looks, the refill's half of a pair with the push's fence
     /// (P3): either this look sees the push's task, or the push's read of `HELP` sees what
-    /// this worker wrote before (its arrival's `HELP`, W1). A refill under the lane's lock got
-    /// that order from the lock; without it, a worker could claim a batch without a task
+    /// this worker wrote before (its arrival's `HELP`, W1). The lane's lock is not taken to
+    /// give that order; without the fence, a worker could claim a batch without a task
     /// pushed while it arrived, run into a task that waits for that one, and leave the push,
     /// which read the old `HELP`, to think it would be taken (the loom model
-    /// `a_batch_moved_to_the_head_is_handed_on` finds it).
+    /// `a_batch_moved_to_the_head_is_handed_on` finds that without the fence).
     fn refill(&self, head: &mut Head<T>) -> bool {
         fence(Ordering::SeqCst);
         let lanes = self.lanes.len();
