@@ -42,7 +42,7 @@ pub(crate) mod atomic {
     };
 
     /// Between a `SeqCst` read-modify-write and the `SeqCst` accesses after it, in a Dekker
-    /// pair whose other side fences (`workqueue/flush.rs`): nothing. In Rust's memory model
+    /// pair whose other side fences (`workqueue/item/flush.rs`): nothing. In Rust's memory model
     /// (C++20's) every `SeqCst` operation, access or fence, takes its place in one total order
     /// that keeps each thread's program order, so the accesses order themselves; a `SeqCst`
     /// fence here would cost a second locked instruction per item on x86 (`lock or` after the

@@ -55,7 +55,7 @@ impl<T: Runnable> Registry<T> {
     /// any user holds them, and shut down (after running everything queued) once the last
     /// holder lets go.
     ///
-    /// `attrs` are checked already (see `workqueue/builder.rs`): `max_workers` at least 1,
+    /// `attrs` are checked already (see `workqueue/api/builder.rs`): `max_workers` at least 1,
     /// `cpus` not empty and usable on `topology`.
     ///
     /// # Errors

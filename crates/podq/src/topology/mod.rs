@@ -271,7 +271,7 @@ impl Topology {
 
     /// This machine's online CPUs that have a topology, whatever this process may run on
     /// now: the machine a workqueue re-forms its pods on when the CPUs it may use change
-    /// (`workqueue/layout.rs`). A flat machine of the allowed CPUs where sysfs cannot be used.
+    /// (`workqueue/layout/mod.rs`). A flat machine of the allowed CPUs where sysfs cannot be used.
     pub(crate) fn discover_online() -> Result<Topology> {
         sysfs::discover_online()
     }

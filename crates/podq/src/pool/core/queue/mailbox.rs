@@ -6,7 +6,7 @@
 //! often runs past its spin and pays a futex round trip (`pool/README.md`, "A mailbox for the
 //! spinner", says what that costs). Here the pusher and the spinner share the state word and
 //! the slot beside it: one pair of lines (128 bytes, which the adjacent-line prefetcher moves
-//! together), which the test of `workqueue/task.rs` keeps the workqueue's task within.
+//! together), which the test of `workqueue/task/mod.rs` keeps the workqueue's task within.
 //!
 //! One spinner at a time owns the mailbox: it opens it when it starts to spin and closes it
 //! when it stops. A pusher whose own lane is empty (so the task cannot overtake one queued
