@@ -549,7 +549,7 @@ impl<'m> Engine<'m> {
         }));
     }
 
-    /// The stall watchdog's look at `pool` (steps D2-D3).
+    /// The stall watchdog's look at `pool` (steps D3-D4).
     fn watchdog_look(&mut self, pool: usize) {
         let p = &mut self.pools[pool];
         let look = stall::check(
