@@ -1,5 +1,6 @@
-//! The `kernel` profile's costs, as fitted on the brief's two tables (see `docs/simulator.md`
-//! for the command that fits them and the error per published cell).
+//! The `kernel` profile's costs, as fitted on the two published `test_workqueue` tables
+//! ([`crate::published`]) by `cargo run --release -p podq-sim --example fit_kernel -- 5000 300`;
+//! `podq sim --published` prints the error per published cell.
 
 use crate::cost::Costs;
 
@@ -26,12 +27,12 @@ pub(crate) const KERNEL: Costs = Costs {
 };
 
 /// Idle-state exit on the Xeon Platinum 8321HC (Cascade Lake): fitted within 2-10 us, the
-/// exit latencies of C1 and C1E in the kernel's `intel_idle` table for Skylake-SP
-/// (`skx_cstates`), the states an idle period of tens of microseconds gets.
+/// exit latencies of the two shallowest states of the kernel's `intel_idle` table for
+/// Skylake-SP (`skx_cstates`), the states an idle period of tens of microseconds gets.
 pub(crate) const XEON_IDLE_EXIT_NS: f64 = 5456.1;
 
 /// Idle-state exit on NVIDIA Grace (Neoverse V2, WFI): fitted within 0.5-3 us; no published
-/// figure was at hand.
+/// figure gives it.
 pub(crate) const GRACE_IDLE_EXIT_NS: f64 = 814.2;
 
 /// Idle-state exit on any other machine: the middle of the two fitted ones (geometric mean).

@@ -1,8 +1,9 @@
 //! The cost model: named physical parameters, each in nanoseconds of simulated time.
 //!
-//! Where each value comes from is written down in `docs/simulator.md`; the cache-line
-//! latencies are public core-to-core measurements ([`Platform::for_machine`]), the rest
-//! belong to a [`Profile`](crate::profile::Profile).
+//! Each value's origin is written where the value is: the cache-line latencies are public
+//! core-to-core measurements ([`Platform::for_machine`]), the caches' sizes and latencies are
+//! published or measured figures ([`Caches::for_machine`]), and the rest belong to a
+//! [`Profile`](crate::profile::Profile).
 
 /// How far apart two CPUs are, for moving a cache line between them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -39,14 +40,16 @@ pub struct Platform {
     /// Grace: it multiplies every software cost of [`Costs`] (critical section, wake-up call
     /// and latency, switch, per-item work, spin), not the cache lines nor the idle exit.
     /// Clock, microarchitecture and kernel configuration set it; no public figure gives it, so
-    /// it is fitted (`docs/simulator.md`).
+    /// it is fitted with the `kernel` profile's costs.
     pub software_factor: f64,
 }
 
 impl Platform {
-    /// The latencies of the machine called `name` (a preset, or `xeon-8321hc`), with the row
-    /// of the brief's core-to-core table they come from; any other machine gets the table's
-    /// median per column ("median of the table").
+    /// The latencies of the machine called `name` (a preset, or `xeon-8321hc`), with the
+    /// machine of the public core-to-core data they come from (the KCORES and nviennot
+    /// core-to-core-latency results; Chips and Cheese for Grace): medians of the one-way
+    /// latency, half an uncontended compare-and-swap round trip. Any other machine gets the
+    /// median per column of those rows ("median of the table").
     pub fn for_machine(name: &str) -> (Platform, &'static str) {
         let row = |same_core_ns, same_cache_ns, other_cache_ns, other_node_ns| Platform {
             same_core_ns,
@@ -68,8 +71,9 @@ impl Platform {
                 },
                 "NVIDIA Grace",
             ),
-            // The 8321HC (Cascade Lake, a mesh like Ice Lake's) is not in the table; the Xeon
-            // 8358 (Ice Lake) row stands in: SMT 8 ns, same LLC 51 ns, other socket 108-111 ns.
+            // The 8321HC (Cascade Lake, a mesh like Ice Lake's) has no public core-to-core data;
+            // the Xeon 8358 (Ice Lake) stands in: SMT 8 ns, same LLC 51 ns, other socket
+            // 108-111 ns.
             "xeon-8321hc" | "skylake-18c" => (
                 Platform {
                     idle_exit_ns: crate::calibrated::XEON_IDLE_EXIT_NS,
@@ -78,16 +82,18 @@ impl Platform {
                 },
                 "Intel Xeon 8358 (Ice Lake), standing in",
             ),
-            // Zen 4 with 8-core CCDs: EPYC 9654 (no SMT figure: the 9754's 13 ns).
+            // Zen 4 with 8-core CCDs: EPYC 9654 (no SMT figure: the EPYC 9754's 13 ns).
             "epyc-9d64" | "ryzen-7950x" => (
                 row(13.0, 27.0, 99.0, 192.0),
                 "AMD EPYC 9654 (Zen 4), SMT from the EPYC 9754",
             ),
-            // Zen 2 with 3-core CCXs: the nearest row, EPYC 7763 (Zen 3).
+            // Zen 2 with 3-core CCXs: the nearest machine with data, EPYC 7763 (Zen 3).
             "ryzen-3900x" => (
                 row(10.0, 26.0, 115.0, 301.0),
                 "AMD EPYC 7763 (Zen 3), standing in",
             ),
+            // The medians of the rows: EPYC 9654, EPYC 9754, EPYC 7763, Xeon w9-3475X (one
+            // LLC, 55 ns), Xeon 8358 and Grace.
             _ => (row(10.0, 39.0, 110.0, 198.0), "median of the table"),
         }
     }
@@ -266,7 +272,7 @@ impl Costs {
 /// caches' sizes, and the latency of one dependent load of a line by where the line sits. A
 /// set's lines are fetched one after the other (each access depends on the one before, as
 /// `podq bench`'s walk does), so a walk costs its lines times one of these latencies. Where
-/// each value comes from is in `docs/simulator.md`, "Steering".
+/// each value comes from is written at [`Caches::for_machine`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Caches {
     /// A line in the running core's private cache (an L2 hit): the set is hot.
@@ -285,8 +291,8 @@ pub struct Caches {
     pub llc_kb: u64,
     /// The share of a cache that holds working sets: the rest holds code, stacks and the
     /// queues' lines, and a random cycle's lines conflict in a set-associative cache before the
-    /// cache is full. Fitted to one measurement on the development VM (`docs/simulator.md`):
-    /// two 256 KiB sets walked in turn stay hot in its 1 MiB L2, four do not.
+    /// cache is full. Fitted to one measurement on a 2-CPU AMD EPYC (Zen 4) VM: two 256 KiB
+    /// sets walked in turn stay hot in its 1 MiB L2, four do not; 0.75 lets it hold three.
     pub usable_share: f64,
 }
 
@@ -295,9 +301,16 @@ pub const LINE_BYTES: u64 = 64;
 
 impl Caches {
     /// The caches of the machine called `name` (as [`Platform::for_machine`]), with where
-    /// their figures come from; any other machine gets the development VM's (AMD EPYC, Zen 4)
-    /// sizes and measured latencies, or sizes read from sysfs by the caller
+    /// their figures come from; any other machine gets the sizes and measured latencies of a
+    /// 2-CPU AMD EPYC (Zen 4) VM, or sizes read from sysfs by the caller
     /// ([`Caches::with_sizes`]).
+    ///
+    /// The Zen 4 latencies: `WorkingSet::walk` of `podq bench` over 256 KiB (4,096 lines),
+    /// pinned to one CPU, p50 of 40 walks: one set walked again and again 16 us (3.9 ns a line,
+    /// the private hit); four sets in turn 47 us (11.5 ns, the L2 holds fewer than four: the
+    /// last-level hit); one set walked alternately on the two CPUs 71-73 us (17.5 ns, the peer
+    /// hit). `memory_ns` 90 is lmbench's figure on a Xeon 8176 (AnandTech, "Intel Skylake-EP
+    /// vs AMD EPYC 7000"), standing in everywhere but Zen 2.
     pub fn for_machine(name: &str) -> (Caches, &'static str) {
         let caches = |private_hit_ns, peer_hit_ns, llc_hit_ns, private_kb, llc_kb| Caches {
             private_hit_ns,
@@ -309,16 +322,19 @@ impl Caches {
             usable_share: 0.75,
         };
         match name {
-            // Neoverse V2: 1 MiB L2 per core, 117 MB L3 (Chips and Cheese, Hot Chips 2023); no
-            // published L2 latency at hand (the VM's Zen 4 figure stands in); a line from a
-            // peer core at the middle of the brief's 30-60 ns, from the L3 at its low end.
+            // Neoverse V2: 1 MiB L2 per core, 117 MB L3 (Chips and Cheese, "Hot Chips 2023:
+            // Arm's Neoverse V2"); no published L2 latency (the Zen 4 figure stands in); a line
+            // from a peer core at the middle of Grace's core-to-core 30-60 ns (Chips and
+            // Cheese), from the L3 at its low end.
             "grace" => (
                 caches(3.9, 45.0, 30.0, 1024, 117 * 1024),
                 "Grace: L2 1 MiB, L3 117 MB (Chips and Cheese); L2 hit from Zen 4, L3 30 ns",
             ),
-            // Skylake-SP / Cascade Lake: L2 1 MiB 11-13 cycles, L3 1.375 MiB per core
-            // (AnandTech, Skylake-X review); lmbench's L3 25-27 ns and memory 89-91 ns
-            // (AnandTech, Xeon 8176); a peer core's line at the brief's Xeon 8358 51 ns.
+            // Skylake-SP / Cascade Lake: L2 1 MiB 11-13 cycles (4.5 ns is 12 cycles at about
+            // 2.7 GHz), L3 1.375 MiB per core (AnandTech, "The Intel Skylake-X Review");
+            // lmbench's L3 25-27 ns and memory 89-91 ns on a Xeon 8176 (AnandTech, "Intel
+            // Skylake-EP vs AMD EPYC 7000"); a peer core's line at the Xeon 8358's core-to-core
+            // 51 ns.
             "xeon-8321hc" => (
                 caches(4.5, 51.0, 26.0, 1024, 26 * 1408),
                 "Skylake-SP (AnandTech): L2 1 MiB 11-13 cycles, L3 1.375 MiB/core 26 ns",
@@ -328,8 +344,9 @@ impl Caches {
                 "Skylake-SP (AnandTech): L2 1 MiB 11-13 cycles, L3 1.375 MiB/core 26 ns",
             ),
             // Zen 2: L2 512 KiB, L3 16 MiB per CCX (AnandTech, Ryzen 3000 review); AMD's
-            // Zen+ latencies stand in: L2 3.0 ns, L3 9.2 ns, memory 66-74 ns; a peer core's
-            // line at the brief's EPYC 7763 (Zen 3) 26 ns.
+            // Zen+ latencies stand in: L2 3.0 ns, L3 9.2 ns, memory 66-74 ns (AnandTech,
+            // 2nd-generation Ryzen review); a peer core's line at the EPYC 7763's (Zen 3)
+            // core-to-core 26 ns.
             "ryzen-3900x" => (
                 Caches {
                     memory_ns: 70.0,
@@ -337,15 +354,14 @@ impl Caches {
                 },
                 "Zen 2: L2 512 KiB, L3 16 MiB/CCX; latencies of AMD's Zen+ figures",
             ),
-            // Zen 4: L2 1 MiB, L3 32 MiB per CCD; the latencies measured on the development VM
-            // (a Zen 4 EPYC guest).
+            // Zen 4: L2 1 MiB, L3 32 MiB per CCD; the latencies measured on a Zen 4 VM (above).
             "epyc-9d64" | "ryzen-7950x" => (
                 caches(3.9, 17.5, 11.5, 1024, 32 * 1024),
                 "Zen 4: L2 1 MiB, L3 32 MiB/CCD; latencies measured on a Zen 4 VM",
             ),
             _ => (
                 caches(3.9, 17.5, 11.5, 1024, 32 * 1024),
-                "the development VM (Zen 4): L2 1 MiB, L3 32 MiB, measured latencies",
+                "a Zen 4 VM: L2 1 MiB, L3 32 MiB, measured latencies",
             ),
         }
     }
@@ -390,8 +406,7 @@ impl Caches {
     /// `domain_cpus` CPUs walks `groups` sets of its own in turn (at most
     /// [`GROUPS_PER_POD`](crate::scenario::GROUPS_PER_POD)), plus `work_ns`: hot when they fit
     /// its private cache, from the last-level cache when all of the domain's fit there, else
-    /// from memory. The pace itself is an unsteered item's run time (`docs/simulator.md`,
-    /// "Steering").
+    /// from memory. The pace itself is an unsteered item's run time (`engine/pace.rs`).
     pub fn walk_ns(&self, set_kb: u64, groups: usize, domain_cpus: usize, work_ns: u64) -> f64 {
         let own = groups.clamp(1, crate::scenario::GROUPS_PER_POD);
         let line = if own <= self.sets_held(self.private_kb, set_kb) {

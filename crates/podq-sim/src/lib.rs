@@ -14,8 +14,8 @@
 //!   ([`Platform`], from public core-to-core measurements), lock hand-over, wake-up,
 //!   context switch, per-item bookkeeping.
 //! * A [`Profile`] gathers costs and mechanisms: `kernel` (the Linux workqueue, calibrated on
-//!   the brief's two published tables, [`published`]) or `podq` (fitted on a `podq bench`
-//!   run, [`fit`]).
+//!   the two `test_workqueue` tables published with the kernel's `WQ_AFFN_CACHE_SHARD` patch
+//!   series, [`published`]) or `podq` (fitted on a `podq bench` run, [`fit`]).
 //! * One seed gives one result: the only randomness is a seeded jitter ([`Rng`]).
 //!
 //! ```

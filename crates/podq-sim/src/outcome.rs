@@ -38,11 +38,11 @@ impl Percentiles {
 pub struct PullCounts {
     /// Items queued on one pool that a worker of another pool took and ran.
     pub pulled: u64,
-    /// Offers made: a pool's bit set in the summary (step O1).
+    /// Offers made: a pool's bit set in the summary (O1).
     pub offers: u64,
-    /// Siblings that woke or started a worker for an offer (step O2).
+    /// Siblings that woke or started a worker for an offer (O2).
     pub kicks: u64,
-    /// Idle entries of workers that asked their siblings (step W7p).
+    /// Idle entries of workers that asked their siblings (O4).
     pub idle_entries: u64,
     /// Searches of a level (the gate let the worker search and the domain had room).
     pub searches: u64,
@@ -60,8 +60,7 @@ pub struct PullCounts {
 pub struct LocalityCounts {
     /// Groups.
     pub groups: usize,
-    /// The pace: one unsteered item's expected run time on the machine, in ns
-    /// (`docs/simulator.md`, "Steering").
+    /// The pace: one unsteered item's expected run time on the machine, in ns (`engine/pace.rs`).
     pub item_ns: u64,
     /// The hot walk and the item's work, in ns ([`Caches::walk_ns`](crate::Caches::walk_ns)):
     /// the bench's first pace, reported as the bench does.

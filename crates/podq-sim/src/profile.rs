@@ -71,8 +71,8 @@ impl Profile {
         }
     }
 
-    /// The Linux workqueue, calibrated on the brief's two published tables only; the fit and
-    /// its error per cell are in `docs/simulator.md`.
+    /// The Linux workqueue, calibrated on the two published `test_workqueue` tables only
+    /// ([`crate::published`]); `podq sim --published` prints the error per cell.
     pub fn kernel() -> Profile {
         Profile {
             name: "kernel",
@@ -93,10 +93,10 @@ impl Profile {
         }
     }
 
-    /// podq, with costs to be fitted by `--calibrate` on a `podq bench --json` run; before
-    /// that, the kernel's fitted costs stand in, with workers whose spin-only rounds last 20 us
+    /// podq, with costs to be fitted by `--calibrate` on a `podq bench --json` run; without
+    /// one, the kernel's fitted costs stand in, with workers whose spin-only rounds last 20 us
     /// before their closing yields (podq's `sync::SPIN_ONLY_ROUNDS`, [`WORKER_SPINS`] pauses:
-    /// about 10 us on the 2-CPU development VM, longer where a pause takes more cycles) and an
+    /// twice the duration its doc gives, as a pause takes more cycles on many servers) and an
     /// item's own data on one cache line.
     pub fn podq() -> Profile {
         Profile {

@@ -1,4 +1,5 @@
-//! The brief's two published tables of the kernel's test_workqueue: the only numbers the
+//! The two `test_workqueue` tables published with the Linux workqueue's `WQ_AFFN_CACHE_SHARD`
+//! patch series (2026), on NVIDIA Grace and Intel Xeon Platinum 8321HC: the only numbers the
 //! `kernel` profile is calibrated on, and [`check`], the error per published cell.
 
 use podq::{AffinityScope, Topology};

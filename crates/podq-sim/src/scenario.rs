@@ -63,8 +63,7 @@ pub struct Locality {
     /// KiB of working set per group.
     pub set_kb: u64,
     /// Percent of the CPUs the items keep busy when nothing steers them (1 to 100): the pace
-    /// is one unsteered item's expected run time on the machine (`docs/simulator.md`,
-    /// "Steering").
+    /// is one unsteered item's expected run time on the machine (`engine/pace.rs`).
     pub load: u64,
 }
 

@@ -11,8 +11,8 @@ use crate::scenario::Scenario;
 use crate::SimError;
 
 /// Draws of moved parameters per `--uncertainty` run, besides the nominal one: each moves
-/// every parameter of [`Param::ALL`] and every one [`Caches::moved`](crate::Caches::moved) moves by its own factor,
-/// uniform in `[1 - P, 1 + P]`.
+/// every parameter of [`Param::ALL`] and every one [`Caches::moved`](crate::Caches::moved)
+/// moves by its own factor, uniform in `[1 - P, 1 + P]`.
 pub const DRAWS: usize = 8;
 
 /// Items/sec of each scenario under each draw: `runs[d][s]`, draw 0 the nominal profile.

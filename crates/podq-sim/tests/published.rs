@@ -1,7 +1,7 @@
-//! The `kernel` profile against the brief's two published tables: every cell within 15 % of
-//! its items/sec, and every pair of cells published more than 10 % apart in the same order
-//! (the done-when bar). Run with 2,000 items per producer to stay fast; the figures at
-//! the published 50,000 are in `docs/simulator.md`.
+//! The `kernel` profile against the two published `test_workqueue` tables
+//! (`podq_sim::published`): every cell within 15 % of its items/sec, and every pair of cells
+//! published more than 10 % apart in the same order. Run with 2,000 items per producer to stay
+//! fast; `podq sim --published` gives the figures at the published 50,000.
 
 use podq_sim::published::{check, order_flips};
 use podq_sim::Profile;

@@ -91,8 +91,9 @@ pub(crate) struct SimArgs {
     /// up to P percent; report each result's range and the orders that flip.
     #[arg(long, value_name = "P")]
     pub(crate) uncertainty: Option<String>,
-    /// Instead of a machine, simulate the brief's two published tables and report the error
-    /// of each cell.
+    /// Instead of a machine, simulate the two published test_workqueue tables of the Linux
+    /// workqueue's WQ_AFFN_CACHE_SHARD patch series (NVIDIA Grace, Intel Xeon Platinum
+    /// 8321HC) and report the error of each cell.
     #[arg(long)]
     pub(crate) published: bool,
     /// Also draw items/sec per configuration (a shard-size sweep as a line) into this SVG file.

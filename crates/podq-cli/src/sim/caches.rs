@@ -7,8 +7,7 @@ use std::path::Path;
 use podq_sim::SimMachine;
 
 /// What the caches' figures are when their sizes come from sysfs.
-const FROM_SYSFS: &str =
-    "sizes from sysfs; latencies of the development VM (Zen 4), measured (docs/simulator.md)";
+const FROM_SYSFS: &str = "sizes from sysfs; latencies measured on a Zen 4 VM";
 
 /// `machine` with the L2 and last-level cache sizes of the sysfs tree under `root` (a folder
 /// holding `sys/devices/system/cpu`), where it gives them; unchanged where it gives neither.

@@ -15,14 +15,14 @@ use crate::error::CliError;
 /// fit takes seconds.
 const FIT_ITEMS: u64 = 5_000;
 
-/// Random points the fit tries before its Nelder-Mead passes (`podq_sim::fit::fit_rough`).
+/// Random points the fit tries before its Nelder-Mead runs (`podq_sim::fit::fit_rough`).
 const FIT_SAMPLES: usize = 200;
 
-/// Evaluations of each of the fit's two Nelder-Mead passes.
+/// Evaluations of each of the fit's two Nelder-Mead runs.
 const FIT_EVALUATIONS: usize = 200;
 
 /// The costs the fit moves, and their bounds: from a tenth of the fastest to ten times the
-/// slowest plausible value on today's servers (see `docs/simulator.md`).
+/// slowest plausible value on current servers.
 const FREE: [Bound; 9] = [
     Bound {
         param: Param::LinesPerHandover,

@@ -2,8 +2,9 @@
 //! discrete-event simulator of `podq-sim`.
 //!
 //! The machine comes from a preset, a description, a sysfs tree or this machine; the costs from
-//! a profile (`kernel`, calibrated on the brief's published tables, or `podq`, fitted by
-//! `--calibrate` on a `podq bench --json` file). The report gives the kernel's lines or the
+//! a profile (`kernel`, calibrated on the `test_workqueue` tables published with the Linux
+//! workqueue's `WQ_AFFN_CACHE_SHARD` patch series, or `podq`, fitted by `--calibrate` on a
+//! `podq bench --json` file). The report gives the kernel's lines or the
 //! bench's JSON rows with `"system": "sim"`.
 
 mod args;

@@ -1,5 +1,7 @@
-//! `podq sim --published`: the brief's two published tables next to the `kernel` profile's
-//! simulation of each cell, with the error per cell and the orders kept or lost.
+//! `podq sim --published`: the two `test_workqueue` tables published with the Linux
+//! workqueue's `WQ_AFFN_CACHE_SHARD` patch series (NVIDIA Grace, Intel Xeon Platinum 8321HC)
+//! next to the `kernel` profile's simulation of each cell, with the error per cell and the
+//! orders kept or lost.
 
 use podq_sim::published::{check, order_flips};
 use podq_sim::Profile;
@@ -8,8 +10,8 @@ use serde_json::json;
 use super::args::Settings;
 use crate::error::CliError;
 
-/// How far apart two published cells must be for their order to count (10 %, the brief's
-/// done-when bar).
+/// How far apart two published cells must be for their order to count: 10 %, beyond the
+/// run-to-run spread of a benchmark table.
 const ORDER_MARGIN: f64 = 0.10;
 
 /// Simulates every published cell with the `kernel` profile and reports the errors.

@@ -92,8 +92,8 @@ impl Report<'_> {
             let c = m.caches();
             out.push_str(&format!(
                 "locality: {} groups of {} KiB at {} % load (the pace: an unsteered item's run \
-                 time; the hot walk {} ns), steer {}; caches: L2 {} KiB, LLC {} KiB, a line {} ns hot, {} ns from a peer core, {} ns \
-                 from the LLC, {} ns from memory ({})\n",
+                 time; the hot walk {} ns), steer {}; caches: L2 {} KiB, LLC {} KiB, a line {} \
+                 ns hot, {} ns from a peer core, {} ns from the LLC, {} ns from memory ({})\n",
                 loc.groups,
                 l.set_kb,
                 l.load,

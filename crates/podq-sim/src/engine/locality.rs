@@ -3,17 +3,17 @@
 //! caches as its items run (`sets.rs`), and, with steering, every
 //! decision asked of `podq::policy::steer` with simulated time and state, supplied the way
 //! `workqueue/steering.rs`, `workqueue/group.rs` and `pool/load.rs` supply them in the runtime
-//! (steps S1-S5 of "Steering" in `src/workqueue/README.md`):
+//! (steps G1-G5 of "Steering" in `src/workqueue/README.md`):
 //!
-//! * S1/S2, the queue call: the group's published home and last vote ([`Preference::snapshot`])
+//! * G1/G2, the queue call: the group's published home and last vote ([`Preference::snapshot`])
 //!   and its runnable items (read before this item counts) go to [`steer::steer`], which asks
 //!   the home pod's load only when the item is not issued there; the load is the pod's signal,
 //!   sampled again when its last sample is older than [`steer::SAMPLE_INTERVAL`] (busy workers
 //!   over the pod's CPUs, [`Busy::of`], into the moving mean of [`steer::busy_mean`]);
-//! * S3, the start: counted at home when the group's home at that time
+//! * G3, the start: counted at home when the group's home at that time
 //!   ([`Snapshot::home_at`]) is the worker's pod, else elsewhere; a vote
 //!   ([`steer::record`]: decay, expiry, hysteresis) when [`steer::votes`] lets it;
-//! * S5, the end: the item no longer counts among its group's runnable items.
+//! * G5, the end: the item no longer counts among its group's runnable items.
 //!
 //! What it costs: reading the group's line (from the CPU that last voted) at every grouped
 //! queue call, reading the pod's signal line (from its last sampler) when the load is read, and
@@ -90,7 +90,7 @@ pub(super) struct LocalityState {
     walk_ns: f64,
     /// Every item's own run time, ns.
     runs: Vec<u32>,
-    /// Starts at the group's home pod (S3).
+    /// Starts at the group's home pod (G3).
     at_home: u64,
     /// Starts elsewhere, or while the group had no home.
     elsewhere: u64,
@@ -302,7 +302,7 @@ impl Engine<'_> {
         run + vote
     }
 
-    /// A worker of `pool` has run an item of `group` (S5).
+    /// A worker of `pool` has run an item of `group` (G5).
     pub(super) fn locality_ran(&mut self, group: u32, pool: u32) {
         if let Some(loc) = self.locality.as_deref_mut() {
             loc.pods[pool as usize].busy -= 1;

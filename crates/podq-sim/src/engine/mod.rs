@@ -216,8 +216,9 @@ struct Engine<'m> {
 /// # Errors
 ///
 /// [`SimError::Threads`] for no producer or more producers than CPUs, [`SimError::Items`] for
-/// no item, [`SimError::NoPull`] for pull with a profile that has none, [`SimError::Pods`] when the scope's pods cannot be formed (a shard size of 0), and
-/// [`SimError::Stuck`] when the run stops with items outstanding (a bug in the model).
+/// no item, [`SimError::NoPull`] for pull with a profile that has none, [`SimError::Pods`]
+/// when the scope's pods cannot be formed (a shard size of 0), and [`SimError::Stuck`] when
+/// the run stops with items outstanding (a bug in the model).
 pub fn simulate(
     machine: &SimMachine,
     profile: &Profile,
@@ -549,7 +550,7 @@ impl<'m> Engine<'m> {
         }));
     }
 
-    /// The stall watchdog's look at `pool` (steps D2-D3).
+    /// The stall watchdog's look at `pool` (steps D3-D4).
     fn watchdog_look(&mut self, pool: usize) {
         let p = &mut self.pools[pool];
         let look = stall::check(

@@ -1,5 +1,5 @@
-//! Pull, modelled as podq's runtime does it (`src/pool/README.md`, "Pull": steps O1, O2, W2d,
-//! W7p), with every decision asked of `podq::policy::pull` in simulated time: the sibling order
+//! Pull, modelled as podq's runtime does it (`src/pool/README.md`, "Pull": steps O1-O4), with
+//! every decision asked of `podq::policy::pull` in simulated time: the sibling order
 //! ([`pull::siblings`]), whether a push offers ([`pull::offers`]), what a kicked sibling does
 //! ([`pull::kick`]), the gate ([`pull::idle_interval`], [`pull::attempt`] with a coin from the
 //! seeded generator, [`pull::learn`]) and the searcher cap ([`pull::searcher_cap`]).
@@ -59,7 +59,7 @@ struct Gate {
     last_idle: u64,
 }
 
-/// Where a worker's search (W7p) stands, kept between its lock requests.
+/// Where a worker's search (O4) stands, kept between its lock requests.
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct Search {
     /// The level searched, by [`Level::index`] (3: done).
@@ -214,7 +214,7 @@ impl Engine<'_> {
         cost
     }
 
-    /// (W2d) A worker on dense CPU `cpu` found `pool`'s queue empty: it offers no more.
+    /// (O3) A worker on dense CPU `cpu` found `pool`'s queue empty: it offers no more.
     pub(super) fn withdraw(&mut self, pool: usize, cpu: u32) {
         if let Some(group) = &mut self.pull {
             if group.offering[pool].is_some() {
@@ -224,7 +224,7 @@ impl Engine<'_> {
         }
     }
 
-    /// Whether worker `tid` of `pool`, whose queue is empty, asks its siblings now (W7p): pull
+    /// Whether worker `tid` of `pool`, whose queue is empty, asks its siblings now (O4): pull
     /// is on, the pool has siblings, and it has not asked since its queue ran empty, and it has
     /// spun or the item it ran last was pulled too (or it does not spin). Marks it as having
     /// asked.

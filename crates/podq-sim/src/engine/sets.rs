@@ -1,6 +1,6 @@
 //! [`WorkingSets`]: where each group's working set sits in a machine's caches, and what a walk
-//! of it costs from there (the `locality` workload's cache model, `docs/simulator.md`,
-//! "Steering"). The runs and the pace's warm-up (`pace.rs`) share it.
+//! of it costs from there (the `locality` workload's cache model, with the figures of
+//! [`Caches`]). The runs and the pace's warm-up (`pace.rs`) share it.
 
 use std::collections::VecDeque;
 

@@ -43,7 +43,7 @@ pub(super) enum Role {
         coming: bool,
         /// Has spun since it last took an item (so it parks when it finds none).
         spun: bool,
-        /// Has asked its siblings since it last took an item (W7p, once per empty queue).
+        /// Has asked its siblings since it last took an item (O4, once per empty queue).
         asked: bool,
         /// The item it took last was pulled from a sibling (it then asks again at once).
         pulled: bool,
@@ -93,7 +93,7 @@ pub(super) enum Phase {
     SpinRelease,
     /// Worker (podq): spinning; resumed when a push finds it or the spin is over.
     Spin,
-    /// Worker (pull): unlock its queue, found empty, and ask its siblings (W7p).
+    /// Worker (pull): unlock its queue, found empty, and ask its siblings (O4).
     PullRelease,
     /// Worker (pull): searching the siblings that offer work, level by level.
     Search,
@@ -515,7 +515,7 @@ impl Engine<'_> {
                     }
                     Phase::TakeRelease
                 } else {
-                    // (W2d) Empty: the pool offers no more.
+                    // (O3) Empty: the pool offers no more.
                     let cpu = self.threads[tid as usize].cpu;
                     self.withdraw(pool as usize, cpu);
                     if self.asks_siblings(tid, pool as usize) {
