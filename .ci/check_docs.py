@@ -3,7 +3,7 @@
 
 Over README.md, docs/ and crates/ (target/ skipped) it checks:
 
-1. Language: no word of how the project was developed (the same match as the issue's
+1. Language: no word of how the project was developed (the same match as
    `grep -rniwE '<pattern>' README.md docs crates`, LANG_RE below); no mention of the removed
    docs/benchmarks-history.md; docs/benchmarks.md at most 300 lines, docs/simulator.md at most
    400; no source file of crates/podq/src outside tests over 600 lines.
@@ -11,7 +11,8 @@ Over README.md, docs/ and crates/ (target/ skipped) it checks:
    item or paragraph: `1. **P1** Hand over.`, `**P2w** ...`) are defined once, numbered 1..n
    in the order listed, and a prefix letter belongs to one protocol (one README, one section).
    In every .rs, .md and .toml file, each citation with a defined prefix (`P3`, `W5-W7`,
-   `R1-R5`: every id of a range) names a defined step, and none uses a retired prefix (S).
+   `R1-R5`: every id of a range) names a defined step, and none uses the prefix S, which
+   would be ambiguous (shutdown is T, steering G).
    No step is cited by its bare number: `step 4`, `// Step 4`, `steps 31-35` anywhere, and
    `(17)`, `(2, 10)` in the crates' READMEs.
 3. Links: every relative markdown link and reference definition in the markdown files, and in
@@ -60,8 +61,8 @@ NEXT_NUM_RE = re.compile(r"^\s*(?://[/!]?|\*|#)?\s*(\d+)(?!\d|[.)](?:\s|$))")
 # (elsewhere such numbers are table cells and enumerations).
 PAREN_NUM_RE = re.compile(
     r"(?<![\w\]\)`!>])\((\d{1,2})((?:,\s?|\s(?:and|or)\s|-|\u2013)\d{1,2})*\)")
-# Prefixes that no protocol uses any more: a citation with one is stale.
-RETIRED_PREFIXES = {"S": "shutdown steps are T1-T3 and steering steps G1-G5"}
+# Prefixes no protocol may take: a citation with one is ambiguous.
+AMBIGUOUS_PREFIXES = {"S": "shutdown steps are T1-T3 and steering steps G1-G5"}
 URL_RE = re.compile(r"\b(?:https?|ftp|mailto|file):[^\s)>\]\"'`]*", re.IGNORECASE)
 
 FENCE_RE = re.compile(r"^\s*(`{3,}|~{3,})")
@@ -258,13 +259,13 @@ class Checker:
                 for m in PAREN_NUM_RE.finditer(prose[n - 1]):
                     self.report(path, n, "bare step number %r: cite the step by its id"
                                 % m.group(0))
-            for letter, instead in sorted(RETIRED_PREFIXES.items()):
+            for letter, instead in sorted(AMBIGUOUS_PREFIXES.items()):
                 if letter in self.prefixes:
                     continue
                 for m in ID_RE.finditer(line):
                     if m.group(1) == letter:
                         self.citations += 1
-                        self.report(path, n, "%s: the prefix %s is retired (%s)"
+                        self.report(path, n, "%s: the prefix %s names no protocol (%s)"
                                     % (m.group(0), letter, instead))
             if not self.prefixes:
                 continue
@@ -474,7 +475,7 @@ def github_slug(title):
 # ---------------------------------------------------------------------------------------------
 # Self-test
 
-# The words the language check looks for, spelt so that this file itself passes the issue's grep.
+# The words the language check looks for, spelt so that this file itself passes the language grep.
 _SES = "ses" + "sion"
 _PASS = "third" + " pass"
 
@@ -551,7 +552,7 @@ SELF_TEST_EXPECTED = [
     ("crates/demo/src/pool/README.md", 8, "steps W are not numbered W1..W3"),
     ("crates/demo/src/pool/README.md", 12, "step P3 is defined twice"),
     ("crates/demo/src/pool/README.md", 13, "step S1 is not written as a bold id"),
-    ("crates/demo/src/pool/README.md", 13, "S1: the prefix S is retired"),
+    ("crates/demo/src/pool/README.md", 13, "S1: the prefix S names no protocol"),
     ("crates/demo/src/pool/README.md", 14, "bare step number '(2, 3)'"),
     ("crates/demo/src/lib.rs", 5, "bare numbered step 'step(s) 2' (over two lines)"),
     ("crates/demo/src/queue/README.md", 2, "prefix K is used by two protocols: "
