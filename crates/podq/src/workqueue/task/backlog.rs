@@ -34,7 +34,7 @@ pub(crate) struct Backlog {
     limit: u64,
     /// A: `sleepers << WAITING_BITS | waiting`. One word, so that a leaving execution sees a
     /// sleeper that came before it, and a sleeper sees a leave that came before it, each in
-    /// the value its own read-modify-write returns (B3).
+    /// the value its own read-modify-write returns (B2).
     word: AtomicU64,
     /// The sleepers' lock: a sleeper holds it from its registration to its sleep; a leaver
     /// notifies under it.
@@ -88,7 +88,7 @@ impl Backlog {
         self.word.fetch_add(WAITING_ONE, Ordering::Relaxed);
     }
 
-    /// B3: counts one more waiting execution, sleeping until there is room.
+    /// B2: counts one more waiting execution, sleeping until there is room.
     pub(crate) fn enter(&self) {
         if self.try_enter() {
             return;
@@ -101,7 +101,7 @@ impl Backlog {
         self.word.fetch_sub(SLEEPER_ONE, Ordering::Relaxed);
     }
 
-    /// B2: an execution waits no more (it starts, or is taken back unrun); wakes one
+    /// B3: an execution waits no more (it starts, or is taken back unrun); wakes one
     /// sleeping queuer if the word shows one.
     pub(crate) fn leave(&self) {
         let prev = self.word.fetch_sub(WAITING_ONE, Ordering::Relaxed);

@@ -138,7 +138,7 @@ impl Task {
         let job = job.unpack();
         let counters = acct.counted.pod().counters.mine();
         let wq_id = acct.counted.pod().wq.id;
-        // B2: it waits no more.
+        // B3: it waits no more.
         if let Some(backlog) = &acct.counted.pod().wq.backlog {
             backlog.leave();
         }
@@ -226,7 +226,7 @@ impl Task {
     /// caller's (`None` for a one-shot closure, which is dropped).
     pub(crate) fn unqueue(self) -> Option<Arc<WorkInner>> {
         let Task { job, acct, .. } = self;
-        // B2: it waits no more.
+        // B3: it waits no more.
         if let Some(backlog) = &acct.counted.pod().wq.backlog {
             backlog.leave();
         }
