@@ -163,14 +163,9 @@ impl Work {
     /// ```
     pub fn flushed(&self) -> impl Future<Output = ()> + Send + 'static {
         let item = &self.inner;
-        let s = item.state.load();
-        let target = (s & (PENDING | RUNNING) != 0
-            && !task::is_running_item(item)
-            && !work_item::stranded(item))
-        .then(|| state::generation(s));
         Flushed {
             item: Arc::clone(item),
-            target,
+            target: cancel::flush_target(&item.state, || skips_flush(item)),
         }
     }
 
@@ -196,8 +191,13 @@ pub(crate) fn flush_item(item: &Arc<WorkInner>) -> bool {
 
 /// [`flush_item`] giving up at `deadline` (`None`: never).
 fn flush_item_until(item: &Arc<WorkInner>, deadline: Option<Instant>) -> Waited {
-    let skip = task::is_running_item(item) || work_item::stranded(item);
-    cancel::flush_until(&item.state, skip, deadline)
+    cancel::flush_until(&item.state, || skips_flush(item), deadline)
+}
+
+/// Whether a flush of `item` waits for nothing although it is pending or running: it is
+/// called from the item's own run, or the item is stranded by a fork (K4).
+fn skips_flush(item: &WorkInner) -> bool {
+    task::is_running_item(item) || work_item::stranded(item)
 }
 
 /// Cancels `item` (see [`Work::cancel_sync`]): C1-C5.

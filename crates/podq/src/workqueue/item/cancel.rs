@@ -21,20 +21,28 @@ pub(crate) enum Waited {
     TimedOut,
 }
 
+/// What an item's flush waits for: the generation of the execution pending or running now
+/// (C4). `None` when nothing is pending or running, or when `skip` says not to wait (the
+/// caller runs the item itself, or the item is stranded by a fork, K4); `skip` is asked only
+/// when something is pending or running.
+pub(crate) fn flush_target<D, X>(
+    state: &ItemState<D, X>,
+    skip: impl FnOnce() -> bool,
+) -> Option<u64> {
+    let s = state.load();
+    (s & (PENDING | RUNNING) != 0 && !skip()).then(|| state::generation(s))
+}
+
 /// An item's flush: waits until the execution pending or running now has finished (C4), or
-/// until `deadline` (`None`: never). Nothing to wait for when nothing is pending or running,
-/// or when the caller says to `skip` (it runs the item itself, or the item is stranded by a
-/// fork, K4).
+/// until `deadline` (`None`: never). Nothing to wait for when [`flush_target`] says so.
 pub(crate) fn flush_until<D, X>(
     state: &ItemState<D, X>,
-    skip: bool,
+    skip: impl FnOnce() -> bool,
     deadline: Option<Instant>,
 ) -> Waited {
-    let s = state.load();
-    if s & (PENDING | RUNNING) == 0 || skip {
+    let Some(target) = flush_target(state, skip) else {
         return Waited::Nothing;
-    }
-    let target = state::generation(s);
+    };
     if state.wait_until_deadline(|now| state::flushed(now, target), deadline) {
         Waited::Done
     } else {
