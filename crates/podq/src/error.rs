@@ -67,8 +67,8 @@ pub enum Error {
         /// The workqueue's CPUs that the process may use now, as a CPU list.
         allowed: String,
     },
-    /// An environment variable of podq's (`PODQ_SCOPE`, `PODQ_SHARD_SIZE`) whose value
-    /// cannot be used.
+    /// An environment variable of podq's (`PODQ_SCOPE`, `PODQ_SHARD_SIZE`, `PODQ_PULL`,
+    /// `PODQ_STEER`) whose value cannot be used.
     #[error("environment variable {variable}='{value}': {reason}")]
     BadEnvironment {
         /// The variable.
@@ -121,7 +121,7 @@ pub enum Error {
 impl Error {
     /// [`Error::EmptyCpuSet`] for a workqueue's CPUs: the one wording of that error, given by
     /// [`WorkqueueBuilder::build`](crate::WorkqueueBuilder::build) and
-    /// [`Placement::new`](crate::policy::Placement::new).
+    /// `policy::Placement::new`.
     pub(crate) fn empty_workqueue_cpus() -> Error {
         Error::EmptyCpuSet {
             what: "the workqueue".into(),

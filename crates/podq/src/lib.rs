@@ -120,6 +120,7 @@ pub mod metrics;
 pub mod scope;
 pub mod topology;
 
+#[doc(hidden)]
 pub mod policy;
 mod pool;
 mod stats;

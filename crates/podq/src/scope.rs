@@ -32,6 +32,15 @@ pub const SCOPE_VAR: &str = "PODQ_SCOPE";
 /// whole number of cores, at least 1.
 pub const SHARD_SIZE_VAR: &str = "PODQ_SHARD_SIZE";
 
+/// The environment variable that sets whether every workqueue built without
+/// [`WorkqueueBuilder::pull`](crate::WorkqueueBuilder::pull) pulls: `on` or `off`.
+pub const PULL_VAR: &str = "PODQ_PULL";
+
+/// The environment variable that sets whether every workqueue built without
+/// [`WorkqueueBuilder::steer`](crate::WorkqueueBuilder::steer) steers its groups: `on` or
+/// `off`.
+pub const STEER_VAR: &str = "PODQ_STEER";
+
 /// The line an operator sets in a service's environment to give every workqueue built without
 /// an explicit scope or shard size these ([`SCOPE_VAR`], [`SHARD_SIZE_VAR`]).
 ///
@@ -67,6 +76,26 @@ pub(crate) fn scope_from_env() -> Result<Option<AffinityScope>> {
 pub(crate) fn shard_size_from_env() -> Result<Option<usize>> {
     env_value(SHARD_SIZE_VAR)?
         .map(|value| parse_shard_size_var(&value))
+        .transpose()
+}
+
+/// The switch of `var` ([`PULL_VAR`], [`STEER_VAR`]) in the environment; `None` when it is
+/// not set.
+///
+/// # Errors
+///
+/// [`Error::BadEnvironment`] naming the variable, for a value other than `on` or `off`.
+pub(crate) fn switch_from_env(var: &str) -> Result<Option<bool>> {
+    env_value(var)?
+        .map(|value| match value.trim() {
+            "on" => Ok(true),
+            "off" => Ok(false),
+            _ => Err(Error::BadEnvironment {
+                variable: var.to_owned(),
+                value,
+                reason: "expected on or off".to_owned(),
+            }),
+        })
         .transpose()
 }
 

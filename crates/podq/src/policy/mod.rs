@@ -1,8 +1,14 @@
 //! Pure decisions: which pod gets a work item, when a pool wakes, starts or retires a worker,
 //! when and where an idle worker pulls, and where a group's items are steered.
 //!
-//! This is podq's documented decision layer: the runtime and the simulator crate drive the
-//! same functions. Nothing here starts a thread, takes a lock or talks to the OS; every input
+//! Public only so that the simulator (`podq-sim`) drives the same functions as the runtime: it
+//! is hidden from the documentation and outside semantic versioning, so any release may change
+//! it. What a user relies on (steering's times, pull's levels) is stated in the public docs
+//! where it acts: [`Group`](crate::Group),
+//! [`WorkqueueBuilder::pull`](crate::WorkqueueBuilder::pull) and
+//! [`PullStats`](crate::PullStats).
+//!
+//! This is podq's decision layer. Nothing here starts a thread, takes a lock or talks to the OS; every input
 //! is a plain value (counts, limits, times), so a simulation calls them with its own state:
 //!
 //! * where a decision depends on time, the caller passes the time (how long a worker has been

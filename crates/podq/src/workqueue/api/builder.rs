@@ -51,10 +51,11 @@ pub struct WorkqueueBuilder {
     idle_timeout: Duration,
     /// Workers per pool at most.
     max_workers: usize,
-    /// Whether idle workers pull waiting items from sibling pools (never for strict ones).
-    pull: bool,
-    /// Whether groups steer their items to their home pods.
-    steer: bool,
+    /// Whether idle workers pull waiting items from sibling pools (never for strict ones);
+    /// `None`: `PODQ_PULL`, else on.
+    pull: Option<bool>,
+    /// Whether groups steer their items to their home pods; `None`: `PODQ_STEER`, else on.
+    steer: Option<bool>,
     /// Executions waiting at most before queue calls wait; `None`: no bound.
     max_backlog: Option<usize>,
     /// How the pools' workers are made, and their hooks.
@@ -65,10 +66,9 @@ pub struct WorkqueueBuilder {
 }
 
 impl WorkqueueBuilder {
-    /// Defaults: the scope and shard size of the environment (`PODQ_SCOPE`,
-    /// `PODQ_SHARD_SIZE`), else the default scope (`cache_shard`) and 8 cores per shard; not
-    /// strict, pull and steering on, no
-    /// `max_active`, every usable CPU of this machine, the pool layer's worker cap and idle
+    /// Defaults: the scope, shard size, pull and steering of the environment (`PODQ_SCOPE`,
+    /// `PODQ_SHARD_SIZE`, `PODQ_PULL`, `PODQ_STEER`), else the default scope (`cache_shard`),
+    /// 8 cores per shard, pull and steering on; not strict, no `max_active`, every usable CPU of this machine, the pool layer's worker cap and idle
     /// timeout.
     pub(crate) fn new(name: String) -> Self {
         WorkqueueBuilder {
@@ -81,8 +81,8 @@ impl WorkqueueBuilder {
             topology: None,
             idle_timeout: pool::DEFAULT_IDLE_TIMEOUT,
             max_workers: pool::DEFAULT_MAX_WORKERS,
-            pull: true,
-            steer: true,
+            pull: None,
+            steer: None,
             max_backlog: None,
             worker: WorkerOptions::default(),
             limits: None,
@@ -147,22 +147,30 @@ impl WorkqueueBuilder {
         self
     }
 
-    /// `true` (default): an idle worker, before it parks, pulls the oldest waiting item of a
-    /// sibling pool (the other pods of its cache domain first, then of its node, then of the
-    /// machine), behind an adaptive gate that stops the search when it rarely finds work; see
-    /// `src/pool/README.md`, "Pull". `false`: items run only on workers of the pool they were
-    /// queued to. A strict workqueue never pulls, whatever this says: its items stay on their
-    /// pod's CPUs. Workqueues whose pull setting differs do not share pools.
+    /// `true` (default: the environment's [`PODQ_PULL`](crate::scope::PULL_VAR), else on): an
+    /// idle worker, before it parks, pulls the oldest waiting item of a sibling pool, nearest
+    /// first, in three levels: the other pods of its cache domain (`cache_domain`), then those
+    /// of its NUMA node (`node`), then those of the machine (`machine`). A pool with every
+    /// worker busy offers its waiting items to its siblings once 2 wait (to every level), or
+    /// once 1 waits that was queued from a CPU outside its pod (to its cache domain only); an
+    /// adaptive gate per level stops the
+    /// search when it rarely finds work (see `src/pool/README.md`, "Pull"; each level's counts
+    /// are in [`PullStats`](crate::PullStats)). `false`: items run only on workers of the pool
+    /// they were queued to. A strict workqueue never pulls, whatever this says: its items stay
+    /// on their pod's CPUs. Workqueues whose pull setting differs do not share pools;
+    /// [`Workqueue::set_pull`] switches it at run time.
     pub fn pull(mut self, pull: bool) -> Self {
-        self.pull = pull;
+        self.pull = Some(pull);
         self
     }
 
-    /// `true` (default): a [`Group`](crate::Group)'s items go to the pod where the group's
-    /// items last ran while that pod has room (`policy::steer`). `false`: a group's calls
-    /// behave exactly like the workqueue's own. Pools are shared whatever this says.
+    /// `true` (default: the environment's [`PODQ_STEER`](crate::scope::STEER_VAR), else on): a
+    /// [`Group`](crate::Group)'s items go to the pod where the group's items last ran while
+    /// that pod has room (the rules: [`Group`](crate::Group)). `false`: a group's calls behave
+    /// exactly like the workqueue's own. Pools are shared whatever this says;
+    /// [`Workqueue::set_steer`] switches it at run time.
     pub fn steer(mut self, steer: bool) -> Self {
-        self.steer = steer;
+        self.steer = Some(steer);
         self
     }
 
@@ -274,8 +282,9 @@ impl WorkqueueBuilder {
     /// # Errors
     ///
     /// * [`Error::ZeroShardSize`]: a shard size of 0;
-    /// * [`Error::BadEnvironment`]: a `PODQ_SCOPE` or `PODQ_SHARD_SIZE` that is not a scope or
-    ///   a shard size, when the builder was given none;
+    /// * [`Error::BadEnvironment`]: a `PODQ_SCOPE`, `PODQ_SHARD_SIZE`, `PODQ_PULL` or
+    ///   `PODQ_STEER` that is not a scope, a shard size, `on` or `off`, when the builder was
+    ///   given none;
     /// * [`Error::ZeroMaxActive`]: a `max_active` of 0;
     /// * [`Error::ZeroMaxWorkers`]: a `max_workers` of 0;
     /// * [`Error::ZeroMaxBacklog`]: a `max_backlog` of 0;
@@ -287,6 +296,8 @@ impl WorkqueueBuilder {
         let requested = self.cpus.clone();
         let this_machine = self.topology.is_none();
         let (scope, shard_size) = self.scope_and_shard_size()?;
+        let pull = self.switch(self.pull, crate::scope::PULL_VAR)? && !self.strict;
+        let steer = self.switch(self.steer, crate::scope::STEER_VAR)?;
         let (machine, cpus) = self.check()?;
         let attrs = PoolAttrs {
             scope,
@@ -295,7 +306,7 @@ impl WorkqueueBuilder {
             cpus,
             max_workers: self.max_workers,
             idle_timeout: self.idle_timeout,
-            pull: self.pull && !self.strict,
+            pull,
             worker: self.worker.clone(),
         };
         let limits = if this_machine {
@@ -318,6 +329,7 @@ impl WorkqueueBuilder {
             scope,
             shard_size,
             allowed,
+            pull,
         };
         let reform = Reform {
             wq: std::sync::Weak::new(),
@@ -328,7 +340,7 @@ impl WorkqueueBuilder {
             limits,
             closed: false,
         };
-        let mut wq = Workqueue::from_parts(
+        let wq = Workqueue::from_parts(
             self.name,
             &topology,
             shape,
@@ -336,7 +348,7 @@ impl WorkqueueBuilder {
             self.max_active,
             self.max_backlog,
         )?;
-        wq.steer = self.steer;
+        wq.shared.steer.set_enabled(steer);
         Ok(wq)
     }
 }
@@ -373,6 +385,18 @@ impl WorkqueueBuilder {
             None => crate::scope::shard_size_from_env()?.unwrap_or(DEFAULT_SHARD_SIZE),
         };
         Ok((scope, shard_size))
+    }
+
+    /// A switch: `given`, else the environment's `var`, else on.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BadEnvironment`] for a `var` that is read and is neither `on` nor `off`.
+    fn switch(&self, given: Option<bool>, var: &str) -> Result<bool> {
+        match given {
+            Some(on) => Ok(on),
+            None => Ok(crate::scope::switch_from_env(var)?.unwrap_or(true)),
+        }
     }
 
     /// Checks every attribute and takes the topology (this machine's, with every online CPU,

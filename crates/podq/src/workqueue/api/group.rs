@@ -24,15 +24,17 @@ use crate::workqueue::task::Job;
 /// made by [`Workqueue::group`]: its items go to the pod where the group's items last ran, so
 /// that the data they share is still in that pod's caches, unless that pod is loaded.
 ///
-/// The rules, with every constant and its reason, are `policy::steer`'s:
+/// The rules (the times are those of the scheduler's cache-aware load balancing RFC of 2025):
 ///
-/// * the group's *home* is the pod where its items last ran (a vote weighted by recency,
-///   halving every `policy::steer::HALF_LIFE`, forgotten after `policy::steer::EXPIRY`
-///   without items, moving at most once per `policy::steer::HOME_HOLD`);
-/// * an item goes to the home pod's pool, unless the home pod is busier than
-///   `policy::steer::BUSY_LIMIT` or already has as many of the group's items queued or running
-///   as it has CPUs: then it goes where [`Workqueue::queue`] would send it, and idle pods may
-///   still pull it.
+/// * the group's *home* is the pod where its items last ran: a vote weighted by recency,
+///   whose weight halves every **10 ms** (the half-life), forgotten after **50 ms** without
+///   items (the expiry), and moving from one pod to another at most once per **100 ms** (the
+///   hold);
+/// * an item goes to the home pod's pool, unless the home pod's workers were busy more than
+///   **half** the time over the last 8 ms or it already has as many of the group's items
+///   queued or running as it has CPUs: then it goes where [`Workqueue::queue`] would send it,
+///   and idle pods may still pull it;
+/// * [`Workqueue::set_steer`] turns steering off and on at run time.
 ///
 /// Steering chooses the pod, not the CPU: on a non-strict workqueue the OS picks which CPU runs
 /// the pod's worker, and only a strict one
@@ -66,7 +68,7 @@ use crate::workqueue::task::Job;
 ///     wq.flush();
 /// }
 /// assert_eq!(served.load(Ordering::Relaxed), 10);
-/// // The pod where its items last ran (none once `policy::steer::EXPIRY` passed without items).
+/// // The pod where its items last ran (none once 50 ms passed without items).
 /// println!("home: {:?}", conn.home());
 /// let stats = wq.stats();
 /// assert_eq!(stats.grouped_at_home + stats.grouped_elsewhere, 10);
@@ -147,8 +149,8 @@ impl Group<'_> {
     }
 
     /// The pod (its id under the workqueue's scope) the group's items are steered to now:
-    /// where they last ran. `None` before any of them ran, after `policy::steer::EXPIRY`
-    /// without items, and on a workqueue that does not steer. An item may still go elsewhere
+    /// where they last ran. `None` before any of them ran, 50 ms (the expiry, see [`Group`])
+    /// after its last item, and on a workqueue that does not steer. An item may still go elsewhere
     /// while the home is loaded (see [`Group`]).
     pub fn home(&self) -> Option<usize> {
         if !self.steers() {
@@ -159,7 +161,7 @@ impl Group<'_> {
 
     /// Whether the workqueue steers its groups' items.
     fn steers(&self) -> bool {
-        self.wq.steer
+        self.wq.shared.steer.enabled()
     }
 
     /// (G2) The pod in `layout` for an item issued at `here` while the group had `runnable`
@@ -199,5 +201,22 @@ impl fmt::Debug for Group<'_> {
             .field("home", &self.home())
             .field("runnable", &self.state.runnable())
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crate::policy::steer;
+
+    /// [`Group`](super::Group)'s docs state these values; a retune changes both.
+    #[test]
+    fn the_times_and_limit_stated_in_the_docs_are_the_policys() {
+        assert_eq!(steer::HALF_LIFE, Duration::from_millis(10));
+        assert_eq!(steer::EXPIRY, Duration::from_millis(50));
+        assert_eq!(steer::HOME_HOLD, Duration::from_millis(100));
+        assert_eq!(steer::LOAD_WINDOW, Duration::from_millis(8));
+        assert_eq!(steer::BUSY_LIMIT.raw() * 2, steer::Busy::FULL.raw());
     }
 }

@@ -1,5 +1,7 @@
-//! Re-forming a workqueue's pods at run time from its handle: [`Workqueue::set_scope`] and
-//! [`Workqueue::set_shard_size`] (R2-R5 of `workqueue/README.md`), and the check of
+//! Re-forming a workqueue's pods at run time from its handle: [`Workqueue::set_scope`],
+//! [`Workqueue::set_shard_size`] and [`Workqueue::set_pull`] (R2-R5 of
+//! `workqueue/README.md`); [`Workqueue::set_steer`], which needs no re-formation; and the
+//! check of
 //! a CPU asked for by `queue_on` against the CPUs the process may use now.
 
 use crate::error::{Error, Result};
@@ -53,6 +55,68 @@ impl Workqueue {
     /// The cores per `cache_shard` pod.
     pub fn shard_size(&self) -> usize {
         self.layouts.current().shape.shard_size
+    }
+
+    /// Turns pull on or off while other threads queue, as the kernel's `SHARED_RUNQ`
+    /// scheduler feature can be switched at run time: pull is one of the pools' attributes
+    /// (see [`WorkqueueBuilder::pull`](crate::WorkqueueBuilder::pull)), so the pods are
+    /// re-formed on pools that pull or do not (R2-R5 of `src/workqueue/README.md`), with the
+    /// guarantees of [`Workqueue::set_scope`]: nothing is lost, and ordering and `max_active`
+    /// hold. A strict workqueue never pulls: `true` changes nothing there. Setting what it has
+    /// changes nothing.
+    ///
+    /// ```
+    /// use podq::Workqueue;
+    ///
+    /// let wq = Workqueue::builder("pulls").build()?;
+    /// wq.queue(|| {});
+    /// wq.set_pull(false)?;
+    /// assert!(!wq.pulls());
+    /// wq.queue(|| {});
+    /// wq.flush();
+    /// assert_eq!(wq.stats().completed, 2);
+    /// assert!(wq.stats().pools.iter().all(|p| p.pull.is_none()));
+    /// # Ok::<(), podq::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`Workqueue::set_scope`].
+    pub fn set_pull(&self, pull: bool) -> Result<()> {
+        let strict = self.layouts.reform_state().attrs.strict;
+        self.reshape(|shape| shape.pull = pull && !strict)
+    }
+
+    /// Whether its pools' idle workers pull from sibling pools now.
+    pub fn pulls(&self) -> bool {
+        self.layouts.current().shape.pull
+    }
+
+    /// Turns steering of its [`Group`](crate::Group)s' items on or off while other threads
+    /// queue, as the scheduler's cache-aware load balancing (`SCHED_CACHE`) can be switched at
+    /// run time. Steering is no pool attribute, so nothing is re-formed: a group's queue call
+    /// made after this returns is steered, or queued as [`Workqueue::queue`] queues, by the new
+    /// setting; one made at the same time by either. Items already queued stay where they are
+    /// and every guarantee holds. Off, [`Group::home`](crate::Group::home) is `None`; on again,
+    /// groups start from the homes they had, which expire as usual.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ParentProcess`] in a child process of `fork()` when the workqueue was built by
+    /// its parent.
+    pub fn set_steer(&self, steer: bool) -> Result<()> {
+        if self.foreign() {
+            return Err(Error::ParentProcess {
+                workqueue: self.shared.name.clone(),
+            });
+        }
+        self.shared.steer.set_enabled(steer);
+        Ok(())
+    }
+
+    /// Whether its groups' items are steered now.
+    pub fn steers(&self) -> bool {
+        self.shared.steer.enabled()
     }
 
     /// Re-forms the layout with `change` made to its shape (R2-R4).

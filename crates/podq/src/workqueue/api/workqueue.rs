@@ -71,8 +71,6 @@ pub struct Workqueue {
     pub(super) shared: Arc<WqShared>,
     /// Its layouts: the pods, placement and pools now, and every earlier one.
     pub(super) layouts: Arc<Layouts>,
-    /// I: whether its groups steer (`WorkqueueBuilder::steer`; set by the builder).
-    pub(super) steer: bool,
 }
 
 /// Source of workqueue ids, before [`fork::tag_id`] adds the generation; starts at 1 so that
@@ -144,11 +142,7 @@ impl Workqueue {
         if follows {
             follow::follow(&layouts);
         }
-        let wq = Workqueue {
-            shared,
-            layouts,
-            steer: true,
-        };
+        let wq = Workqueue { shared, layouts };
         #[cfg(feature = "metrics")]
         crate::metrics::register(&wq.shared, &wq.layouts);
         Ok(wq)

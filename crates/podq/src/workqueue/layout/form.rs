@@ -57,6 +57,7 @@ pub(super) fn form(
         scope: shape.scope,
         shard_size: shape.shard_size,
         cpus: cpus.clone(),
+        pull: shape.pull,
         ..reform.attrs.clone()
     };
     let pools = pool_registry().pools_for(topology, &attrs)?;

@@ -1,8 +1,8 @@
 //! The layout of pods and pools and how it follows the machine. A workqueue's layout is its
 //! scope, its CPUs within those the process may use, its pods, the placement of CPUs on pods
 //! and the pools that serve them. A layout is re-formed, while other threads queue, when the
-//! CPUs the process may use change (`follow.rs`) or when `Workqueue::set_scope` /
-//! `set_shard_size` is called (R1-R5 of `workqueue/README.md`).
+//! CPUs the process may use change (`follow.rs`) or when `Workqueue::set_scope`,
+//! `set_shard_size` or `set_pull` is called (R1-R5 of `workqueue/README.md`).
 //!
 //! This group sits above `task/` (a layout's pools run tasks, and its pods are the parts that
 //! tasks are counted in) and below `api/`; `task/` reaches the current layout only through
@@ -14,8 +14,8 @@
 //! one load and no write ([`Layouts::current`]), and may still be counting an execution in a
 //! layout that was just replaced; the epoch check of `Flush::enter_with` makes it count again
 //! in the new one. Re-forming to a shape the workqueue had before takes that earlier layout
-//! again, so a workqueue has at most one layout per shape (scope, shard size, allowed CPUs)
-//! it was ever given.
+//! again, so a workqueue has at most one layout per shape (scope, shard size, allowed CPUs,
+//! pull) it was ever given.
 
 pub(crate) mod follow;
 mod form;
@@ -49,6 +49,9 @@ pub(crate) struct Shape {
     pub(crate) shard_size: usize,
     /// The CPUs the process may use that the layout was formed on.
     pub(crate) allowed: CpuSet,
+    /// Whether its pools pull (never for a strict workqueue): part of the pools' attributes,
+    /// so switching it forms other pools.
+    pub(crate) pull: bool,
 }
 
 /// One layout of a workqueue (all `I:`, set when it is formed).

@@ -14,7 +14,7 @@
 //! (its runnable count, its preference) and the counters' stripe of the CPU that runs it.
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -37,6 +37,11 @@ const NO_HOME: usize = usize::MAX;
 pub(crate) struct SteerShared {
     /// I: the pods of the workqueue's scope (pod ids are below this).
     pods: usize,
+    /// A: whether the workqueue's groups steer now (`WorkqueueBuilder::steer`,
+    /// `Workqueue::set_steer`). Relaxed: each queue call through a group reads it once and
+    /// steers or not; a call that raced with a switch is steered as before it, and either way
+    /// the execution is queued and counted once.
+    on: AtomicBool,
     /// A: the counters, indexed by CPU id modulo the length (a power of two). Relaxed:
     /// statistics.
     stripes: Box<[CachePadded<SteerStripe>]>,
@@ -73,8 +78,19 @@ impl SteerShared {
             .next_power_of_two();
         Self {
             pods,
+            on: AtomicBool::new(true),
             stripes: (0..stripes).map(|_| CachePadded::default()).collect(),
         }
+    }
+
+    /// Whether the workqueue's groups steer now.
+    pub(crate) fn enabled(&self) -> bool {
+        self.on.load(Ordering::Relaxed)
+    }
+
+    /// Turns steering on or off for the workqueue's groups.
+    pub(crate) fn set_enabled(&self, on: bool) {
+        self.on.store(on, Ordering::Relaxed);
     }
 
     /// The calling thread's stripe.
