@@ -110,11 +110,13 @@
 
 pub mod affinity;
 pub mod cpuset;
+mod dump;
 pub mod error;
 mod fork;
 mod here;
 mod launch;
 pub mod limits;
+mod live;
 #[cfg(feature = "metrics")]
 pub mod metrics;
 pub mod scope;
@@ -133,6 +135,7 @@ mod trace;
 mod workqueue;
 
 pub use cpuset::CpuSet;
+pub use dump::{dump, Dump};
 pub use error::Error;
 pub use pool::WorkerInfo;
 pub use scope::{AffinityScope, Pod, Pods};

@@ -30,16 +30,12 @@
 //! series keep their last values in the recorder.
 
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use ::metrics::{counter, describe_counter, describe_gauge, gauge, Unit};
 
-use crate::fork::PerFork;
 use crate::stats::{PoolStats, WorkqueueStats};
-use crate::sync::Mutex;
-use crate::workqueue::{stats_of, Layouts, WqShared};
 
 /// How a series moves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -279,47 +275,6 @@ const POOL: &[Metric<PoolStats>] = &[
     },
 ];
 
-/// A live workqueue, as the publisher reaches it: weak handles, so that registering keeps
-/// nothing alive.
-struct Entry {
-    /// The workqueue's shared part.
-    shared: Weak<WqShared>,
-    /// Its layouts (its parts of the pods).
-    layouts: Weak<Layouts>,
-}
-
-/// Strong handles of a live workqueue's parts, for one publish.
-type Held = (Arc<WqShared>, Arc<Layouts>);
-
-impl Entry {
-    /// Strong handles of the workqueue's parts, or `None` once it is gone.
-    fn upgrade(&self) -> Option<Held> {
-        let shared = self.shared.upgrade()?;
-        let layouts = self.layouts.upgrade()?;
-        Some((shared, layouts))
-    }
-}
-
-/// Every workqueue built since the process started that may still be live, in build order;
-/// entries of dropped workqueues are removed by the next [`publish`]. One list per fork
-/// generation (`fork.rs`): a child of `fork()` publishes its own workqueues only, and never
-/// takes a lock that a parent's thread may have held.
-static LIVE: PerFork<Mutex<Vec<Entry>>> = PerFork::new();
-
-/// This process's list of live workqueues (see [`LIVE`]).
-fn live() -> &'static Mutex<Vec<Entry>> {
-    LIVE.get(|| Mutex::new(Vec::new()))
-}
-
-/// Registers a new workqueue for [`publish`] (called once, when it is built).
-pub(crate) fn register(shared: &Arc<WqShared>, layouts: &Arc<Layouts>) {
-    let entry = Entry {
-        shared: Arc::downgrade(shared),
-        layouts: Arc::downgrade(layouts),
-    };
-    live().lock().push(entry);
-}
-
 /// Reads the statistics of every live workqueue and records them through the `metrics`
 /// facade's current recorder: counters as absolute values, gauges as levels, each series
 /// described with its unit and help once per call.
@@ -329,24 +284,9 @@ pub(crate) fn register(shared: &Arc<WqShared>, layouts: &Arc<Layouts>) {
 /// themselves record nothing.
 pub fn publish() {
     describe();
-    let held: Vec<Held> = {
-        let mut live = live().lock();
-        let mut held = Vec::with_capacity(live.len());
-        live.retain(|entry| match entry.upgrade() {
-            Some(handles) => {
-                held.push(handles);
-                true
-            }
-            None => false,
-        });
-        held
-    };
-    for (shared, layouts) in &held {
-        record(&stats_of(shared, layouts));
+    for stats in crate::live::stats_of_live() {
+        record(&stats);
     }
-    // Should a workqueue have been dropped meanwhile, these were the last handles of its
-    // parts: its pools shut down here, on the calling thread, outside the lock.
-    drop(held);
 }
 
 /// Describes every series to the current recorder: its kind, the unit `Count`, and its help

@@ -27,6 +27,10 @@ pub struct PoolStats {
     pub workers: usize,
     /// Workers parked with nothing to do.
     pub idle_workers: usize,
+    /// Busy workers whose thread sleeps in a work item now (blocked on I/O, a lock, a sleep),
+    /// as the stall watchdog sees them; 0 where a thread's state cannot be read (systems other
+    /// than Linux).
+    pub blocked_workers: usize,
     /// Worker threads ever started.
     pub workers_created: u64,
     /// Workers that retired after being idle for the idle timeout.
@@ -116,6 +120,19 @@ pub struct WorkqueueStats {
     pub name: String,
     /// Its scope.
     pub scope: crate::scope::AffinityScope,
+    /// Cores per `cache_shard` pod (kept under another scope for when it becomes
+    /// `cache_shard`).
+    pub shard_size: usize,
+    /// Whether its pools' idle workers pull from sibling pools
+    /// ([`Workqueue::set_pull`](crate::Workqueue::set_pull)).
+    pub pull: bool,
+    /// Whether its groups' items are steered
+    /// ([`Workqueue::set_steer`](crate::Workqueue::set_steer)).
+    pub steer: bool,
+    /// Its `max_active`; `None` without one.
+    pub max_active: Option<usize>,
+    /// Its `max_backlog`; `None` without one.
+    pub max_backlog: Option<usize>,
     /// Executions whose closure started.
     pub started: u64,
     /// Executions whose closure returned or panicked.

@@ -1,5 +1,5 @@
-//! `PODQ_SCOPE` and `PODQ_SHARD_SIZE` give the scope and shard size of every workqueue built
-//! without one; a bad value is an error at build that names the variable. Its own test binary,
+//! `PODQ_SCOPE`, `PODQ_SHARD_SIZE`, `PODQ_PULL` and `PODQ_STEER` give the scope, shard size,
+//! pull and steering of every workqueue built without one; a bad value is an error at build that names the variable. Its own test binary,
 //! with one test: it sets the process's environment.
 
 use podq::{AffinityScope, Topology, Workqueue};
@@ -51,4 +51,38 @@ fn the_environment_sets_the_defaults_and_a_bad_value_names_its_variable() {
     assert!(err.contains("PODQ_SHARD_SIZE"), "{err}");
     std::env::remove_var("PODQ_SCOPE");
     std::env::remove_var("PODQ_SHARD_SIZE");
+
+    let wq = build(false).expect("workqueue");
+    assert!(wq.pulls() && wq.steers());
+    std::env::set_var("PODQ_PULL", "off");
+    std::env::set_var("PODQ_STEER", "off");
+    let wq = build(false).expect("workqueue");
+    assert!(!wq.pulls() && !wq.steers());
+    let stats = wq.stats();
+    assert!(!stats.pull && !stats.steer, "{stats:?}");
+    let machine = Topology::from_machine("sockets=1,nodes=1,caches=1,cores=8,smt=1").unwrap();
+    let chosen = Workqueue::builder("env")
+        .topology(machine)
+        .pull(true)
+        .steer(true)
+        .build()
+        .expect("workqueue");
+    assert!(chosen.pulls() && chosen.steers());
+    for var in ["PODQ_PULL", "PODQ_STEER"] {
+        std::env::set_var(var, "no");
+        let err = build(false).expect_err("a bad switch");
+        assert!(
+            matches!(&err, podq::Error::BadEnvironment { variable, .. } if variable == var),
+            "{err:?}"
+        );
+        assert_eq!(
+            err.to_string(),
+            format!("environment variable {var}='no': expected on or off")
+        );
+        std::env::set_var(var, "on");
+    }
+    let wq = build(false).expect("workqueue");
+    assert!(wq.pulls() && wq.steers());
+    std::env::remove_var("PODQ_PULL");
+    std::env::remove_var("PODQ_STEER");
 }

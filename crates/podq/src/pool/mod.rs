@@ -319,6 +319,7 @@ impl<T: Runnable> Pool<T> {
             cpus: shared.pod.cpus.clone(),
             workers: snap.workers,
             idle_workers: snap.idle_workers,
+            blocked_workers: shared.probes.blocked(),
             workers_created: snap.workers_created,
             workers_retired: snap.workers_retired,
             queue_depth: snap.queue_depth,

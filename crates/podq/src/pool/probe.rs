@@ -89,6 +89,20 @@ impl Probes {
         })
     }
 
+    /// Busy workers whose thread sleeps now (blocked in a task), for statistics: as [`look`],
+    /// without counting anything as seen.
+    ///
+    /// [`look`]: Probes::look
+    pub(super) fn blocked(&self) -> usize {
+        let list = self.list.lock();
+        list.iter()
+            .filter(|p| {
+                let runs = p.runs.load(Ordering::Relaxed);
+                runs % 2 == 1 && p.thread.is_sleeping() && p.runs.load(Ordering::Relaxed) == runs
+            })
+            .count()
+    }
+
     /// Looks at every busy worker: how many run a task, how many of those sleep. Under the
     /// list's lock, which only a worker's start and exit also take.
     pub(super) fn look(&self) -> Seen {

@@ -40,6 +40,5 @@ pub use api::join::{JoinError, JoinHandle};
 pub use api::work::Work;
 pub use api::workqueue::Workqueue;
 
-/// For `crate::metrics`, which holds a workqueue's parts rather than its handle.
-#[cfg(feature = "metrics")]
+/// For `crate::live`, which holds a workqueue's parts rather than its handle.
 pub(crate) use {api::stats::stats_of, layout::Layouts, task::shared::WqShared};

@@ -1,5 +1,5 @@
-//! Statistics: [`Workqueue::stats`], and the same for the `metrics` feature, which holds a
-//! workqueue's parts rather than its handle.
+//! Statistics: [`Workqueue::stats`], and the same for [`crate::dump()`] and the `metrics`
+//! feature, which hold a workqueue's parts rather than its handle (`live.rs`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -20,13 +20,19 @@ impl Workqueue {
 }
 
 /// Counters of the workqueue of `shared` and `layouts` and the state of its pools now (what
-/// [`Workqueue::stats`] returns, and what the `metrics` feature publishes). The counts add up
+/// [`Workqueue::stats`] returns, what [`crate::dump()`] shows and what the `metrics` feature
+/// publishes). The counts add up
 /// the pods of every layout it has had; the pools are those of its current layout.
 pub(crate) fn stats_of(shared: &WqShared, layouts: &Layouts) -> WorkqueueStats {
     let current = layouts.current();
     let mut stats = WorkqueueStats {
         name: shared.name.clone(),
         scope: current.shape.scope,
+        shard_size: current.shape.shard_size,
+        pull: current.shape.pull,
+        steer: shared.steer.enabled(),
+        max_active: shared.max_active,
+        max_backlog: shared.backlog.as_ref().map(|b| b.limit()),
         started: 0,
         completed: 0,
         in_flight: 0,

@@ -143,8 +143,7 @@ impl Workqueue {
             follow::follow(&layouts);
         }
         let wq = Workqueue { shared, layouts };
-        #[cfg(feature = "metrics")]
-        crate::metrics::register(&wq.shared, &wq.layouts);
+        crate::live::register(&wq.shared, &wq.layouts);
         Ok(wq)
     }
 

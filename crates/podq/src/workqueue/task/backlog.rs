@@ -55,6 +55,11 @@ impl Backlog {
         }
     }
 
+    /// The most executions that may wait.
+    pub(crate) fn limit(&self) -> usize {
+        self.limit as usize
+    }
+
     /// Executions waiting now.
     pub(crate) fn waiting(&self) -> u64 {
         waiting_of(self.word.load(Ordering::Relaxed))
