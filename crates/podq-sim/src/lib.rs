@@ -87,3 +87,8 @@ pub enum SimError {
         total: u64,
     },
 }
+
+/// The crate README's example, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -71,7 +71,8 @@
 //! # Features
 //!
 //! * `serde` (off by default): `Serialize` for [`CpuSet`] (an array of CPU ids), [`AffinityScope`]
-//!   (its name), [`Pod`], [`WorkqueueStats`] and [`PoolStats`]; `Deserialize` for [`CpuSet`].
+//!   (its name), [`Pod`], [`WorkqueueStats`], [`PoolStats`] and [`Dump`]; `Deserialize` for
+//!   [`CpuSet`].
 //! * `metrics` (off by default): the module `metrics`, which publishes every workqueue's
 //!   counters and its pools' state through the `metrics` facade, on each scrape or on a tick,
 //!   and never per work item.
@@ -81,6 +82,15 @@
 //!   `podq::worker`).
 //!
 //! What each feature emits, by name, label and unit: `docs/observability.md`.
+//!
+//! # Operating a running process
+//!
+//! * [`dump()`]: every live workqueue of the process and its pools (CPUs, workers busy, idle
+//!   and blocked, items waiting, lock contention, pulls), printed as tables or serialised; the
+//!   example `dump_on_signal` prints it on `SIGUSR1`.
+//! * [`Workqueue::set_pull`] and [`Workqueue::set_steer`] switch pull and steering while work
+//!   flows, losing nothing; `PODQ_PULL` and `PODQ_STEER` (`on` or `off`) set them for
+//!   workqueues built without them ([`scope::PULL_VAR`], [`scope::STEER_VAR`]).
 //!
 //! # CPUs that change
 //!
@@ -144,3 +154,9 @@ pub use topology::Topology;
 pub use workqueue::{
     DelayedWork, Group, JoinError, JoinHandle, QueueError, Work, Workqueue, WorkqueueBuilder,
 };
+
+/// The README's examples (`README.md` of the repository, the crate's README), compiled and run
+/// as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
