@@ -71,7 +71,7 @@ pub struct PoolStats {
 }
 
 /// One pool's pull: its workers' searches of sibling pools and the gate that decides whether
-/// they search (see `policy::pull`).
+/// they search (the levels and the offer: [`WorkqueueBuilder::pull`](crate::WorkqueueBuilder::pull)).
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
@@ -150,15 +150,15 @@ pub struct WorkqueueStats {
     /// Executions waiting for a `max_active` slot now.
     pub waiting_for_slot: u64,
     /// Executions queued through a [`Group`](crate::Group) that started on their group's home
-    /// pod (see `policy::steer`).
+    /// pod (see [`Group`](crate::Group)).
     pub grouped_at_home: u64,
     /// Executions queued through a group that started on another pod (the home was loaded or
     /// crowded, or an idle pod pulled them) or while their group had no home (its first item,
     /// or the first after its home expired). A workqueue that does not steer counts its
     /// groups' executions in neither.
     pub grouped_elsewhere: u64,
-    /// Moves of a group's home from one pod to another (`policy::steer::HOME_HOLD` apart at
-    /// least, per group).
+    /// Moves of a group's home from one pod to another (100 ms apart at least, per group:
+    /// the hold of [`Group`](crate::Group)).
     pub home_changes: u64,
     /// Executions counted against `max_backlog` now (queued and not started); 0 without a
     /// `max_backlog`.
