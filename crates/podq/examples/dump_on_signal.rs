@@ -49,7 +49,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 requests.queue(move || {
                     std::hint::black_box((0..200u64).sum::<u64>() + n);
                 });
-                if n % 64 == 0 {
+                if n.is_multiple_of(64) {
                     flushes.queue(|| std::thread::sleep(Duration::from_micros(200)));
                     std::thread::sleep(Duration::from_micros(50));
                 }
