@@ -8,14 +8,15 @@
 
 use std::fmt;
 
-use crate::stats::{PoolStats, WorkqueueStats};
+use crate::stats::{PoolStats, PullLevelStats, WorkqueueStats};
 
 /// Every live workqueue of the process and the state of its pools, at the moment [`dump()`]
 /// was called.
 ///
 /// `Display` prints two tables: the workqueues (name, scope, shard size, pull, steering,
 /// `max_active`, backlog and their counts), then the pools of each (CPUs, workers busy, idle
-/// and blocked, items waiting, lock acquisitions and how many were contended, pulls). With
+/// and blocked, items waiting, lock acquisitions and how many were contended, items pulled in
+/// and out, and the searches of sibling pools and how many found work). With
 /// the `serde` feature it serialises as `{"workqueues": [...]}`, each element a
 /// [`WorkqueueStats`].
 #[derive(Clone, Debug, PartialEq)]
@@ -91,6 +92,14 @@ fn limit(limit: Option<usize>) -> String {
     limit.map_or_else(|| "-".to_owned(), |n| n.to_string())
 }
 
+/// A count of the pool's pull summed over its levels, or `-` for a pool that does not pull.
+fn pull_sum(pool: &PoolStats, count: fn(&PullLevelStats) -> u64) -> String {
+    pool.pull.as_ref().map_or_else(
+        || "-".to_owned(),
+        |p| p.levels.iter().map(count).sum::<u64>().to_string(),
+    )
+}
+
 /// The workqueue table's columns: its attributes, then its counts (`WorkqueueStats`).
 const WORKQUEUE: &[Column<WorkqueueStats>] = &[
     text("workqueue", |s| s.name.clone()),
@@ -132,6 +141,8 @@ const POOL: &[Column<PoolStats>] = &[
     count("contended", |s| s.lock_contended.to_string()),
     count("pulled_in", |s| s.pulled_in.to_string()),
     count("pulled_out", |s| s.pulled_out.to_string()),
+    count("searches", |s| pull_sum(s, |l| l.searches)),
+    count("found", |s| pull_sum(s, |l| l.found)),
     count("created", |s| s.workers_created.to_string()),
     count("retired", |s| s.workers_retired.to_string()),
     count("for_blocked", |s| s.workers_started_for_blocked.to_string()),

@@ -168,6 +168,13 @@ const POOL: &[Metric<PoolStats>] = &[
         read: |s| s.idle_workers as u64,
     },
     Metric {
+        name: "podq_pool_blocked_workers",
+        kind: Kind::Gauge,
+        unit: "workers",
+        help: "Busy workers whose thread sleeps in a work item now.",
+        read: |s| s.blocked_workers as u64,
+    },
+    Metric {
         name: "podq_pool_workers_created_total",
         kind: Kind::Counter,
         unit: "workers",
