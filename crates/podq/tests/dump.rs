@@ -23,6 +23,7 @@ fn load(wq: &Workqueue, items: u64) {
 fn the_dump_shows_every_live_workqueue_and_its_pools() {
     let io = Workqueue::builder("dump-io")
         .scope(AffinityScope::Cpu)
+        .pull(true)
         .build()
         .expect("workqueue");
     let db = Workqueue::builder("dump-db")
@@ -30,6 +31,7 @@ fn the_dump_shows_every_live_workqueue_and_its_pools() {
         .max_active(4)
         .max_backlog(100)
         .pull(false)
+        .steer(true)
         .build()
         .expect("workqueue");
     load(&io, 1_000);

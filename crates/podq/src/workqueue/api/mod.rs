@@ -15,7 +15,7 @@
 //! * `join.rs` and `oneshot.rs`: `spawn`, [`JoinHandle`](crate::JoinHandle) and the slot
 //!   between them (J1-J4);
 //! * `group.rs`: [`Group`](crate::Group), steered queueing (G1, G2);
-//! * `reshape.rs`: `set_scope`, `set_shard_size` (R1-R5);
+//! * `reshape.rs`: `set_scope`, `set_shard_size`, `set_pull` (R1-R5) and `set_steer`;
 //! * `stats.rs`: statistics.
 
 pub(crate) mod backlog;
