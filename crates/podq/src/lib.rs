@@ -127,6 +127,7 @@ mod sync;
 mod sys;
 #[cfg(test)]
 mod test_support;
+pub mod threads;
 #[cfg(feature = "tracing")]
 mod trace;
 mod workqueue;
