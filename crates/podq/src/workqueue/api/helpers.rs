@@ -21,14 +21,14 @@ use crate::workqueue::task::timer;
 ///
 /// # Errors
 ///
-/// [`Error::WorkerStackSize`] when the rescuer of a `worker_stack_size` is refused for other
-/// reasons than the thread limit, [`Error::ThreadRefused`] for any other refusal.
+/// [`Error::WorkerStackSize`] when the rescuer of a `worker_stack_size` is refused while a
+/// thread with the default stack starts, [`Error::ThreadRefused`] for any other refusal.
 pub(super) fn ensure(worker: &WorkerOptions, follows: bool) -> Result<()> {
     let gate = worker.starts.as_ref();
     pool::ensure_rescuer(worker.stack_size, gate).map_err(|e| match worker.stack_size {
-        // The thread limit refuses with `EAGAIN`; a stack the OS cannot give, with another
-        // error (`ENOMEM` from its mapping, `EINVAL` from the attribute).
-        Some(bytes) if e.kind() != io::ErrorKind::WouldBlock => Error::WorkerStackSize {
+        // glibc answers `EAGAIN` both at the thread limit and for a stack it cannot map: a
+        // thread with the default stack, started and ended at once, tells them apart.
+        Some(bytes) if default_stack_starts() => Error::WorkerStackSize {
             bytes,
             reason: e.to_string(),
         },
@@ -41,6 +41,15 @@ pub(super) fn ensure(worker: &WorkerOptions, follows: bool) -> Result<()> {
         follow::ensure(gate).map_err(|e| refused("podq/limits", &e))?;
     }
     Ok(())
+}
+
+/// Whether the OS starts a thread with the standard library's stack now (one that ends at
+/// once).
+fn default_stack_starts() -> bool {
+    std::thread::Builder::new()
+        .name("podq/stack-probe".into())
+        .spawn(|| {})
+        .is_ok_and(|probe| probe.join().is_ok())
 }
 
 fn refused(thread: &str, error: &io::Error) -> Error {
