@@ -48,8 +48,8 @@ impl Refuse {
 impl ThreadStarts for Refuse {
     fn check(&self, name: &str) -> io::Result<()> {
         let helper = HELPERS.contains(&name);
-        let refuse = self.helpers.load(Ordering::SeqCst)
-            || (!helper && self.workers.load(Ordering::SeqCst));
+        let refuse =
+            self.helpers.load(Ordering::SeqCst) || (!helper && self.workers.load(Ordering::SeqCst));
         if refuse {
             if !helper {
                 self.refused.fetch_add(1, Ordering::SeqCst);
@@ -215,7 +215,8 @@ fn delayed_work_fires_on_a_workqueue_refused_workers() {
     });
     assert!(wq.queue_delayed(&d, Duration::from_millis(10)));
     assert_eq!(
-        seen.recv_timeout(PATIENCE).expect("the delayed item never ran"),
+        seen.recv_timeout(PATIENCE)
+            .expect("the delayed item never ran"),
         "podq/rescuer"
     );
 }
@@ -285,7 +286,11 @@ fn no_lock_is_held_while_an_item_runs_on_a_worker_or_the_rescuer() {
             let _ = ran.send(thread_name());
         }));
         let on = seen.recv_timeout(PATIENCE).expect("never ran");
-        assert_eq!(on == "podq/rescuer", name == "locks-rescuer", "{name} ran on {on}");
+        assert_eq!(
+            on == "podq/rescuer",
+            name == "locks-rescuer",
+            "{name} ran on {on}"
+        );
         let flusher = Arc::clone(&wq);
         assert!(within_patience("flush", move || flusher.flush()));
     }
