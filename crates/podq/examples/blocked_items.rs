@@ -9,7 +9,13 @@
 //! then at once one short item, and time from its queue call to its start; or queue a 2 ms
 //! delayed work while 16 items sleep, and time from the call to its run. Prints the median and
 //! the worst try.
+//!
+//! Then the tail of one burst, in fresh pools each run: 32 items that sleep in 1 ms steps until
+//! released, and 3 ms later 21 short items queued one after another on a second workqueue with
+//! the same attributes (so the same pools), each started before the next is queued. Prints the
+//! worst queue-to-start of the 21, per run.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
@@ -58,6 +64,53 @@ fn delayed_try(wq: &Workqueue) -> Duration {
     fired
 }
 
+/// Short items queued after the sleeping ones.
+const SHORT: usize = 21;
+
+/// One run of the tail case on fresh pools (an idle timeout of their own, `run`): returns the
+/// worst queue-to-start of the [`SHORT`] items.
+fn tail_run(run: u64) -> Result<Duration, podq::Error> {
+    let own = Duration::from_secs(1000 + run);
+    let blockers = Workqueue::builder("tail-blockers").idle_timeout(own).build()?;
+    let short = Workqueue::builder("tail-short").idle_timeout(own).build()?;
+    let released = Arc::new(AtomicBool::new(false));
+    let t0 = Instant::now();
+    let last_start = Arc::new(std::sync::Mutex::new(Duration::ZERO));
+    for _ in 0..32 {
+        let released = Arc::clone(&released);
+        let last_start = Arc::clone(&last_start);
+        let park = std::env::var_os("TAIL_PARK").is_some();
+        blockers.queue(move || {
+            { let mut l = last_start.lock().unwrap(); *l = (*l).max(t0.elapsed()); }
+            while !released.load(Ordering::Relaxed) {
+                if park { std::thread::park_timeout(Duration::from_secs(1)); } else {
+                std::thread::sleep(Duration::from_millis(1)); }
+            }
+        });
+    }
+    std::thread::sleep(Duration::from_millis(3));
+    let mut worst = Duration::ZERO;
+    let mut all = Vec::new();
+    for _ in 0..SHORT {
+        let (tx, rx) = mpsc::channel();
+        let queued = Instant::now();
+        short.queue(move || {
+            let _ = tx.send(queued.elapsed());
+        });
+        let w = rx.recv().expect("the short item runs");
+        all.push((queued - t0, w));
+        worst = worst.max(w);
+    }
+    if std::env::var_os("TAIL_DIAG").is_some() {
+        let st = blockers.stats();
+        let p = &st.pools[0];
+        eprintln!("last blocked start {:?}; shorts (queued at, wait) {:?}; seen_blocked {} started_for_blocked {} workers {}", *last_start.lock().unwrap(), all.iter().filter(|x| x.1 > Duration::from_millis(1)).collect::<Vec<_>>(), p.workers_seen_blocked, p.workers_started_for_blocked, p.workers);
+    }
+    released.store(true, Ordering::Relaxed);
+    blockers.flush();
+    Ok(worst)
+}
+
 /// Median and worst of `tries`, in milliseconds.
 fn report(what: &str, mut tries: Vec<Duration>) {
     tries.sort();
@@ -71,6 +124,20 @@ fn report(what: &str, mut tries: Vec<Duration>) {
 }
 
 fn main() -> Result<(), podq::Error> {
+    if std::env::args().nth(1).as_deref() == Some("tail") {
+        let runs: u64 = std::env::args()
+            .nth(2)
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(4);
+        for run in 0..runs {
+            let worst = tail_run(run)?;
+            println!(
+                "tail run {run}: worst of {SHORT} short items behind 32 sleeping: {:.3} ms",
+                worst.as_secs_f64() * 1e3
+            );
+        }
+        return Ok(());
+    }
     let a = Workqueue::builder("blockers").build()?;
     let b = Workqueue::builder("short").build()?;
     for blocked in [2, 8, 32] {
