@@ -68,10 +68,13 @@ fn delayed_try(wq: &Workqueue) -> Duration {
 const SHORT: usize = 21;
 
 /// One run of the tail case on fresh pools (an idle timeout of their own, `run`): returns the
-/// worst queue-to-start of the [`SHORT`] items.
-fn tail_run(run: u64) -> Result<Duration, podq::Error> {
+/// worst queue-to-start of the [`SHORT`] items, and when the last sleeping item started (since
+/// the first was queued): the first short item waits behind them in the pools' queue.
+fn tail_run(run: u64) -> Result<(Duration, Duration), podq::Error> {
     let own = Duration::from_secs(1000 + run);
-    let blockers = Workqueue::builder("tail-blockers").idle_timeout(own).build()?;
+    let blockers = Workqueue::builder("tail-blockers")
+        .idle_timeout(own)
+        .build()?;
     let short = Workqueue::builder("tail-short").idle_timeout(own).build()?;
     let released = Arc::new(AtomicBool::new(false));
     let t0 = Instant::now();
@@ -79,36 +82,29 @@ fn tail_run(run: u64) -> Result<Duration, podq::Error> {
     for _ in 0..32 {
         let released = Arc::clone(&released);
         let last_start = Arc::clone(&last_start);
-        let park = std::env::var_os("TAIL_PARK").is_some();
         blockers.queue(move || {
-            { let mut l = last_start.lock().unwrap(); *l = (*l).max(t0.elapsed()); }
+            let mut last = last_start.lock().expect("not poisoned");
+            *last = (*last).max(t0.elapsed());
+            drop(last);
             while !released.load(Ordering::Relaxed) {
-                if park { std::thread::park_timeout(Duration::from_secs(1)); } else {
-                std::thread::sleep(Duration::from_millis(1)); }
+                std::thread::sleep(Duration::from_millis(1));
             }
         });
     }
     std::thread::sleep(Duration::from_millis(3));
     let mut worst = Duration::ZERO;
-    let mut all = Vec::new();
     for _ in 0..SHORT {
         let (tx, rx) = mpsc::channel();
         let queued = Instant::now();
         short.queue(move || {
             let _ = tx.send(queued.elapsed());
         });
-        let w = rx.recv().expect("the short item runs");
-        all.push((queued - t0, w));
-        worst = worst.max(w);
+        worst = worst.max(rx.recv().expect("the short item runs"));
     }
-    if std::env::var_os("TAIL_DIAG").is_some() {
-        let st = blockers.stats();
-        let p = &st.pools[0];
-        eprintln!("last blocked start {:?}; shorts (queued at, wait) {:?}; seen_blocked {} started_for_blocked {} workers {}", *last_start.lock().unwrap(), all.iter().filter(|x| x.1 > Duration::from_millis(1)).collect::<Vec<_>>(), p.workers_seen_blocked, p.workers_started_for_blocked, p.workers);
-    }
+    let last = *last_start.lock().expect("not poisoned");
     released.store(true, Ordering::Relaxed);
     blockers.flush();
-    Ok(worst)
+    Ok((worst, last))
 }
 
 /// Median and worst of `tries`, in milliseconds.
@@ -130,10 +126,11 @@ fn main() -> Result<(), podq::Error> {
             .and_then(|n| n.parse().ok())
             .unwrap_or(4);
         for run in 0..runs {
-            let worst = tail_run(run)?;
+            let (worst, last) = tail_run(run)?;
             println!(
-                "tail run {run}: worst of {SHORT} short items behind 32 sleeping: {:.3} ms",
-                worst.as_secs_f64() * 1e3
+                "tail run {run}: worst of {SHORT} short items behind 32 sleeping: {:.3} ms (the last sleeping item started at {:.3} ms)",
+                worst.as_secs_f64() * 1e3,
+                last.as_secs_f64() * 1e3
             );
         }
         return Ok(());

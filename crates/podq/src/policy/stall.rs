@@ -168,7 +168,11 @@ mod tests {
         // Eight asleep, sixteen wait: each blocked worker is replaced (the growth doubles per
         // look), not only one per CPU.
         assert_eq!(replacements(busy(8), 16, 0, 8, 8, limits), 8);
-        assert_eq!(replacements(busy(8), 3, 0, 8, 8, limits), 3, "as many as wait");
+        assert_eq!(
+            replacements(busy(8), 3, 0, 8, 8, limits),
+            3,
+            "as many as wait"
+        );
         // Nothing waits beyond what the others take: none.
         assert_eq!(replacements(busy(2), 0, 0, 2, 2, limits), 0);
     }
