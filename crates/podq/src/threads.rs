@@ -27,6 +27,7 @@
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -109,6 +110,9 @@ impl fmt::Debug for Gate {
 pub(crate) struct Helper {
     /// L: whether the thread was started. The lock makes two first callers start one thread.
     started: Mutex<bool>,
+    /// A: the same, read without the lock by the callers that find it started (a timer arm,
+    /// a watch). Relaxed: the helper's state has locks of its own.
+    running: AtomicBool,
 }
 
 impl Helper {
@@ -116,6 +120,7 @@ impl Helper {
     pub(crate) const fn new() -> Self {
         Helper {
             started: Mutex::new(false),
+            running: AtomicBool::new(false),
         }
     }
 
@@ -145,6 +150,9 @@ impl Helper {
         gate: Option<&Gate>,
         body: impl FnOnce() + Send + 'static,
     ) -> io::Result<()> {
+        if self.running.load(Ordering::Relaxed) {
+            return Ok(());
+        }
         let mut started = self.started.lock().unwrap_or_else(PoisonError::into_inner);
         if *started {
             return Ok(());
@@ -152,6 +160,7 @@ impl Helper {
         Gate::check(gate, name)?;
         crate::launch::spawn_helper(name, stack, body)?;
         *started = true;
+        self.running.store(true, Ordering::Relaxed);
         Ok(())
     }
 }

@@ -102,6 +102,8 @@ fn mayday(stack: Option<usize>, gate: Option<&Gate>, pool: Arc<dyn Rescued>) {
 
 /// The rescuer's thread: serves the pools in the order they asked, one task each in turn.
 fn run(rescuer: &'static Rescuer) {
+    // The pool served last, held so that its address (`PLACED_FOR`) is not reused by another.
+    let mut _served: Option<Arc<dyn Rescued>> = None;
     loop {
         let mut pools = rescuer.pools.lock().unwrap_or_else(PoisonError::into_inner);
         let pool = loop {
@@ -121,8 +123,9 @@ fn run(rescuer: &'static Rescuer) {
                 .pools
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .push_back(pool);
+                .push_back(Arc::clone(&pool));
         }
+        _served = Some(pool);
     }
 }
 
