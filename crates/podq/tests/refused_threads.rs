@@ -334,3 +334,27 @@ fn no_lock_is_held_while_a_pulled_item_runs() {
     let pulled: u64 = wq.stats().pools.iter().map(|p| p.pulled_in).sum();
     assert!(pulled >= 1);
 }
+
+#[test]
+fn a_refused_pool_asks_again_once_per_retry_interval_not_per_push() {
+    first_build_is_refused();
+    let gate = Refuse::workers();
+    let wq = refused("backoff", &gate).build().expect("workqueue");
+    let start = std::time::Instant::now();
+    let ran = Arc::new(AtomicUsize::new(0));
+    for _ in 0..1000 {
+        let ran = Arc::clone(&ran);
+        assert!(wq.queue(move || {
+            ran.fetch_add(1, Ordering::SeqCst);
+        }));
+    }
+    assert!(wq.flush());
+    let elapsed = start.elapsed();
+    assert_eq!(ran.load(Ordering::SeqCst), 1000);
+    // Each push that wants a worker within the interval is refused without asking (M3); the
+    // pushes and the rescuer's retries (M5) ask at most once per interval each.
+    let intervals = (elapsed.as_nanos() / podq::threads::RETRY_INTERVAL.as_nanos()) as usize + 1;
+    let asked = gate.refused.load(Ordering::SeqCst);
+    assert!(asked <= 2 * intervals, "{asked} refusals in {elapsed:?}");
+    assert_eq!(wq.stats().pools[0].spawn_failures as usize, asked);
+}
