@@ -9,7 +9,13 @@
 //! then at once one short item, and time from its queue call to its start; or queue a 2 ms
 //! delayed work while 16 items sleep, and time from the call to its run. Prints the median and
 //! the worst try.
+//!
+//! Then the tail of one burst, in fresh pools each run: 32 items that sleep in 1 ms steps until
+//! released, and 3 ms later 21 short items queued one after another on a second workqueue with
+//! the same attributes (so the same pools), each started before the next is queued. Prints the
+//! worst queue-to-start of the 21, per run.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
@@ -58,6 +64,49 @@ fn delayed_try(wq: &Workqueue) -> Duration {
     fired
 }
 
+/// Short items queued after the sleeping ones.
+const SHORT: usize = 21;
+
+/// One run of the tail case on fresh pools (an idle timeout of their own, `run`): returns the
+/// worst queue-to-start of the [`SHORT`] items, and when the last sleeping item started (since
+/// the first was queued): the first short item waits behind them in the pools' queue.
+fn tail_run(run: u64) -> Result<(Duration, Duration), podq::Error> {
+    let own = Duration::from_secs(1000 + run);
+    let blockers = Workqueue::builder("tail-blockers")
+        .idle_timeout(own)
+        .build()?;
+    let short = Workqueue::builder("tail-short").idle_timeout(own).build()?;
+    let released = Arc::new(AtomicBool::new(false));
+    let t0 = Instant::now();
+    let last_start = Arc::new(std::sync::Mutex::new(Duration::ZERO));
+    for _ in 0..32 {
+        let released = Arc::clone(&released);
+        let last_start = Arc::clone(&last_start);
+        blockers.queue(move || {
+            let mut last = last_start.lock().expect("not poisoned");
+            *last = (*last).max(t0.elapsed());
+            drop(last);
+            while !released.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        });
+    }
+    std::thread::sleep(Duration::from_millis(3));
+    let mut worst = Duration::ZERO;
+    for _ in 0..SHORT {
+        let (tx, rx) = mpsc::channel();
+        let queued = Instant::now();
+        short.queue(move || {
+            let _ = tx.send(queued.elapsed());
+        });
+        worst = worst.max(rx.recv().expect("the short item runs"));
+    }
+    let last = *last_start.lock().expect("not poisoned");
+    released.store(true, Ordering::Relaxed);
+    blockers.flush();
+    Ok((worst, last))
+}
+
 /// Median and worst of `tries`, in milliseconds.
 fn report(what: &str, mut tries: Vec<Duration>) {
     tries.sort();
@@ -71,6 +120,21 @@ fn report(what: &str, mut tries: Vec<Duration>) {
 }
 
 fn main() -> Result<(), podq::Error> {
+    if std::env::args().nth(1).as_deref() == Some("tail") {
+        let runs: u64 = std::env::args()
+            .nth(2)
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(4);
+        for run in 0..runs {
+            let (worst, last) = tail_run(run)?;
+            println!(
+                "tail run {run}: worst of {SHORT} short items behind 32 sleeping: {:.3} ms (the last sleeping item started at {:.3} ms)",
+                worst.as_secs_f64() * 1e3,
+                last.as_secs_f64() * 1e3
+            );
+        }
+        return Ok(());
+    }
     let a = Workqueue::builder("blockers").build()?;
     let b = Workqueue::builder("short").build()?;
     for blocked in [2, 8, 32] {

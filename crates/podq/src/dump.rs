@@ -16,7 +16,8 @@ use crate::stats::{PoolStats, PullLevelStats, WorkqueueStats};
 /// `Display` prints two tables: the workqueues (name, scope, shard size, pull, steering,
 /// `max_active`, backlog and their counts), then the pools of each (CPUs, workers busy, idle
 /// and blocked, items waiting, lock acquisitions and how many were contended, items pulled in
-/// and out, and the searches of sibling pools and how many found work). With
+/// and out, the searches of sibling pools and how many found work, workers created, retired
+/// and refused by the OS, how long the refusal has lasted, and items the rescuer ran). With
 /// the `serde` feature it serialises as `{"workqueues": [...]}`, each element a
 /// [`WorkqueueStats`].
 #[derive(Clone, Debug, PartialEq)]
@@ -92,6 +93,17 @@ fn limit(limit: Option<usize>) -> String {
     limit.map_or_else(|| "-".to_owned(), |n| n.to_string())
 }
 
+/// How long the OS has refused a pool's workers, in whole seconds, or `-` while it grows.
+fn refused_for(since: Option<std::time::SystemTime>) -> String {
+    since.map_or_else(
+        || "-".to_owned(),
+        |t| {
+            let secs = t.elapsed().map_or(0, |d| d.as_secs());
+            format!("{secs}s")
+        },
+    )
+}
+
 /// A count of the pool's pull summed over its levels, or `-` for a pool that does not pull.
 fn pull_sum(pool: &PoolStats, count: fn(&PullLevelStats) -> u64) -> String {
     pool.pull.as_ref().map_or_else(
@@ -146,6 +158,9 @@ const POOL: &[Column<PoolStats>] = &[
     count("created", |s| s.workers_created.to_string()),
     count("retired", |s| s.workers_retired.to_string()),
     count("for_blocked", |s| s.workers_started_for_blocked.to_string()),
+    count("refused", |s| s.spawn_failures.to_string()),
+    count("refused_for", |s| refused_for(s.workers_refused_since)),
+    count("rescued", |s| s.rescued.to_string()),
 ];
 
 /// Writes `rows` (each a list of cells, the first row the headings) as a table: columns two

@@ -109,6 +109,24 @@ pub enum Error {
         /// What the OS said.
         reason: String,
     },
+    /// A thread that the workqueue needs (a helper of `crate::threads`) that the OS, or the
+    /// workqueue's [`ThreadStarts`](crate::threads::ThreadStarts), refused to start.
+    #[error("cannot start thread {thread}, which the workqueue needs: {reason} (the process's thread limit, RLIMIT_NPROC or a container's pids limit, or its memory is exhausted)")]
+    ThreadRefused {
+        /// The thread's name.
+        thread: String,
+        /// What the OS said.
+        reason: String,
+    },
+    /// A `worker_stack_size` that no thread can be given: the workqueue's rescuer, started
+    /// with it at the build, was refused.
+    #[error("worker_stack_size {bytes} bytes cannot be given to a thread: {reason} (the default is the standard library's, 2 MiB)")]
+    WorkerStackSize {
+        /// The stack size asked for.
+        bytes: usize,
+        /// What the OS said.
+        reason: String,
+    },
     /// The workqueue was built by the parent of this process, before a `fork()`: its workers
     /// are the parent's, so it runs nothing here. The child builds its own workqueues.
     #[error("workqueue '{workqueue}' belongs to the parent process: after fork() the child must build its own workqueues")]

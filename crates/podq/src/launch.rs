@@ -174,15 +174,23 @@ pub(crate) fn process_cpus() -> Option<CpuSet> {
 }
 
 /// Starts helper thread `name` running `body` on the process's CPUs ([`process_cpus`]) as
-/// they were at its start, not on the starter's pin.
+/// they were at its start, not on the starter's pin, with a stack of `stack` bytes (`None`:
+/// the standard library's).
 ///
 /// # Errors
 ///
-/// The OS's refusal to start the thread.
-pub(crate) fn spawn_helper(name: &str, body: impl FnOnce() + Send + 'static) -> io::Result<()> {
+/// The OS's refusal to start the thread (out of threads or memory, or a stack it cannot give).
+pub(crate) fn spawn_helper(
+    name: &str,
+    stack: Option<usize>,
+    body: impl FnOnce() + Send + 'static,
+) -> io::Result<()> {
     let cpus = process_cpus().unwrap_or_default();
     let ids: Vec<usize> = cpus.iter().collect();
-    let builder = thread::Builder::new().name(name.to_owned());
+    let mut builder = thread::Builder::new().name(name.to_owned());
+    if let Some(bytes) = stack {
+        builder = builder.stack_size(bytes);
+    }
     spawn(
         builder,
         |here| launch_cpu(&cpus, here, |_| 0),
@@ -262,7 +270,7 @@ mod tests {
         let (tx, rx) = std::sync::mpsc::channel();
         thread::spawn(move || {
             crate::sys::pin_current_thread(&[starter]).expect("pin the starter");
-            spawn_helper("podq/test", move || {
+            spawn_helper("podq/test", None, move || {
                 let on: CpuSet = crate::sys::allowed_cpus()
                     .expect("sched_getaffinity")
                     .into_iter()

@@ -67,6 +67,10 @@
 //!   and leave everything consistent.
 //! * Workers: [`WorkqueueBuilder::worker_stack_size`], [`WorkqueueBuilder::worker_nice`] and
 //!   hooks at each worker's start and stop ([`WorkerInfo`]).
+//! * Thread limits: a built workqueue runs what is queued to it even when the OS refuses new
+//!   threads (a rescuer started at its build runs the items; they never run on the caller),
+//!   and a build whose helper threads are refused fails with [`Error::ThreadRefused`]: see
+//!   [`threads`].
 //!
 //! # Features
 //!
@@ -140,6 +144,7 @@ mod sync;
 mod sys;
 #[cfg(test)]
 mod test_support;
+pub mod threads;
 #[cfg(feature = "tracing")]
 mod trace;
 mod workqueue;

@@ -245,6 +245,24 @@ const POOL: &[Metric<PoolStats>] = &[
         read: |s| s.spawn_failures,
     },
     Metric {
+        name: "podq_pool_workers_refused_seconds",
+        kind: Kind::Gauge,
+        unit: "seconds",
+        help: "How long the OS has refused the pool's workers (0 while it starts them).",
+        read: |s| {
+            s.workers_refused_since
+                .and_then(|since| since.elapsed().ok())
+                .map_or(0, |d| d.as_secs())
+        },
+    },
+    Metric {
+        name: "podq_pool_rescued_total",
+        kind: Kind::Counter,
+        unit: "work items",
+        help: "Work items the rescuer ran because no worker could be started.",
+        read: |s| s.rescued,
+    },
+    Metric {
         name: "podq_pool_workers_seen_blocked_total",
         kind: Kind::Counter,
         unit: "workers",

@@ -57,8 +57,16 @@ pub struct PoolStats {
     /// Runs that unwound into a worker past the workqueue's own panic handling; 0 unless
     /// something is badly wrong. The worker goes on.
     pub worker_panics: u64,
-    /// Worker threads the OS refused to start.
+    /// Worker threads the OS refused to start (a refusal within
+    /// [`RETRY_INTERVAL`](crate::threads::RETRY_INTERVAL) of the last one does not ask the OS,
+    /// and is not counted).
     pub spawn_failures: u64,
+    /// When the OS began refusing this pool's workers, if no worker has started since: the
+    /// pool cannot grow, its rescuer runs what waits (see [`crate::threads`]), and it asks
+    /// the OS again every [`RETRY_INTERVAL`](crate::threads::RETRY_INTERVAL).
+    pub workers_refused_since: Option<std::time::SystemTime>,
+    /// Work items of this pool that its rescuer ran because no worker could be started.
+    pub rescued: u64,
     /// Busy workers that the stall watchdog found asleep in a work item (blocked on I/O, a
     /// lock, a sleep), each item counted once.
     pub workers_seen_blocked: u64,

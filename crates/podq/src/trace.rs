@@ -98,7 +98,10 @@ pub(crate) fn pool_shut_down(pool: &str) {
     debug!(target: WORKER, pool, "pool shut down");
 }
 
-/// The OS refused to start a worker thread for `pool`.
-pub(crate) fn spawn_failed(pool: &str, error: &std::io::Error) {
-    warn!(target: WORKER, pool, %error, "worker thread refused by the OS");
+/// The OS refused to start a worker thread for `pool`, which has been refused workers for
+/// `refused_for` (0 at the first refusal since a worker last started): its waiting items go
+/// to its rescuer.
+pub(crate) fn spawn_failed(pool: &str, error: &std::io::Error, refused_for: std::time::Duration) {
+    let refused_for_ms = u64::try_from(refused_for.as_millis()).unwrap_or(u64::MAX);
+    warn!(target: WORKER, pool, %error, refused_for_ms, "worker thread refused by the OS");
 }

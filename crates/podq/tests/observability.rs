@@ -152,6 +152,11 @@ fn publish_gives_every_series_with_the_counts_of_a_known_load() {
         assert_eq!(value(&series, "podq_pool_queue_depth", &labels), 0);
         assert_eq!(value(&series, "podq_pool_worker_panics_total", &labels), 0);
         assert_eq!(value(&series, "podq_pool_spawn_failures_total", &labels), 0);
+        assert_eq!(
+            value(&series, "podq_pool_workers_refused_seconds", &labels),
+            0
+        );
+        assert_eq!(value(&series, "podq_pool_rescued_total", &labels), 0);
         // Nobody retires within the default idle timeout of 300 s.
         assert_eq!(
             value(&series, "podq_pool_workers_retired_total", &labels),
@@ -183,7 +188,7 @@ fn publish_gives_every_series_with_the_counts_of_a_known_load() {
     // Every series once per pool or workqueue, each a counter exactly when named `_total`,
     // all with the unit `count`.
     let names: Vec<&str> = series.keys().map(|(name, _)| name.as_str()).collect();
-    assert_eq!(series.len(), 11 + 18 * stats.pools.len(), "{names:?}");
+    assert_eq!(series.len(), 11 + 20 * stats.pools.len(), "{names:?}");
     for ((name, _), (kind, _, unit)) in &series {
         let counter = *kind == MetricKind::Counter;
         assert_eq!(name.ends_with("_total"), counter, "{name}");

@@ -59,9 +59,9 @@ fn a_delay_past_the_end_of_the_clock_is_not_a_panic() {
 /// outside cancel waits for the running call, which must not wait for that cancel).
 #[test]
 fn cancel_sync_from_the_item_during_an_outside_cancel_returns() {
-    // Leaked: were the item stuck, dropping the workqueue would wait for it forever.
-    let wq: &'static Workqueue =
-        Box::leak(Box::new(Workqueue::builder("self-cancel").build().unwrap()));
+    // Shared with the thread that waits: were the item stuck, that thread would keep the
+    // workqueue, and the test's drop of its own handle would not wait for it forever.
+    let wq = Arc::new(Workqueue::builder("self-cancel").build().unwrap());
     let (started_tx, started_rx) = bounded(1);
     let (open, closed) = bounded::<()>(0);
     let me: Arc<Mutex<Option<Work>>> = Arc::new(Mutex::new(None));
@@ -95,9 +95,13 @@ fn cancel_sync_from_the_item_during_an_outside_cancel_returns() {
         thread::yield_now();
     }
     drop(open);
+    let keep = Arc::clone(&wq);
     without_deadlock(
         "cancel_sync against the item's own cancel_sync",
-        move || canceller.join().unwrap(),
+        move || {
+            canceller.join().unwrap();
+            drop(keep);
+        },
     );
     assert!(!work.is_pending() && !work.is_running());
     me.lock().unwrap().take();
@@ -123,8 +127,9 @@ impl Drop for PanicsOnDrop {
 /// flush returns.
 #[test]
 fn a_panic_dropping_the_last_handle_of_an_item_still_completes_its_accounting() {
-    // Leaked: were the accounting lost, dropping the workqueue would wait forever.
-    let wq: &'static Workqueue = Box::leak(Box::new(Workqueue::ordered("drop-panic").unwrap()));
+    // Shared with the thread that waits: were the accounting lost, that thread would keep the
+    // workqueue, and the test's drop of its own handle would not wait forever.
+    let wq = Arc::new(Workqueue::ordered("drop-panic").unwrap());
     let (open, closed) = bounded::<()>(0);
     wq.queue(move || {
         let _ = closed.recv();
@@ -141,7 +146,8 @@ fn a_panic_dropping_the_last_handle_of_an_item_still_completes_its_accounting() 
     assert!(wq.queue_work(&work));
     drop(work); // the queued execution now holds the last handle
     drop(open);
-    without_deadlock("flush after a panicking drop", move || wq.flush());
+    let flusher = Arc::clone(&wq);
+    without_deadlock("flush after a panicking drop", move || flusher.flush());
     assert_eq!(runs.load(Ordering::SeqCst), 1);
     assert_eq!(wq.stats().in_flight, 0);
 }

@@ -84,7 +84,8 @@ fn queueing_a_pending_item_returns_false_and_it_runs_once() {
     assert!(!wq.queue_work(&work), "second queue of a pending item");
     assert!(work.is_pending());
     drop(open);
-    assert!(work.flush());
+    // `true` if it waited; the item may have run already (a slow caller, under a sanitizer).
+    work.flush();
     assert_eq!(runs.load(Ordering::SeqCst), 1);
     assert!(!work.flush(), "nothing left to wait for");
 }

@@ -34,8 +34,17 @@ pub const BLOCK_RECHECK_INTERVAL: Duration = Duration::from_micros(50);
 
 /// Workers to start in a watched pool whose `blocked` of `busy` workers (running a task) are
 /// found asleep (step D2): enough that the busy workers still running, the spinning, idle and
-/// coming ones give each CPU of the pod (`limits.eager_workers`) a runnable worker, no more than
-/// the `waiting` tasks that those cannot take, and never past `limits.max_workers`.
+/// coming ones number as many as the pod's CPUs (`limits.eager_workers`) or the blocked
+/// workers, whichever is more; no more than the `waiting` tasks that those cannot take, and
+/// never past `limits.max_workers`.
+///
+/// Replacing every blocked worker, not only up to one runnable worker per CPU, makes the
+/// growth behind a burst of blocking tasks double per look (2, 4, 8, ... new workers, each
+/// batch blocking in turn) instead of adding a pod's CPU count per look: behind 32 tasks that
+/// sleep, on 2 CPUs, a short task queued 3 ms later waited for 16 looks' worth of workers
+/// (`cargo run --release -p podq --example blocked_items tail`, `docs/benchmarks.md` has the
+/// figures). Workers that are only preempted are not blocked, so a CPU-bound flood still gets
+/// one runnable worker per CPU.
 #[must_use]
 pub fn replacements(
     workers: Workers,
@@ -52,6 +61,7 @@ pub fn replacements(
     let waiting = waiting.saturating_sub(spinners + workers.idle + workers.coming);
     limits
         .eager_workers
+        .max(blocked)
         .saturating_sub(able)
         .min(waiting)
         .min(limits.max_workers.saturating_sub(workers.live))
@@ -135,7 +145,7 @@ mod tests {
     }
 
     #[test]
-    fn blocked_workers_are_replaced_up_to_one_runnable_per_cpu() {
+    fn blocked_workers_are_replaced_each_and_up_to_one_runnable_per_cpu() {
         let limits = Limits::new(256, 2);
         // Both busy workers asleep, one task waits: one more worker runs it.
         assert_eq!(replacements(busy(2), 1, 0, 2, 2, limits), 1);
@@ -155,6 +165,14 @@ mod tests {
         // Never past max_workers.
         assert_eq!(replacements(busy(2), 16, 0, 2, 2, Limits::new(3, 2)), 1);
         assert_eq!(replacements(busy(3), 16, 0, 3, 3, Limits::new(3, 2)), 0);
+        // Eight asleep, sixteen wait: each blocked worker is replaced (the growth doubles per
+        // look), not only one per CPU.
+        assert_eq!(replacements(busy(8), 16, 0, 8, 8, limits), 8);
+        assert_eq!(
+            replacements(busy(8), 3, 0, 8, 8, limits),
+            3,
+            "as many as wait"
+        );
         // Nothing waits beyond what the others take: none.
         assert_eq!(replacements(busy(2), 0, 0, 2, 2, limits), 0);
     }

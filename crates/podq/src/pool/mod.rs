@@ -19,7 +19,8 @@
 //!   the stall watchdog (`watchdog.rs`) while busy workers block or queued work makes no
 //!   progress, up to [`PoolAttrs::max_workers`]; they are pinned to the pod, named
 //!   `podq/{pool}`, spin briefly before parking ([`SPIN_ROUNDS`]), and retire after
-//!   [`PoolAttrs::idle_timeout`] idle.
+//!   [`PoolAttrs::idle_timeout`] idle. When the OS refuses a worker, the pool's waiting tasks
+//!   go to a rescuer thread started at the workqueue's build (`rescuer.rs`, M1-M5).
 //! * When the last user of a pool lets go, its workers run everything still queued and exit.
 
 mod apart;
@@ -30,6 +31,7 @@ mod options;
 mod probe;
 mod pull;
 mod registry;
+mod rescuer;
 mod set;
 mod watchdog;
 mod worker;
@@ -57,7 +59,9 @@ pub(crate) use load::Load;
 pub use options::WorkerInfo;
 pub(crate) use options::{check_nice, Hook, WorkerOptions};
 pub(crate) use registry::Registry;
+pub(crate) use rescuer::ensure as ensure_rescuer;
 pub(crate) use set::PoolSet;
+pub(crate) use watchdog::ensure as ensure_watchdog;
 pub(crate) use worker::{drop_payload, worker_pod};
 
 /// Workers per pool at most, by default: the kernel's default `max_active` for a workqueue
@@ -145,6 +149,8 @@ pub(crate) struct Shared<T> {
     worker_panics: AtomicU64,
     /// A: worker threads the OS refused to start. Relaxed: a statistic.
     spawn_failures: AtomicU64,
+    /// Since when workers are refused, and whether the pool is in its rescuer's list (M1-M5).
+    refusals: rescuer::Refusals,
     /// A: tasks queued on another pool that this pool's workers pulled. Relaxed: a statistic.
     pulled_in: AtomicU64,
     /// A: tasks queued on this pool that another pool's workers pulled. Relaxed: a statistic.
@@ -219,6 +225,7 @@ impl<T: Runnable> Pool<T> {
                 pin_failures: AtomicU64::new(0),
                 worker_panics: AtomicU64::new(0),
                 spawn_failures: AtomicU64::new(0),
+                refusals: rescuer::Refusals::default(),
                 pulled_in: AtomicU64::new(0),
                 pulled_out: AtomicU64::new(0),
                 shut: AtomicBool::new(false),
@@ -329,6 +336,8 @@ impl<T: Runnable> Pool<T> {
             pin_failures: shared.pin_failures.load(Ordering::Relaxed),
             worker_panics: shared.worker_panics.load(Ordering::Relaxed),
             spawn_failures: shared.spawn_failures.load(Ordering::Relaxed),
+            workers_refused_since: shared.refusals.refused_since(),
+            rescued: shared.refusals.rescued(),
             pulled_in: shared.pulled_in.load(Ordering::Relaxed),
             pulled_out: shared.pulled_out.load(Ordering::Relaxed),
             workers_seen_blocked: shared.workers_seen_blocked.load(Ordering::Relaxed),

@@ -61,6 +61,9 @@ pub(crate) struct WorkerOptions {
     pub(crate) on_start: Option<Hook>,
     /// Run on each worker thread as it ends, after its last item.
     pub(crate) on_stop: Option<Hook>,
+    /// The gate each worker (and helper started for the workqueue) passes before the OS is
+    /// asked; `None`: the OS alone.
+    pub(crate) starts: Option<crate::threads::Gate>,
 }
 
 /// Whether a worker thread may set `nice` on itself here: tried on a thread made for the

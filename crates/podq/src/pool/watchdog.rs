@@ -10,10 +10,10 @@
 //! every [`BLOCK_CHECK_INTERVAL`] (every [`BLOCK_RECHECK_INTERVAL`] right after a look that
 //! started workers, D2), and at the progress every [`STALL_CHECK_INTERVAL`] (D3-D4).
 //!
-//! One thread, `podq/watchdog`, serves every pool of the process. It is started on first use
-//! and sleeps without a timeout while no pool is watched.
+//! One thread, `podq/watchdog`, serves every pool of the process. It is started by the first
+//! workqueue's build ([`ensure`]; see `crate::threads`) and sleeps without a timeout while no
+//! pool is watched.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Weak;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use crate::fork::PerFork;
 use crate::policy::stall::{BLOCK_CHECK_INTERVAL, BLOCK_RECHECK_INTERVAL, STALL_CHECK_INTERVAL};
 use crate::sync::{Arc, Condvar, Mutex};
+use crate::threads::{Gate, Helper};
 
 /// What one look at a watched pool did.
 #[derive(Clone, Copy, Debug)]
@@ -42,30 +43,41 @@ pub(crate) trait Watched: Send + Sync {
 struct Watchdog {
     pools: Mutex<Vec<Weak<dyn Watched>>>,
     wake: Condvar,
-    /// A: whether its thread was started (or tried). Relaxed: the thread only uses the
-    /// watchdog's own locks.
-    started: AtomicBool,
+    /// Its thread.
+    thread: Helper,
 }
 
 /// The process's watchdog: one per fork generation (`fork.rs`), so that a child of `fork()`
 /// starts its own thread and never takes the parent's list lock.
 static WATCHDOG: PerFork<Watchdog> = PerFork::new();
 
-/// Has the watchdog watch `pool` until it reports an empty queue (D1).
-pub(crate) fn watch(pool: Weak<dyn Watched>) {
-    let dog = WATCHDOG.get(|| Watchdog {
+/// The process's watchdog, without starting its thread.
+fn watchdog() -> &'static Watchdog {
+    WATCHDOG.get(|| Watchdog {
         pools: Mutex::new(Vec::new()),
         wake: Condvar::new(),
-        started: AtomicBool::new(false),
-    });
-    if !dog.started.swap(true, Ordering::Relaxed) {
-        // Without the thread, pools still run everything with their eager workers; they only
-        // lose the extra workers for items that block. Nothing queued is lost.
-        // On the process's CPUs, not the pin of whichever thread first needed it.
-        drop(crate::launch::spawn_helper("podq/watchdog", move || {
-            run(dog)
-        }));
-    }
+        thread: Helper::new(),
+    })
+}
+
+/// Starts the watchdog's thread unless it runs (at a workqueue's build), through `gate`.
+///
+/// # Errors
+///
+/// The gate's or the OS's refusal.
+pub(crate) fn ensure(gate: Option<&Gate>) -> std::io::Result<()> {
+    let dog = watchdog();
+    // On the process's CPUs, not the pin of whichever thread first needed it.
+    dog.thread.ensure("podq/watchdog", gate, move || run(dog))
+}
+
+/// Has the watchdog watch `pool` until it reports an empty queue (D1). Its thread was started
+/// at the first build; should it not run (a pool made without a build, in the pool's own
+/// tests), it is tried now: without it, pools still run everything with their eager workers,
+/// and only lose the extra workers for items that block.
+pub(crate) fn watch(pool: Weak<dyn Watched>) {
+    let dog = watchdog();
+    drop(ensure(None));
     let mut pools = dog.pools.lock();
     pools.push(pool);
     drop(pools);

@@ -42,29 +42,43 @@ pub(super) fn is_worker_of<T>(shared: &Arc<Shared<T>>) -> bool {
 
 /// Starts one worker for the pool, as the core asked; where a pinned calling thread would
 /// confine it, on the CPU of its home with the fewest of the pool's workers launched there
-/// (`launch.rs`). If the OS refuses the thread, the core takes the worker back; should that
-/// leave queued tasks and no worker at all, the calling thread runs them, so that nothing
-/// queued is lost.
+/// (`launch.rs`). If the pool's gate or the OS refuses the thread, or the last refusal was
+/// less than `threads::RETRY_INTERVAL` ago (M3), the core takes the worker back and the pool's
+/// waiting tasks go to its rescuer (M1, M2 in `rescuer.rs`): they never run on the calling
+/// thread.
 pub(super) fn start<T: Runnable>(shared: &Arc<Shared<T>>) {
-    let for_worker = Arc::clone(shared);
-    let mut builder = thread::Builder::new().name(format!("podq/{}", shared.name));
-    if let Some(bytes) = shared.worker.stack_size {
-        builder = builder.stack_size(bytes);
+    if shared.refusals.backing_off() {
+        shared.core.spawn_failed();
+        super::rescuer::refused(shared);
+        return;
     }
-    let choose = |here| shared.launched.choose(&home(shared).first, here);
-    let spawned = crate::launch::spawn(builder, choose, move |launched| {
-        let _live = launched.map(|cpu| for_worker.launched.until_exit(cpu));
-        run(&for_worker);
-    });
-    if let Err(_error) = &spawned {
-        #[cfg(feature = "tracing")]
-        crate::trace::spawn_failed(&shared.name, _error);
-        shared.spawn_failures.fetch_add(1, Ordering::Relaxed);
-        if shared.core.spawn_failed() {
-            while let Some(task) = shared.core.pop() {
-                run_task(shared, task);
+    start_retry(shared);
+}
+
+/// Starts one worker for the pool as [`start`] does, asking the OS even within
+/// `threads::RETRY_INTERVAL` of the last refusal (the rescuer's retry, M5).
+pub(super) fn start_retry<T: Runnable>(shared: &Arc<Shared<T>>) {
+    let name = format!("podq/{}", shared.name);
+    let spawned =
+        crate::threads::Gate::check(shared.worker.starts.as_ref(), &name).and_then(|()| {
+            let for_worker = Arc::clone(shared);
+            let mut builder = thread::Builder::new().name(name);
+            if let Some(bytes) = shared.worker.stack_size {
+                builder = builder.stack_size(bytes);
             }
-        }
+            let choose = |here| shared.launched.choose(&home(shared).first, here);
+            crate::launch::spawn(builder, choose, move |launched| {
+                let _live = launched.map(|cpu| for_worker.launched.until_exit(cpu));
+                run(&for_worker);
+            })
+        });
+    if let Err(_error) = &spawned {
+        shared.spawn_failures.fetch_add(1, Ordering::Relaxed);
+        shared.refusals.refused();
+        #[cfg(feature = "tracing")]
+        crate::trace::spawn_failed(&shared.name, _error, shared.refusals.refused_for());
+        shared.core.spawn_failed();
+        super::rescuer::refused(shared);
     }
 }
 
@@ -87,6 +101,7 @@ pub(super) fn grow_pool<T: Runnable>(shared: &Arc<Shared<T>>, grow: Grow) {
 
 /// The worker thread's body.
 fn run<T: Runnable>(shared: &Arc<Shared<T>>) {
+    shared.refusals.worker_started();
     WORKER_OF.with(|w| w.set(Arc::as_ptr(shared) as usize));
     WORKER_POD.with(|w| w.set(shared.pod.id));
     place(shared);
@@ -174,6 +189,17 @@ fn work<T: Runnable>(
     }
 }
 
+/// Runs one of the pool's tasks on its rescuer's thread (M4), as one of its workers would:
+/// with no lock held, the thread counted as the pool's for the task ([`worker_pod`],
+/// [`is_worker_of`]) while it runs.
+pub(super) fn run_rescued<T: Runnable>(shared: &Arc<Shared<T>>, task: T) {
+    WORKER_OF.with(|w| w.set(Arc::as_ptr(shared) as usize));
+    WORKER_POD.with(|w| w.set(shared.pod.id));
+    run_task(shared, task);
+    WORKER_OF.with(|w| w.set(0));
+    WORKER_POD.with(|w| w.set(usize::MAX));
+}
+
 /// A worker's siblings: its pool's pull group.
 struct Puller<'a, T: Runnable> {
     /// The group of the worker's pool.
@@ -210,13 +236,24 @@ fn run_task<T: Runnable>(shared: &Shared<T>, task: T) -> bool {
     }
 }
 
+/// Payloads in a row that [`drop_payload`] drops, each the panic of the one before's `Drop`:
+/// 8. A payload whose drop panics with one that does not is dropped whole; the last of a
+/// longer chain is freed without its drop.
+const PAYLOAD_DROPS: usize = 8;
+
 /// Drops a caught panic's payload, containing a panic of the payload's own `Drop` (a payload
-/// such as `panic_any(Bomb)` whose `Drop` panics). That second panic's payload is leaked, not
-/// dropped: it may be of the same kind.
+/// such as `panic_any(Bomb)` whose `Drop` panics): that panic's payload is dropped in turn, up
+/// to [`PAYLOAD_DROPS`] of them; a payload still left then (each drop panicked again) is freed
+/// without running its `Drop`, so that no payload's memory is kept.
 pub(crate) fn drop_payload(payload: Box<dyn std::any::Any + Send>) {
-    if let Err(again) = panic::catch_unwind(AssertUnwindSafe(move || drop(payload))) {
-        std::mem::forget(again);
+    let mut payload = payload;
+    for _ in 0..PAYLOAD_DROPS {
+        match panic::catch_unwind(AssertUnwindSafe(move || drop(payload))) {
+            Ok(()) => return,
+            Err(again) => payload = again,
+        }
     }
+    crate::sys::free_unrun(payload);
 }
 
 /// Where a worker belongs, within the CPUs the process may use now (its main thread's
@@ -260,7 +297,7 @@ fn home<T>(shared: &Shared<T>) -> Home {
 /// counted once per worker in `pin_failures`, as is a pin that fails (a CPU of a synthetic
 /// topology that this machine lacks, a cpuset that changed). A worker is never pinned outside
 /// the allowed CPUs.
-fn place<T>(shared: &Shared<T>) {
+pub(super) fn place<T>(shared: &Shared<T>) {
     let home = home(shared);
     if home.first.is_empty() {
         shared.pin_failures.fetch_add(1, Ordering::Relaxed);

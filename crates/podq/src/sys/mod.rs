@@ -15,3 +15,6 @@ pub use limits::SystemLimits;
 mod fallback;
 #[cfg(not(target_os = "linux"))]
 pub(crate) use fallback::*;
+
+mod unrun;
+pub(crate) use unrun::free_unrun;

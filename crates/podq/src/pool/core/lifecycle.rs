@@ -1,5 +1,5 @@
 //! A pool's lifecycle: shutdown when its last user lets go (T1-T3), a worker's exit after
-//! shutdown (W8), a worker whose thread could not be started, and the snapshot for stats.
+//! shutdown (W8), a worker whose thread could not be started (M1), and the snapshot for stats.
 
 use super::queue::{Head, LockCounts};
 use super::{Core, Synced};
@@ -61,10 +61,9 @@ impl<T> Core<T> {
     /// Undoes the worker that the last [`super::Push::Spawn`] or
     /// `Next::Run { grow: Grow::Spawn, .. }` asked for, when its thread could not be started.
     ///
-    /// Returns `true` when the pool is then left with waiting items and no worker at all: the
-    /// caller must run them itself ([`Core::pop`]) so that nothing queued is lost. The pushes
-    /// that counted on the worker coming left their items to it; the last look (W10) finds
-    /// them.
+    /// Returns `true` when the pool is then left with waiting items and no worker at all. The
+    /// pushes that counted on the worker coming left their items to it; the last look (W10)
+    /// finds them, and the caller hands the pool to its rescuer (M1, M2), which runs them.
     pub(crate) fn spawn_failed(&self) -> bool {
         let head = self.lock_head();
         let mut synced = self.lock();

@@ -81,7 +81,9 @@ impl Workqueue {
     }
 
     /// Queues a one-shot closure as [`Workqueue::queue`] does, but never waits: when the
-    /// workqueue cannot take it now, it says why and drops the closure unrun.
+    /// workqueue cannot take it now, it says why and drops the closure unrun. Like `queue`,
+    /// it never runs the closure itself: a worker runs it, or the workqueue's rescuer while
+    /// the OS refuses workers (see [`crate::threads`]).
     ///
     /// ```
     /// use podq::{QueueError, Workqueue};

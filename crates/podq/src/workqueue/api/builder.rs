@@ -257,6 +257,18 @@ impl WorkqueueBuilder {
         self
     }
 
+    /// Has every thread started for this workqueue (its pools' workers, and the helpers its
+    /// build starts) pass `starts` before the OS is asked (default: the OS alone). Tests
+    /// refuse thread starts with it, as the OS does at its thread limit; see
+    /// [`crate::threads`]. Workqueues given different gates do not share pools.
+    pub fn thread_starts(
+        mut self,
+        starts: std::sync::Arc<dyn crate::threads::ThreadStarts>,
+    ) -> Self {
+        self.worker.starts = Some(crate::threads::Gate(starts));
+        self
+    }
+
     /// Runs `hook` on each worker thread of this workqueue's pools as it ends (retired when
     /// idle, or when its pool shuts down), after its last item. It runs after the pool has
     /// counted the worker out, so it may run a moment after the workqueue's drop returns.
@@ -291,6 +303,10 @@ impl WorkqueueBuilder {
     /// * [`Error::WorkerNice`]: a `worker_nice` this process may not set on its threads;
     /// * [`Error::EmptyCpuSet`]: an empty CPU set;
     /// * [`Error::UnknownCpu`]: a CPU that is not usable on the topology;
+    /// * [`Error::WorkerStackSize`]: a `worker_stack_size` no thread can be given;
+    /// * [`Error::ThreadRefused`]: a helper thread the workqueue needs (its rescuer, the
+    ///   timer, the watchdog, the reaper, the limits follower: see [`crate::threads`]) that
+    ///   is not running yet and that the OS refused to start;
     /// * the topology's error when this machine's topology cannot be read.
     pub fn build(mut self) -> Result<Workqueue> {
         let requested = self.cpus.clone();
@@ -299,6 +315,8 @@ impl WorkqueueBuilder {
         let pull = self.switch(self.pull, crate::scope::PULL_VAR)? && !self.strict;
         let steer = self.switch(self.steer, crate::scope::STEER_VAR)?;
         let (machine, cpus) = self.check()?;
+        let follows = this_machine || self.limits.is_some();
+        super::helpers::ensure(&self.worker, follows)?;
         let attrs = PoolAttrs {
             scope,
             shard_size,

@@ -16,7 +16,8 @@
 //!   between them (J1-J4);
 //! * `group.rs`: [`Group`](crate::Group), steered queueing (G1, G2);
 //! * `reshape.rs`: `set_scope`, `set_shard_size`, `set_pull` (R1-R5) and `set_steer`;
-//! * `stats.rs`: statistics.
+//! * `stats.rs`: statistics;
+//! * `helpers.rs`: the helper threads a build starts, and the reaper.
 
 pub(crate) mod backlog;
 pub(crate) mod builder;
@@ -25,6 +26,7 @@ pub(crate) mod flush;
 #[cfg(test)]
 mod flush_tests;
 pub(crate) mod group;
+mod helpers;
 pub(crate) mod join;
 pub(crate) mod oneshot;
 mod queue;

@@ -17,6 +17,11 @@ use crate::workqueue::task::Job;
 impl Workqueue {
     /// Queues a one-shot closure to the pool of the calling thread's pod.
     ///
+    /// The closure runs on one of that pool's worker threads, or, while the OS refuses the
+    /// pool a worker (its thread limit or memory is exhausted), on the rescuer thread that the
+    /// workqueue's build started (see [`crate::threads`]). It never runs on the calling thread,
+    /// so `queue` may be called while holding a lock that the closure takes.
+    ///
     /// A closure that captures up to six words (48 bytes, aligned to at most a word) is kept
     /// inside the queued task, so queueing it allocates nothing; a bigger one is boxed.
     ///

@@ -218,7 +218,7 @@ impl Drop for Workqueue {
     /// now), then lets the pools go; they stop their workers once no workqueue uses them.
     ///
     /// Dropped from one of its own items, it does not wait (it would wait for itself): the
-    /// queued items still run, and a `podq/reaper` thread waits for them and then lets the
+    /// queued items still run, and the `podq/reaper` thread waits for them and then lets the
     /// pools go.
     ///
     /// Dropped in a child process of `fork()` when its parent built it, it returns at once and
@@ -236,7 +236,7 @@ impl Drop for Workqueue {
             fire.fire();
         }
         if self.called_from_own_item() {
-            reap(Arc::clone(&self.shared), Arc::clone(&self.layouts));
+            super::helpers::reap(Arc::clone(&self.shared), Arc::clone(&self.layouts));
             return;
         }
         self.shared.flush.start_drain();
@@ -245,22 +245,6 @@ impl Drop for Workqueue {
         // no finisher reads them any more.
         Flush::wait_for_leavers(self.layouts.counters());
         self.shared.flush.end_drain();
-    }
-}
-
-/// The drop of a workqueue from one of its own items: a `podq/reaper` thread waits until its
-/// executions are done (as the drop would) and then lets the layouts go. Where the OS refuses
-/// the thread, the layouts are leaked: their memory stays, so the executions still run safely.
-fn reap(wq: Arc<WqShared>, layouts: Arc<Layouts>) {
-    // Two handles: a refused spawn drops the closure, and with it `kept`; `layouts` is then
-    // leaked rather than dropped.
-    let kept = Arc::clone(&layouts);
-    let spawned = crate::launch::spawn_helper("podq/reaper", move || {
-        until_empty(&wq, &kept);
-        Flush::wait_for_leavers(kept.counters());
-    });
-    if spawned.is_err() {
-        std::mem::forget(layouts);
     }
 }
 

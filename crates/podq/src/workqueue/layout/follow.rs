@@ -2,13 +2,12 @@
 //! [`LIMITS_POLL_INTERVAL`], and re-forms a workqueue's layout when the CPUs the process may use
 //! differ from those its pods were formed on (R1 of `workqueue/README.md`).
 //!
-//! One thread serves the process. It is started by the first workqueue that follows limits and
-//! sleeps without a timeout while none lives. Limits that several workqueues share (every
+//! One thread serves the process. It is started by the build of the first workqueue that follows limits
+//! ([`ensure`]) and sleeps without a timeout while none lives. Limits that several workqueues share (every
 //! workqueue on this machine shares the [`SystemLimits`] of `/`) are asked once per look.
 //!
 //! [`SystemLimits`]: crate::limits::SystemLimits
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::thread;
 
@@ -16,6 +15,7 @@ use crate::cpuset::CpuSet;
 use crate::fork::PerFork;
 use crate::limits::{CpuLimits, LIMITS_POLL_INTERVAL};
 use crate::sync::{Condvar, Mutex};
+use crate::threads::{Gate, Helper};
 
 use crate::workqueue::layout::{Layouts, Shape};
 
@@ -25,30 +25,44 @@ struct Follower {
     layouts: Mutex<Vec<Weak<Layouts>>>,
     /// Signalled when an entry is added.
     wake: Condvar,
-    /// A: whether the thread was started (or tried). Relaxed: the thread uses only the
-    /// follower's own locks.
-    started: AtomicBool,
+    /// Its thread.
+    thread: Helper,
 }
 
 /// The process's follower: one per fork generation (`fork.rs`), so that a child of `fork()`
 /// starts its own thread and never takes the parent's list lock.
 static FOLLOWER: PerFork<Follower> = PerFork::new();
 
-/// Has the `podq/limits` thread follow the limits of the workqueue of `layouts`.
-pub(crate) fn follow(layouts: &Arc<Layouts>) {
-    let follower = FOLLOWER.get(|| Follower {
+/// The process's follower, without starting its thread.
+fn follower() -> &'static Follower {
+    FOLLOWER.get(|| Follower {
         layouts: Mutex::new(Vec::new()),
         wake: Condvar::new(),
-        started: AtomicBool::new(false),
-    });
-    if !follower.started.swap(true, Ordering::Relaxed) {
-        // Without the thread, workqueues keep the pods they were built with: everything still
-        // runs; only a change of the allowed CPUs goes unfollowed.
-        // On the process's CPUs, not the pin of whichever thread built the first workqueue.
-        drop(crate::launch::spawn_helper("podq/limits", move || {
-            run(follower)
-        }));
-    }
+        thread: Helper::new(),
+    })
+}
+
+/// Starts the `podq/limits` thread unless it runs (at the build of a workqueue that follows
+/// limits), through `gate`.
+///
+/// # Errors
+///
+/// The gate's or the OS's refusal.
+pub(crate) fn ensure(gate: Option<&Gate>) -> std::io::Result<()> {
+    let follower = follower();
+    // On the process's CPUs, not the pin of whichever thread built the first workqueue.
+    follower
+        .thread
+        .ensure("podq/limits", gate, move || run(follower))
+}
+
+/// Has the `podq/limits` thread follow the limits of the workqueue of `layouts`. The thread
+/// was started at the workqueue's build; should it not run, it is tried again now (without
+/// it, workqueues keep the pods they were built with: everything still runs; only a change of
+/// the allowed CPUs goes unfollowed).
+pub(crate) fn follow(layouts: &Arc<Layouts>) {
+    let follower = follower();
+    drop(ensure(None));
     follower.layouts.lock().push(Arc::downgrade(layouts));
     follower.wake.notify_one();
 }

@@ -115,7 +115,10 @@ impl<T> ActiveLimit<T> {
     }
 
     /// Q4: moves executions from the FIFO to `push` while a slot is free, in FIFO order;
-    /// called with the FIFO locked, so activations leave in queueing order.
+    /// called with the FIFO locked, so activations leave in queueing order. `push` only puts
+    /// the execution in a pool's queue: a pool never runs a task on the pushing thread, not
+    /// even when the OS refuses it a worker (its rescuer runs it, M1-M5 of `pool/README.md`),
+    /// so no item runs under this lock and an item may queue to its own workqueue.
     fn pump(&self, fifo: &mut VecDeque<T>, push: &mut impl FnMut(T)) {
         let mut s = self.word.load(Ordering::Relaxed);
         while waiting_of(s) != 0 && active_of(s) < self.limit {

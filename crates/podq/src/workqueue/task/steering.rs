@@ -204,8 +204,8 @@ impl Ticket {
     }
 
     /// (G3) The execution starts on the calling thread: if it is a worker of one of the
-    /// workqueue's pools, the group learns where its item ran. Elsewhere (a thread running
-    /// tasks because the OS refused a worker) nothing is learned.
+    /// workqueue's pools, or the rescuer running one of their tasks (M4 of
+    /// `pool/README.md`), the group learns where its item ran.
     pub(crate) fn started(&self) {
         let Some(pod) = pool::worker_pod().filter(|&p| p < self.0.steer.pods) else {
             return;

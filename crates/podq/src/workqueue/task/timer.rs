@@ -1,12 +1,11 @@
-//! The timer of delayed work: one thread (`podq/timer`), started on first use, with a deadline
-//! heap shared by every workqueue.
+//! The timer of delayed work: one thread (`podq/timer`), started by the first workqueue's
+//! build ([`ensure`]; see `crate::threads`), with a deadline heap shared by every workqueue.
 //!
 //! An armed entry owns its item's claim (the item is pending while it waits). When its deadline
 //! has passed (checked against `Instant::now()`, so never early), the thread queues the item
 //! on its workqueue, to the pod of the CPU that armed it.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -14,6 +13,7 @@ use crossbeam_utils::CachePadded;
 
 use crate::fork::PerFork;
 use crate::sync::{Condvar, Mutex};
+use crate::threads::{Gate, Helper};
 
 use crate::workqueue::task::dispatch;
 use crate::workqueue::task::pod_ref::Counted;
@@ -90,31 +90,32 @@ struct Timer {
     heap: Mutex<Heap>,
     /// Signalled when an entry becomes the earliest.
     wake: Condvar,
-    /// A: whether the timer thread runs. Set by the one caller whose compare-exchange wins and
-    /// cleared again if the OS refuses the thread, so that a later arm tries again.
-    running: AtomicBool,
+    /// Its thread, started at a workqueue's build.
+    thread: Helper,
 }
 
-/// The process-wide timer; its thread is started on first use.
-///
-/// If the OS refuses the thread (out of threads or memory), entries still wait in the heap and
-/// the next call tries again: nothing armed is lost, it fires late, and `DelayedWork::flush` or
-/// `cancel_sync` still reach it. No panic.
+/// The process-wide timer. Its thread was started when the first workqueue was built; should
+/// it not run (the OS refused it to a build, which then failed, and a delayed item is armed on
+/// a workqueue built before), every use tries again: entries wait in the heap meanwhile,
+/// nothing armed is lost, and `DelayedWork::flush` or `cancel_sync` still reach it.
 fn timer() -> &'static Timer {
     let timer = TIMER.get(Timer::default);
-    // Acquire/Release are not needed: the thread only uses `timer`'s own locks.
-    if timer
-        .running
-        .compare_exchange(false, true, Ordering::Relaxed, Ordering::Relaxed)
-        .is_ok()
-    {
-        // On the process's CPUs, not the pin of whichever thread first armed an item.
-        let spawned = crate::launch::spawn_helper("podq/timer", move || run(timer));
-        if spawned.is_err() {
-            timer.running.store(false, Ordering::Relaxed);
-        }
-    }
+    drop(ensure_thread(timer, None));
     timer
+}
+
+/// Starts the timer's thread unless it runs (at a workqueue's build), through `gate`.
+///
+/// # Errors
+///
+/// The gate's or the OS's refusal.
+pub(crate) fn ensure(gate: Option<&Gate>) -> std::io::Result<()> {
+    ensure_thread(TIMER.get(Timer::default), gate)
+}
+
+fn ensure_thread(timer: &'static Timer, gate: Option<&Gate>) -> std::io::Result<()> {
+    // On the process's CPUs, not the pin of whichever thread first needed it.
+    timer.thread.ensure("podq/timer", gate, move || run(timer))
 }
 
 /// The timer thread: fires every entry whose deadline has passed, sleeps until the next one.

@@ -369,7 +369,8 @@ impl<T> Core<T> {
         self.lanes.iter().map(|lane| lane.len()).sum()
     }
 
-    /// Takes the oldest task without being a worker (see [`Core::spawn_failed`]).
+    /// Takes the oldest task without being a worker (tests that drive the core by hand).
+    #[cfg(test)]
     pub(crate) fn pop(&self) -> Option<T> {
         let mut head = self.lock_head();
         self.take(&mut head)
