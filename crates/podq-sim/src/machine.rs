@@ -74,6 +74,12 @@ impl SimMachine {
         self
     }
 
+    /// This machine with `platform` instead of its own (its source stays).
+    pub fn with_platform(mut self, platform: Platform) -> SimMachine {
+        self.lines = platform;
+        self
+    }
+
     /// The caches' sizes and latencies.
     pub fn caches(&self) -> &Caches {
         &self.caches
