@@ -30,37 +30,37 @@ const FIXED: Costs = Costs {
 
 /// The Linux workqueue's costs, fitted on both tables.
 pub(crate) const KERNEL: Costs = Costs {
-    contended_factor: 1.3671844982884016,
-    critical_section_ns: 248.74640093530658,
-    wake_call_ns: 1000.488835668238,
-    wake_idle_ns: 2527.378616674527,
-    switch_ns: 5567.027429507836,
-    producer_item_ns: 4759.969094203635,
-    worker_item_ns: 880.9638778064277,
+    contended_factor: 1.3690631181010082,
+    critical_section_ns: 248.60401826041323,
+    wake_call_ns: 1001.462554796941,
+    wake_idle_ns: 2527.254176303939,
+    switch_ns: 5571.608900865319,
+    producer_item_ns: 4747.390662403681,
+    worker_item_ns: 881.6471297253997,
     ..FIXED
 };
 
 /// Fitted on the Grace table alone.
 const GRACE_ONLY: Costs = Costs {
-    contended_factor: 1.1595277927102756,
-    critical_section_ns: 211.00209153034348,
-    wake_call_ns: 1067.4495613927145,
-    wake_idle_ns: 3873.2576291887026,
-    switch_ns: 5934.780779659602,
-    producer_item_ns: 6027.9450812823,
-    worker_item_ns: 903.8884765294291,
+    contended_factor: 1.471371925920707,
+    critical_section_ns: 191.7559556942136,
+    wake_call_ns: 933.6258655523784,
+    wake_idle_ns: 3713.4873075930627,
+    switch_ns: 5603.759191757214,
+    producer_item_ns: 6612.569407260314,
+    worker_item_ns: 687.721871123268,
     ..FIXED
 };
 
 /// Fitted on the Xeon table alone.
 const XEON_ONLY: Costs = Costs {
-    contended_factor: 1.1794036504344978,
-    critical_section_ns: 231.56258282329264,
-    wake_call_ns: 1338.9714076806672,
-    wake_idle_ns: 2363.172829264598,
-    switch_ns: 4440.957870440925,
-    producer_item_ns: 2805.646726485428,
-    worker_item_ns: 743.859772661834,
+    contended_factor: 1.4787371713739719,
+    critical_section_ns: 272.71997967204425,
+    wake_call_ns: 993.6375664686184,
+    wake_idle_ns: 2423.3099443513406,
+    switch_ns: 4846.973693848603,
+    producer_item_ns: 4222.943198336118,
+    worker_item_ns: 893.018130308373,
     ..FIXED
 };
 
