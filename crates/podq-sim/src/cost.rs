@@ -59,8 +59,8 @@ const ARM_WFI: [IdleState; 1] = [IdleState {
     residency_ns: 1_000.0,
 }];
 
-/// Skylake-SP's states in the kernel's `intel_idle` driver (`skx_cstates`): C1 (exit 2 us,
-/// residency 2 us), C1E (10 us, 20 us), C6 (133 us, 600 us).
+/// Skylake-SP's states in the kernel's `intel_idle` driver (`skx_cstates`): `C1` (exit 2 us,
+/// residency 2 us), `C1E` (10 us, 20 us), C-state 6 (133 us, 600 us).
 const SKX_CSTATES: [IdleState; 3] = [
     IdleState {
         exit_ns: 2_000.0,
@@ -76,8 +76,8 @@ const SKX_CSTATES: [IdleState; 3] = [
     },
 ];
 
-/// AMD EPYC under `acpi_idle`: C1 by MWAIT, exit 1 us (the latency the firmware's `_CST`
-/// declares for it, as in FreeBSD's review D47444 of EPYC's tables), and C2 by the I/O-port
+/// AMD EPYC under `acpi_idle`: `C1` by MWAIT, exit 1 us (the latency the firmware's `_CST`
+/// declares for it, as in FreeBSD's review D47444 of EPYC's tables), and `C2` by the I/O-port
 /// path, about 400 us to wake on an EPYC 7502P (the same review), chosen for idle periods of
 /// twice that.
 const ZEN_CSTATES: [IdleState; 2] = [

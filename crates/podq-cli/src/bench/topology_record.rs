@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 const RECORDED_SHARD_SIZE: usize = 8;
 
 /// The layout of the usable CPUs.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub(crate) struct TopologyRecord {
     /// A description `Topology::from_machine` reads that has the same counts (sockets, nodes,
     /// cache domains, cores, SMT width and CPUs), as in

@@ -213,7 +213,7 @@ impl Settings {
         let uncertainty = match &args.uncertainty {
             None => Some(podq_sim::uncertainty::DEFAULT_PERCENT),
             Some(text) => match text.trim().trim_end_matches('%').parse::<f64>() {
-                Ok(p) if p == 0.0 => None,
+                Ok(0.0) => None,
                 Ok(p) if p > 0.0 && p < 100.0 => Some(p),
                 _ => {
                     return Err(CliError::Usage(format!(
