@@ -96,7 +96,8 @@ pub fn spread(
     let mut rng = Rng::new(seed ^ 0x005e_ed0f_0dd5);
     let mut cache_rng = Rng::new(seed ^ 0x00ca_c4e5_0dd5);
     let mut platform_rng = Rng::new(seed ^ 0x0071_a7f0_0dd5);
-    let mut runs = Vec::with_capacity(DRAWS + 1);
+    // The draws' profiles and machines, drawn in order so that one seed gives one spread.
+    let mut draws = Vec::with_capacity(DRAWS + 1);
     for draw in 0..=DRAWS {
         let mut moved = profile.clone();
         let mut on = machine.clone();
@@ -115,20 +116,75 @@ pub fn spread(
                 .with_caches(caches, machine.caches_source())
                 .with_platform(platform);
         }
-        let row = scenarios
-            .iter()
-            .map(|s| {
-                let scenario = Scenario {
-                    items: s.items.min(DRAW_ITEMS),
-                    seed: s.seed.wrapping_add(draw as u64),
-                    ..*s
-                };
-                simulate(&on, &moved, &scenario).map(|o| o.items_per_sec)
-            })
-            .collect::<Result<Vec<f64>, SimError>>()?;
-        runs.push(row);
+        draws.push((draw, moved, on));
+    }
+    // Scenarios that differ only by a scope with the same pods give the same result: each
+    // runs once.
+    let keys: Vec<Option<(Scenario, Vec<podq::CpuSet>)>> =
+        scenarios.iter().map(|s| pods_key(machine, s)).collect();
+    let first: Vec<usize> = (0..scenarios.len())
+        .map(|i| {
+            (0..i)
+                .find(|&j| keys[j].is_some() && keys[j] == keys[i])
+                .unwrap_or(i)
+        })
+        .collect();
+    let run_draw = |(draw, moved, on): &(usize, Profile, SimMachine)| {
+        let mut row: Vec<f64> = Vec::with_capacity(scenarios.len());
+        for (i, s) in scenarios.iter().enumerate() {
+            if first[i] < i {
+                row.push(row[first[i]]);
+                continue;
+            }
+            let scenario = Scenario {
+                items: s.items.min(DRAW_ITEMS),
+                seed: s.seed.wrapping_add(*draw as u64),
+                ..*s
+            };
+            row.push(simulate(on, moved, &scenario)?.items_per_sec);
+        }
+        Ok(row)
+    };
+    // The draws are independent: one thread each, up to the CPUs there are.
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut runs: Vec<Vec<f64>> = Vec::with_capacity(draws.len());
+    for chunk in draws.chunks(threads.max(1)) {
+        let rows: Vec<Result<Vec<f64>, SimError>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = chunk
+                .iter()
+                .map(|d| scope.spawn(move || run_draw(d)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("a draw's simulation does not panic"))
+                .collect()
+        });
+        for row in rows {
+            runs.push(row?);
+        }
     }
     Ok(Spread { runs })
+}
+
+/// What makes two scenarios one simulation: the scenario without its scope and shard size, and
+/// the pods they form (`None` when they cannot be formed; the simulation reports why).
+fn pods_key(machine: &SimMachine, s: &Scenario) -> Option<(Scenario, Vec<podq::CpuSet>)> {
+    use crate::scenario::ShardRule;
+    use podq::{AffinityScope, Pods};
+    let pods = match (s.scope, s.shard_rule) {
+        (AffinityScope::CacheShard, ShardRule::Cpus) => {
+            Pods::cache_shards_by_cpu(machine.topology(), s.shard_size)
+        }
+        (scope, _) => Pods::new(machine.topology(), scope, s.shard_size),
+    }
+    .ok()?;
+    let sets = pods.pods().iter().map(|p| p.cpus().clone()).collect();
+    let bare = Scenario {
+        scope: AffinityScope::System,
+        shard_size: 0,
+        ..*s
+    };
+    Some((bare, sets))
 }
 
 #[cfg(test)]
