@@ -280,24 +280,115 @@ fn calibrate_fits_the_podq_profile_to_a_bench_file() {
 }
 
 #[test]
-fn the_published_check_reports_every_cell() {
+fn the_published_check_reports_every_cell_fitted_and_held_out() {
     let report = podq_json(&["sim", "--published", "--items", "200", "--json"]);
-    let cells = report["cells"].as_array().unwrap();
-    assert_eq!(cells.len(), 12);
-    let machines: Vec<&str> = cells
-        .iter()
-        .map(|c| c["machine"].as_str().unwrap())
-        .collect();
-    assert_eq!(machines.iter().filter(|m| **m == "grace").count(), 6);
-    assert_eq!(machines.iter().filter(|m| **m == "xeon-8321hc").count(), 6);
-    for cell in cells {
-        let error = cell["error"].as_f64().unwrap();
-        let (sim, published) = (
-            cell["items_per_sec"].as_f64().unwrap(),
-            cell["published_items_per_sec"].as_f64().unwrap(),
-        );
-        assert!((sim / published - 1.0 - error).abs() < 1e-3, "{cell}");
+    for section in ["calibration", "leave_one_machine_out"] {
+        let cells = report[section]["cells"].as_array().unwrap();
+        assert_eq!(cells.len(), 12, "{section}");
+        let machines: Vec<&str> = cells
+            .iter()
+            .map(|c| c["machine"].as_str().unwrap())
+            .collect();
+        assert_eq!(machines.iter().filter(|m| **m == "grace").count(), 6);
+        assert_eq!(machines.iter().filter(|m| **m == "xeon-8321hc").count(), 6);
+        for cell in cells {
+            let error = cell["error"].as_f64().unwrap();
+            let (sim, published) = (
+                cell["items_per_sec"].as_f64().unwrap(),
+                cell["published_items_per_sec"].as_f64().unwrap(),
+            );
+            assert!((sim / published - 1.0 - error).abs() < 1e-3, "{cell}");
+            assert!(cell["p50_error"].is_f64(), "{cell}");
+        }
     }
+    // Held out, a table is predicted with other costs than the calibration's.
+    assert_ne!(
+        report["calibration"]["cells"][0]["items_per_sec"],
+        report["leave_one_machine_out"]["cells"][0]["items_per_sec"]
+    );
+}
+
+#[test]
+fn ranges_are_printed_by_default_and_a_recommendation_only_when_it_holds() {
+    let text = podq_ok(&["sim", "--machine", "ryzen-3900x", "--items", "200"]);
+    let lines: Vec<&str> = text.lines().filter(|l| l.contains(" items/sec")).collect();
+    assert_eq!(lines.len(), 6, "{text}");
+    for line in &lines {
+        assert!(line.contains("\trange="), "{line}");
+    }
+    let verdict: Vec<&str> = text.lines().filter(|l| l.starts_with("fastest:")).collect();
+    assert_eq!(verdict.len(), 1, "{text}");
+    assert!(
+        verdict[0].contains("in every draw") || verdict[0].contains("no recommendation"),
+        "{text}"
+    );
+    assert!(text.contains("\ncosts: "), "{text}");
+    let bare = podq_ok(&[
+        "sim",
+        "--machine",
+        "ryzen-3900x",
+        "--items",
+        "200",
+        "--uncertainty",
+        "0",
+    ]);
+    assert!(!bare.contains("range="), "{bare}");
+    assert!(bare.contains("without ranges"), "{bare}");
+}
+
+#[test]
+fn against_rebuilds_the_bench_machine_and_compares_each_cell() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bench.json");
+    let row = |scope: &str, ips: u64| {
+        serde_json::json!({
+            "workload": "queue", "system": "podq", "scope": scope, "shard_size": 8,
+            "threads": 4, "items_per_thread": 300, "items_per_sec": ips,
+            "items_per_sec_max": ips + ips / 10, "pull": "on", "work_ns": 0,
+        })
+    };
+    let bench = serde_json::json!({
+        "machine": {
+            "model": "AMD EPYC 9654 96-Core Processor",
+            "topology": {
+                "description": "sockets=1,nodes=1,caches=1,cores=4,smt=1",
+                "pods": { "cpu": 4, "cache": 1 },
+            },
+        },
+        "settings": { "work_ns": 0 },
+        "results": [row("cpu", 900_000), row("cache", 600_000),
+                    { "workload": "queue", "system": "tokio", "items_per_sec": 1 }],
+    });
+    std::fs::write(&path, bench.to_string()).unwrap();
+    let file = path.to_str().unwrap();
+    let report = podq_json(&["sim", "--against", file, "--json", "--uncertainty", "0"]);
+    assert_eq!(report["family"], "epyc-9d64");
+    let cells = report["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 2, "the tokio row is not podq's: {report}");
+    for cell in cells {
+        let (predicted, measured, error) = (
+            cell["predicted_items_per_sec"].as_f64().unwrap(),
+            cell["measured_items_per_sec"].as_f64().unwrap(),
+            cell["error"].as_f64().unwrap(),
+        );
+        assert!(predicted > 0.0, "{cell}");
+        assert!((predicted / measured - 1.0 - error).abs() < 1e-3, "{cell}");
+    }
+    let text = podq_ok(&["sim", "--against", file]);
+    assert!(text.contains("platform of epyc-9d64"), "{text}");
+    assert_eq!(
+        text.lines().filter(|l| l.starts_with("queue ")).count(),
+        2,
+        "{text}"
+    );
+    let bare = dir.path().join("old.json");
+    std::fs::write(&bare, r#"{"machine": {}, "results": []}"#).unwrap();
+    let line = assert_one_line_error(
+        &["sim", "--against", bare.to_str().unwrap()],
+        1,
+        &["--against", "machine.topology"],
+    );
+    assert!(line.contains("old.json"), "{line}");
 }
 
 #[test]
@@ -323,7 +414,7 @@ fn bad_input_is_one_line_naming_it_and_the_choices() {
             &["--workload", "hackbench"],
             &["'hackbench'", "queue, flood, skew, fanout, rpc"],
         ),
-        (&["--uncertainty", "0"], &["--uncertainty", "percentage"]),
+        (&["--uncertainty", "100"], &["--uncertainty", "percentage"]),
         (&["--plot", "out.png"], &["out.png", ".svg"]),
         (
             &["--machine", "grace", "--threads", "73"],

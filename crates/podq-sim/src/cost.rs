@@ -20,10 +20,21 @@ pub enum Distance {
     OtherNode,
 }
 
+/// One idle state of a CPU, as its cpuidle driver declares it: how long leaving it takes and
+/// the shortest idle period it is chosen for.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct IdleState {
+    /// The state's exit latency (`exit_latency`), in ns.
+    pub exit_ns: f64,
+    /// Its target residency (`target_residency`), in ns.
+    pub residency_ns: f64,
+}
+
 /// What a machine's hardware costs: the one-way latencies of moving a cache line between two
 /// CPUs by [`Distance`] (half the round trip of an uncontended compare-and-swap ping-pong,
-/// medians of public core-to-core data), and the exit latency of the idle state a CPU sleeps
-/// in between items.
+/// medians of public core-to-core data), and the idle states a CPU sleeps in between items.
+/// Every value is a public figure of the machine or of the nearest documented part of its
+/// family ([`Platform::for_machine`]); none is fitted.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Platform {
     /// Between SMT siblings.
@@ -34,67 +45,125 @@ pub struct Platform {
     pub other_cache_ns: f64,
     /// Between two nodes.
     pub other_node_ns: f64,
-    /// Leaving the idle state an idle CPU is in when a wake-up reaches it.
-    pub idle_exit_ns: f64,
-    /// How much longer the operating system's and runtime's work takes on this machine than on
-    /// Grace: it multiplies every software cost of [`Costs`] (critical section, wake-up call
-    /// and latency, switch, per-item work, spin), not the cache lines nor the idle exit.
-    /// Clock, microarchitecture and kernel configuration set it; no public figure gives it, so
-    /// it is fitted with the `kernel` profile's costs.
-    pub software_factor: f64,
+    /// The idle states, shallowest first.
+    pub idle_states: &'static [IdleState],
+    /// What the idle states' exit latencies are multiplied by: 1 for the published figures;
+    /// `--uncertainty` moves it.
+    pub exit_factor: f64,
 }
 
+/// The generic Arm WFI state of the kernel's Arm cpuidle drivers (`ARM_CPUIDLE_WFI_STATE` in
+/// `include/linux/cpuidle.h`): exit latency and target residency 1 us.
+const ARM_WFI: [IdleState; 1] = [IdleState {
+    exit_ns: 1_000.0,
+    residency_ns: 1_000.0,
+}];
+
+/// Skylake-SP's states in the kernel's `intel_idle` driver (`skx_cstates`): `C1` (exit 2 us,
+/// residency 2 us), `C1E` (10 us, 20 us), C-state 6 (133 us, 600 us).
+const SKX_CSTATES: [IdleState; 3] = [
+    IdleState {
+        exit_ns: 2_000.0,
+        residency_ns: 2_000.0,
+    },
+    IdleState {
+        exit_ns: 10_000.0,
+        residency_ns: 20_000.0,
+    },
+    IdleState {
+        exit_ns: 133_000.0,
+        residency_ns: 600_000.0,
+    },
+];
+
+/// AMD EPYC under `acpi_idle`: `C1` by MWAIT, exit 1 us (the latency the firmware's `_CST`
+/// declares for it, as in FreeBSD's review D47444 of EPYC's tables), and `C2` by the I/O-port
+/// path, about 400 us to wake on an EPYC 7502P (the same review), chosen for idle periods of
+/// twice that.
+const ZEN_CSTATES: [IdleState; 2] = [
+    IdleState {
+        exit_ns: 1_000.0,
+        residency_ns: 2_000.0,
+    },
+    IdleState {
+        exit_ns: 400_000.0,
+        residency_ns: 800_000.0,
+    },
+];
+
 impl Platform {
-    /// The latencies of the machine called `name` (a preset, or `xeon-8321hc`), with the
-    /// machine of the public core-to-core data they come from (the KCORES and nviennot
-    /// core-to-core-latency results; Chips and Cheese for Grace): medians of the one-way
-    /// latency, half an uncontended compare-and-swap round trip. Any other machine gets the
-    /// median per column of those rows ("median of the table").
+    /// The hardware of the machine called `name` (a preset, or `xeon-8321hc`), with the parts
+    /// whose public figures it takes. Line latencies: the medians of the one-way latency, half
+    /// an uncontended compare-and-swap round trip, of the KCORES and nviennot
+    /// core-to-core-latency results and Chips and Cheese for Grace; any other machine gets the
+    /// median per column of those rows ("median of the table"). Idle states: the kernel's
+    /// cpuidle tables of the part's family.
     pub fn for_machine(name: &str) -> (Platform, &'static str) {
-        let row = |same_core_ns, same_cache_ns, other_cache_ns, other_node_ns| Platform {
-            same_core_ns,
-            same_cache_ns,
-            other_cache_ns,
-            other_node_ns,
-            idle_exit_ns: crate::calibrated::IDLE_EXIT_NS,
-            software_factor: crate::calibrated::SOFTWARE_FACTOR,
-        };
+        let row =
+            |same_core_ns, same_cache_ns, other_cache_ns, other_node_ns, idle_states| Platform {
+                same_core_ns,
+                same_cache_ns,
+                other_cache_ns,
+                other_node_ns,
+                idle_states,
+                exit_factor: 1.0,
+            };
         match name {
             // Grace: 30-60 ns within its one LLC (Chips and Cheese); the middle of the range.
             // No SMT and one cache domain, so the other columns are never used; they take the
-            // table's medians.
+            // table's medians. Neoverse V2 idles in WFI.
             "grace" => (
-                Platform {
-                    idle_exit_ns: crate::calibrated::GRACE_IDLE_EXIT_NS,
-                    software_factor: 1.0,
-                    ..row(10.0, 45.0, 110.0, 198.0)
-                },
-                "NVIDIA Grace",
+                row(10.0, 45.0, 110.0, 198.0, &ARM_WFI),
+                "NVIDIA Grace; idle: Arm WFI",
             ),
-            // The 8321HC (Cascade Lake, a mesh like Ice Lake's) has no public core-to-core data;
-            // the Xeon 8358 (Ice Lake) stands in: SMT 8 ns, same LLC 51 ns, other socket
-            // 108-111 ns.
+            // The 8321HC (Cascade Lake) has no public core-to-core data; the Xeon 8358 (Ice
+            // Lake, a mesh as well) stands in: SMT 8 ns, same LLC 51 ns, other socket
+            // 108-111 ns. Idle: `intel_idle`'s Skylake-SP table, which Cascade Lake uses.
             "xeon-8321hc" | "skylake-18c" => (
-                Platform {
-                    idle_exit_ns: crate::calibrated::XEON_IDLE_EXIT_NS,
-                    software_factor: crate::calibrated::XEON_SOFTWARE_FACTOR,
-                    ..row(8.0, 51.0, 110.0, 110.0)
-                },
-                "Intel Xeon 8358 (Ice Lake), standing in",
+                row(8.0, 51.0, 110.0, 110.0, &SKX_CSTATES),
+                "Intel Xeon 8358 (Ice Lake) standing in; idle: intel_idle skx_cstates",
             ),
             // Zen 4 with 8-core CCDs: EPYC 9654 (no SMT figure: the EPYC 9754's 13 ns).
             "epyc-9d64" | "ryzen-7950x" => (
-                row(13.0, 27.0, 99.0, 192.0),
-                "AMD EPYC 9654 (Zen 4), SMT from the EPYC 9754",
+                row(13.0, 27.0, 99.0, 192.0, &ZEN_CSTATES),
+                "AMD EPYC 9654 (Zen 4), SMT from the EPYC 9754; idle: EPYC acpi_idle",
             ),
             // Zen 2 with 3-core CCXs: the nearest machine with data, EPYC 7763 (Zen 3).
             "ryzen-3900x" => (
-                row(10.0, 26.0, 115.0, 301.0),
-                "AMD EPYC 7763 (Zen 3), standing in",
+                row(10.0, 26.0, 115.0, 301.0, &ZEN_CSTATES),
+                "AMD EPYC 7763 (Zen 3) standing in; idle: EPYC acpi_idle",
             ),
             // The medians of the rows: EPYC 9654, EPYC 9754, EPYC 7763, Xeon w9-3475X (one
-            // LLC, 55 ns), Xeon 8358 and Grace.
-            _ => (row(10.0, 39.0, 110.0, 198.0), "median of the table"),
+            // LLC, 55 ns), Xeon 8358 and Grace; idle as the EPYCs (the table's majority).
+            _ => (
+                row(10.0, 39.0, 110.0, 198.0, &ZEN_CSTATES),
+                "median of the table; idle: EPYC acpi_idle",
+            ),
+        }
+    }
+
+    /// The exit latency of the state an idle CPU is in when its recent idle periods average
+    /// `predicted_ns`: the deepest state whose target residency that reaches, as the cpuidle
+    /// governors choose (the shallowest when none does).
+    pub fn idle_exit_ns(&self, predicted_ns: f64) -> f64 {
+        self.idle_states
+            .iter()
+            .take_while(|s| s.residency_ns <= predicted_ns)
+            .last()
+            .or(self.idle_states.first())
+            .map_or(0.0, |s| s.exit_ns * self.exit_factor)
+    }
+
+    /// This platform with every line latency and the idle exits multiplied by their own
+    /// `factor()` (for `--uncertainty`), in the order of the fields.
+    pub fn moved(&self, mut factor: impl FnMut() -> f64) -> Platform {
+        Platform {
+            same_core_ns: self.same_core_ns * factor(),
+            same_cache_ns: self.same_cache_ns * factor(),
+            other_cache_ns: self.other_cache_ns * factor(),
+            other_node_ns: self.other_node_ns * factor(),
+            exit_factor: self.exit_factor * factor(),
+            ..*self
         }
     }
 
@@ -210,21 +279,6 @@ impl Param {
 }
 
 impl Costs {
-    /// These costs with every software cost multiplied by `factor` (see
-    /// [`Platform::software_factor`]).
-    pub fn scaled(&self, factor: f64) -> Costs {
-        Costs {
-            critical_section_ns: self.critical_section_ns * factor,
-            wake_call_ns: self.wake_call_ns * factor,
-            wake_idle_ns: self.wake_idle_ns * factor,
-            switch_ns: self.switch_ns * factor,
-            producer_item_ns: self.producer_item_ns * factor,
-            worker_item_ns: self.worker_item_ns * factor,
-            spin_ns: self.spin_ns * factor,
-            ..*self
-        }
-    }
-
     /// How long a thread runs before the scheduler gives its CPU to a waiting one, on a
     /// machine of `cpus` CPUs: [`Costs::slice_ns`] x (1 + log2(min(`cpus`, 8))), rounded down,
     /// the default logarithmic scaling of Linux's `sysctl_sched_base_slice` (3 ms from 8 CPUs

@@ -33,6 +33,7 @@ mod calibrated;
 pub mod cost;
 pub mod engine;
 pub mod fit;
+pub mod kernel_fit;
 pub mod machine;
 pub mod outcome;
 pub mod profile;

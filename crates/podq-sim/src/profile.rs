@@ -20,6 +20,12 @@ pub struct Mechanism {
     /// than taking an idle one: the scheduler's rule for wake-ups by a per-CPU kernel thread
     /// (`select_idle_sibling`), which test_workqueue's producers are.
     pub stack_on_waker: bool,
+    /// A worker woken onto the CPU of the producer that woke it runs at once, and the producer
+    /// finishes its queue call after the worker sleeps again: the scheduler's wake-up
+    /// preemption of a freshly woken kernel worker (EEVDF's `check_preempt_wakeup_fair`),
+    /// which happens as `__queue_work` unlocks `pool->lock`. Without it the worker waits until
+    /// the producer sleeps.
+    pub wakee_preempts: bool,
     /// The most workers per pool.
     pub max_workers: usize,
     /// Workers started at once while tasks wait with every worker busy; `None`: the pod's
@@ -82,6 +88,7 @@ impl Profile {
                 push_lanes: false,
                 strict: false,
                 stack_on_waker: true,
+                wakee_preempts: true,
                 // WORKER_ID_LEN aside, the kernel bounds an unbound pool's workers only by
                 // memory; 512 (WQ_MAX_ACTIVE) is more than any workload here needs.
                 max_workers: 512,
@@ -112,6 +119,7 @@ impl Profile {
                 push_lanes: true,
                 strict: false,
                 stack_on_waker: false,
+                wakee_preempts: false,
                 // podq's pool::DEFAULT_MAX_WORKERS.
                 max_workers: 256,
                 eager_workers: None,

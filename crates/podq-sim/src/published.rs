@@ -99,6 +99,11 @@ impl CellCheck {
     pub fn error(&self) -> f64 {
         self.simulated / self.published - 1.0
     }
+
+    /// The p50's `simulated / published - 1`.
+    pub fn p50_error(&self) -> f64 {
+        self.simulated_p50 as f64 / self.published_p50.max(1) as f64 - 1.0
+    }
 }
 
 /// Every cell of `tables` simulated with `profile` (and, per table, the platform `platform`
@@ -157,6 +162,39 @@ pub fn check_with(
 /// What [`simulate`] reports.
 pub fn check(profile: &Profile, items: u64, seed: u64) -> Result<Vec<CellCheck>, SimError> {
     check_with(&TABLES, profile, Table::sim_machine, items, seed)
+}
+
+/// The `kernel` profile's costs fitted on every published table but `machine`'s (`None` for a
+/// machine without a table).
+pub fn costs_without(machine: &str) -> Option<crate::Costs> {
+    crate::calibrated::fitted_without(machine)
+}
+
+/// Leave one machine out: every cell of each table simulated with the `kernel` profile's
+/// costs fitted on the other tables alone, so that each is a prediction of a machine the costs
+/// never saw.
+///
+/// # Errors
+///
+/// What [`simulate`] reports.
+pub fn leave_one_out(items: u64, seed: u64) -> Result<Vec<CellCheck>, SimError> {
+    let mut out = Vec::new();
+    for table in &TABLES {
+        let costs = costs_without(table.machine)
+            .expect("every published table has costs fitted without it");
+        let profile = Profile {
+            costs,
+            ..Profile::kernel()
+        };
+        out.extend(check_with(
+            std::slice::from_ref(table),
+            &profile,
+            Table::sim_machine,
+            items,
+            seed,
+        )?);
+    }
+    Ok(out)
 }
 
 /// Published pairs of one machine that differ by more than `margin` (0.10: 10 %) and whose

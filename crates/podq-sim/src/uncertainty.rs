@@ -1,6 +1,7 @@
-//! `--uncertainty P`: how far each result moves when every cost parameter and every cache
-//! parameter (the `locality` workload's) may be off by up to P %, and which orders of
-//! configurations that can flip.
+//! The range of every prediction: how far each result moves when every cost parameter, every
+//! platform parameter (line latencies, idle exits) and every cache parameter (the `locality`
+//! workload's) may be off by up to P %, each draw with a seed of its own; and which orders of
+//! configurations that can flip, so that a report recommends only an order that holds.
 
 use crate::cost::Param;
 use crate::engine::simulate;
@@ -10,12 +11,23 @@ use crate::rng::Rng;
 use crate::scenario::Scenario;
 use crate::SimError;
 
-/// Draws of moved parameters per `--uncertainty` run, besides the nominal one: each moves
-/// every parameter of [`Param::ALL`] and every one [`Caches::moved`](crate::Caches::moved)
-/// moves by its own factor, uniform in `[1 - P, 1 + P]`.
+/// Draws of moved parameters per range, besides the nominal one: each moves every parameter
+/// of [`Param::ALL`], the platform's line latencies and idle exits
+/// ([`Platform::moved`](crate::Platform::moved)) and every one
+/// [`Caches::moved`](crate::Caches::moved) moves by its own factor, uniform in
+/// `[1 - P, 1 + P]`, and runs with the seed after the previous draw's.
 pub const DRAWS: usize = 8;
 
-/// Items/sec of each scenario under each draw: `runs[d][s]`, draw 0 the nominal profile.
+/// P when none is given: 20 %, under the 25 % a held-out published cell is held to
+/// (`podq sim --published`).
+pub const DEFAULT_PERCENT: f64 = 20.0;
+
+/// Items per producer of the draws at most: a range is the nominal result times the draws'
+/// ratios to a nominal run of this size, so that ranges cost a fixed time per configuration.
+pub const DRAW_ITEMS: u64 = 2_000;
+
+/// Items/sec of each scenario under each draw: `runs[d][s]`, draw 0 the nominal profile, all
+/// at no more than [`DRAW_ITEMS`] per producer.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Spread {
     /// Items/sec by draw, then by scenario.
@@ -23,14 +35,21 @@ pub struct Spread {
 }
 
 impl Spread {
-    /// The least and greatest items/sec of scenario `s` over the draws.
-    pub fn range(&self, s: usize) -> (f64, f64) {
+    /// The least and greatest of `nominal` (scenario `s`'s items/sec at full size) times each
+    /// draw's ratio to draw 0.
+    pub fn range_of(&self, s: usize, nominal: f64) -> (f64, f64) {
+        let base = self.runs[0][s].max(f64::MIN_POSITIVE);
         self.runs
             .iter()
-            .map(|r| r[s])
+            .map(|r| nominal * r[s] / base)
             .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
                 (lo.min(v), hi.max(v))
             })
+    }
+
+    /// The least and greatest items/sec of scenario `s` over the draws, at the draws' size.
+    pub fn range(&self, s: usize) -> (f64, f64) {
+        self.range_of(s, self.runs[0][s])
     }
 
     /// Pairs of scenarios `(a, b)` whose order in some draw differs from the nominal one.
@@ -47,12 +66,22 @@ impl Spread {
         }
         out
     }
+
+    /// Whether scenario `best` is ahead of every other in every draw, but those equal to it in
+    /// every draw (another scope with the same pods).
+    pub fn always_first(&self, best: usize) -> bool {
+        let width = self.runs[0].len();
+        (0..width)
+            .filter(|&o| o != best && self.runs.iter().any(|r| r[o] != r[best]))
+            .all(|o| self.runs.iter().all(|r| r[best] > r[o]))
+    }
 }
 
-/// Runs `scenarios` with `profile` on `machine`, and with [`DRAWS`] profiles and machines whose
-/// every cost and cache parameter is moved by up to `percent` %, the moves drawn from `seed`
-/// (the caches' from a generator of their own, so that the costs' draws are those of a run
-/// without caches).
+/// Runs `scenarios` (at most [`DRAW_ITEMS`] per producer) with `profile` on `machine`, and
+/// with [`DRAWS`] profiles and machines whose every cost, platform and cache parameter is moved
+/// by up to `percent` %, the moves drawn from `seed` (the caches' and the platform's from
+/// generators of their own, so that the costs' draws are those of a run without them); draw
+/// `d` runs with seed `seed + d`.
 ///
 /// # Errors
 ///
@@ -66,7 +95,9 @@ pub fn spread(
 ) -> Result<Spread, SimError> {
     let mut rng = Rng::new(seed ^ 0x005e_ed0f_0dd5);
     let mut cache_rng = Rng::new(seed ^ 0x00ca_c4e5_0dd5);
-    let mut runs = Vec::with_capacity(DRAWS + 1);
+    let mut platform_rng = Rng::new(seed ^ 0x0071_a7f0_0dd5);
+    // The draws' profiles and machines, drawn in order so that one seed gives one spread.
+    let mut draws = Vec::with_capacity(DRAWS + 1);
     for draw in 0..=DRAWS {
         let mut moved = profile.clone();
         let mut on = machine.clone();
@@ -78,15 +109,82 @@ pub fn spread(
             let caches = machine
                 .caches()
                 .moved(|| 1.0 + percent / 100.0 * cache_rng.symmetric());
-            on = on.with_caches(caches, machine.caches_source());
+            let platform = machine
+                .platform()
+                .moved(|| 1.0 + percent / 100.0 * platform_rng.symmetric());
+            on = on
+                .with_caches(caches, machine.caches_source())
+                .with_platform(platform);
         }
-        let row = scenarios
-            .iter()
-            .map(|s| simulate(&on, &moved, s).map(|o| o.items_per_sec))
-            .collect::<Result<Vec<f64>, SimError>>()?;
-        runs.push(row);
+        draws.push((draw, moved, on));
+    }
+    // Scenarios that differ only by a scope with the same pods give the same result: each
+    // runs once.
+    let keys: Vec<Option<(Scenario, Vec<podq::CpuSet>)>> =
+        scenarios.iter().map(|s| pods_key(machine, s)).collect();
+    let first: Vec<usize> = (0..scenarios.len())
+        .map(|i| {
+            (0..i)
+                .find(|&j| keys[j].is_some() && keys[j] == keys[i])
+                .unwrap_or(i)
+        })
+        .collect();
+    let run_draw = |(draw, moved, on): &(usize, Profile, SimMachine)| {
+        let mut row: Vec<f64> = Vec::with_capacity(scenarios.len());
+        for (i, s) in scenarios.iter().enumerate() {
+            if first[i] < i {
+                row.push(row[first[i]]);
+                continue;
+            }
+            let scenario = Scenario {
+                items: s.items.min(DRAW_ITEMS),
+                seed: s.seed.wrapping_add(*draw as u64),
+                ..*s
+            };
+            row.push(simulate(on, moved, &scenario)?.items_per_sec);
+        }
+        Ok(row)
+    };
+    // The draws are independent: one thread each, up to the CPUs there are.
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut runs: Vec<Vec<f64>> = Vec::with_capacity(draws.len());
+    for chunk in draws.chunks(threads.max(1)) {
+        let rows: Vec<Result<Vec<f64>, SimError>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = chunk
+                .iter()
+                .map(|d| scope.spawn(move || run_draw(d)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("a draw's simulation does not panic"))
+                .collect()
+        });
+        for row in rows {
+            runs.push(row?);
+        }
     }
     Ok(Spread { runs })
+}
+
+/// What makes two scenarios one simulation: the scenario without its scope and shard size, and
+/// the pods they form (`None` when they cannot be formed; the simulation reports why).
+fn pods_key(machine: &SimMachine, s: &Scenario) -> Option<(Scenario, Vec<podq::CpuSet>)> {
+    use crate::scenario::ShardRule;
+    use podq::{AffinityScope, Pods};
+    let pods = match (s.scope, s.shard_rule) {
+        (AffinityScope::CacheShard, ShardRule::Cpus) => {
+            Pods::cache_shards_by_cpu(machine.topology(), s.shard_size)
+        }
+        (scope, _) => Pods::new(machine.topology(), scope, s.shard_size),
+    }
+    .ok()?;
+    let sets = pods.pods().iter().map(|p| p.cpus().clone()).collect();
+    let bare = Scenario {
+        scope: AffinityScope::System,
+        shard_size: 0,
+        ..*s
+    };
+    Some((bare, sets))
 }
 
 #[cfg(test)]
@@ -103,6 +201,13 @@ mod tests {
             ],
         };
         assert_eq!(spread.range(0), (8.0, 12.0));
+        assert_eq!(spread.range_of(0, 100.0), (80.0, 120.0));
         assert_eq!(spread.flips(), vec![(0, 1)]);
+        assert!(!spread.always_first(0));
+        let steady = Spread {
+            runs: vec![vec![10.0, 5.0], vec![8.0, 7.0]],
+        };
+        assert!(steady.always_first(0));
+        assert!(!steady.always_first(1));
     }
 }

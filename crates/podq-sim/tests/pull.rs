@@ -80,8 +80,11 @@ fn one_producer_s_items_spread_over_other_pods_with_pull() {
     let m = machine("cores=16");
     let s = scenario(Workload::Skew, AffinityScope::CacheShard, 16, 3000);
     assert_eq!(s.producers(), 1);
-    let on = simulate(&m, &Profile::podq(), &s).unwrap();
-    let off = simulate(&m, &Profile::podq(), &Scenario { pull: false, ..s }).unwrap();
+    // A producer that queues an item every 3 us, whatever the fitted bookkeeping is.
+    let mut profile = Profile::podq();
+    profile.costs.producer_item_ns = 3_000.0;
+    let on = simulate(&m, &profile, &s).unwrap();
+    let off = simulate(&m, &profile, &Scenario { pull: false, ..s }).unwrap();
     assert_eq!(off.pull.pulled, 0);
     assert!(on.pull.offers >= 1 && on.pull.kicks >= 1, "{:?}", on.pull);
     assert!(
@@ -94,7 +97,7 @@ fn one_producer_s_items_spread_over_other_pods_with_pull() {
     assert_eq!(on.pull.gated, 0, "{:?}", on.pull);
     // Scopes with one pool have nobody to pull from.
     let system = scenario(Workload::Skew, AffinityScope::System, 16, 300);
-    let o = simulate(&m, &Profile::podq(), &system).unwrap();
+    let o = simulate(&m, &profile, &system).unwrap();
     assert_eq!((o.pull.pulled, o.pull.offers), (0, 0), "{:?}", o.pull);
 }
 

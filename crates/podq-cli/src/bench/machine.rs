@@ -26,6 +26,8 @@ pub(crate) struct Machine {
     pub(crate) nodes: usize,
     /// What podq had to guess about the topology, in words.
     pub(crate) fallbacks: Vec<String>,
+    /// The layout, for rebuilding the machine in the simulator.
+    pub(crate) topology: super::topology_record::TopologyRecord,
 }
 
 impl Machine {
@@ -47,6 +49,7 @@ impl Machine {
                 .iter()
                 .map(ToString::to_string)
                 .collect(),
+            topology: super::topology_record::TopologyRecord::of(topology),
         }
     }
 

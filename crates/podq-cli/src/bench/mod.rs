@@ -24,6 +24,7 @@ mod rpc;
 mod sweep;
 pub(crate) mod system;
 mod tally;
+pub(crate) mod topology_record;
 mod workload;
 mod workqueue;
 

@@ -87,8 +87,10 @@ pub(crate) struct SimArgs {
     /// the pace is an unsteered item's run time (1 to 100) [default: 40].
     #[arg(long, value_name = "PCT")]
     pub(crate) load: Option<String>,
-    /// Rerun with every cost parameter and cache parameter (latencies, usable share) moved by
-    /// up to P percent; report each result's range and the orders that flip.
+    /// How far every cost, platform and cache parameter may be off, in percent: each result's
+    /// range comes from 8 draws that move them all by up to P percent, each with its own seed,
+    /// and a recommendation is printed only when its order holds in every draw (0: no ranges)
+    /// [default: 20].
     #[arg(long, value_name = "P")]
     pub(crate) uncertainty: Option<String>,
     /// Instead of a machine, simulate the two published test_workqueue tables of the Linux
@@ -96,6 +98,11 @@ pub(crate) struct SimArgs {
     /// 8321HC) and report the error of each cell.
     #[arg(long)]
     pub(crate) published: bool,
+    /// Rebuild the machine of this `podq bench --json` report (its recorded topology and CPU
+    /// model) and print, for each of its podq rows, the prediction beside the measurement
+    /// (with --calibrate OTHER, from costs fitted on another run of that machine).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["published", "machine", "sysfs"])]
+    pub(crate) against: Option<PathBuf>,
     /// Also draw items/sec per configuration (a shard-size sweep as a line) into this SVG file.
     #[arg(long, value_name = "FILE.svg")]
     pub(crate) plot: Option<PathBuf>,
@@ -204,13 +211,14 @@ impl Settings {
                 }
             };
         let uncertainty = match &args.uncertainty {
-            None => None,
+            None => Some(podq_sim::uncertainty::DEFAULT_PERCENT),
             Some(text) => match text.trim().trim_end_matches('%').parse::<f64>() {
+                Ok(0.0) => None,
                 Ok(p) if p > 0.0 && p < 100.0 => Some(p),
                 _ => {
                     return Err(CliError::Usage(format!(
-                        "--uncertainty '{text}': expected a percentage above 0 and below 100, \
-                         such as 20"
+                        "--uncertainty '{text}': expected a percentage from 0 (no ranges) to \
+                         below 100, such as 20"
                     )))
                 }
             },

@@ -95,7 +95,7 @@ struct Target {
 #[derive(Clone, Debug)]
 pub(crate) struct Calibration {
     /// The file.
-    file: String,
+    pub(crate) file: String,
     /// Each measured row.
     rows: Vec<Fitted>,
     /// The fitted costs.

@@ -1,11 +1,12 @@
 //! `podq sim --published`: the two `test_workqueue` tables published with the Linux
 //! workqueue's `WQ_AFFN_CACHE_SHARD` patch series (NVIDIA Grace, Intel Xeon Platinum 8321HC)
-//! next to the `kernel` profile's simulation of each cell, with the error per cell and the
-//! orders kept or lost.
+//! next to the `kernel` profile's simulation of each cell: first with the costs fitted on both
+//! tables (the calibration), then leaving one machine out (each table predicted with the costs
+//! fitted on the other alone), with the error per cell and the orders kept or lost.
 
-use podq_sim::published::{check, order_flips};
+use podq_sim::published::{check, leave_one_out, order_flips, CellCheck};
 use podq_sim::Profile;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::args::Settings;
 use crate::error::CliError;
@@ -14,7 +15,8 @@ use crate::error::CliError;
 /// run-to-run spread of a benchmark table.
 const ORDER_MARGIN: f64 = 0.10;
 
-/// Simulates every published cell with the `kernel` profile and reports the errors.
+/// Simulates every published cell with the `kernel` profile, fitted on both tables and on
+/// each alone, and reports the errors.
 ///
 /// # Errors
 ///
@@ -26,36 +28,16 @@ pub(crate) fn run(settings: &Settings) -> Result<(), CliError> {
             "--published checks the kernel profile; leave --profile and --calibrate out".into(),
         ));
     }
-    let cells = check(&Profile::kernel(), settings.items, settings.seed)
-        .map_err(|err| CliError::Failed(err.to_string()))?;
-    let flips = order_flips(&cells, ORDER_MARGIN);
-    let worst = cells.iter().map(|c| c.error().abs()).fold(0.0, f64::max);
+    let failed = |err: podq_sim::SimError| CliError::Failed(err.to_string());
+    let fitted = check(&Profile::kernel(), settings.items, settings.seed).map_err(failed)?;
+    let held_out = leave_one_out(settings.items, settings.seed).map_err(failed)?;
     let out = if settings.json {
-        let rows: Vec<_> = cells
-            .iter()
-            .map(|c| {
-                json!({
-                    "machine": c.machine,
-                    "scope": c.scope.name(),
-                    "published_items_per_sec": c.published.round() as u64,
-                    "items_per_sec": c.simulated.round() as u64,
-                    "error": c.error(),
-                    "published_p50_ns": c.published_p50,
-                    "p50_ns": c.simulated_p50,
-                })
-            })
-            .collect();
-        let flipped: Vec<_> = flips
-            .iter()
-            .map(|(lo, hi)| json!([lo.machine, lo.scope.name(), hi.scope.name()]))
-            .collect();
         let value = json!({
             "profile": "kernel",
             "items_per_thread": settings.items,
             "seed": settings.seed,
-            "cells": rows,
-            "largest_error": worst,
-            "order_flips": flipped,
+            "calibration": section_json(&fitted),
+            "leave_one_machine_out": section_json(&held_out),
         });
         let mut text = serde_json::to_string_pretty(&value)
             .map_err(|err| CliError::Failed(format!("cannot write the JSON report: {err}")))?;
@@ -66,40 +48,85 @@ pub(crate) fn run(settings: &Settings) -> Result<(), CliError> {
             "published tables, profile kernel, {} items per producer, seed {}\n",
             settings.items, settings.seed
         );
-        out.push_str(&format!(
-            "{:<12} {:<12} {:>10} {:>10} {:>7} {:>8} {:>8}\n",
-            "machine", "scope", "published", "simulated", "error", "p50 pub", "p50 sim"
-        ));
-        for c in &cells {
-            out.push_str(&format!(
-                "{:<12} {:<12} {:>10.0} {:>10.0} {:>+6.1}% {:>8} {:>8}\n",
-                c.machine,
-                c.scope.name(),
-                c.published,
-                c.simulated,
-                100.0 * c.error(),
-                c.published_p50,
-                c.simulated_p50
-            ));
-        }
-        out.push_str(&format!(
-            "largest error: {:.1}% of items/sec\n",
-            100.0 * worst
-        ));
-        if flips.is_empty() {
-            out.push_str(
-                "order: every pair of published cells more than 10% apart keeps its order\n",
-            );
-        }
-        for (lo, hi) in &flips {
-            out.push_str(&format!(
-                "order lost on {}: {} is published above {} but not simulated so\n",
-                lo.machine,
-                hi.scope.name(),
-                lo.scope.name()
-            ));
-        }
+        out.push_str("calibration: costs fitted on both tables\n");
+        out.push_str(&section_text(&fitted));
+        out.push_str(
+            "leave one machine out: each table predicted with the costs fitted on the other \
+             alone\n",
+        );
+        out.push_str(&section_text(&held_out));
         out
     };
     crate::output::print(&out)
+}
+
+/// The largest items/sec error of `cells`, as a fraction.
+fn worst(cells: &[CellCheck]) -> f64 {
+    cells.iter().map(|c| c.error().abs()).fold(0.0, f64::max)
+}
+
+/// One section's lines: a cell per line, the largest error, the orders lost.
+fn section_text(cells: &[CellCheck]) -> String {
+    let mut out = format!(
+        "{:<12} {:<12} {:>10} {:>10} {:>7} {:>8} {:>8} {:>7}\n",
+        "machine", "scope", "published", "simulated", "error", "p50 pub", "p50 sim", "error"
+    );
+    for c in cells {
+        out.push_str(&format!(
+            "{:<12} {:<12} {:>10.0} {:>10.0} {:>+6.1}% {:>8} {:>8} {:>+6.0}%\n",
+            c.machine,
+            c.scope.name(),
+            c.published,
+            c.simulated,
+            100.0 * c.error(),
+            c.published_p50,
+            c.simulated_p50,
+            100.0 * c.p50_error()
+        ));
+    }
+    out.push_str(&format!(
+        "largest error: {:.1}% of items/sec\n",
+        100.0 * worst(cells)
+    ));
+    let flips = order_flips(cells, ORDER_MARGIN);
+    if flips.is_empty() {
+        out.push_str("order: every pair of published cells more than 10% apart keeps its order\n");
+    }
+    for (lo, hi) in &flips {
+        out.push_str(&format!(
+            "order lost on {}: {} is published above {} but not simulated so\n",
+            lo.machine,
+            hi.scope.name(),
+            lo.scope.name()
+        ));
+    }
+    out
+}
+
+/// One section as JSON.
+fn section_json(cells: &[CellCheck]) -> Value {
+    let rows: Vec<_> = cells
+        .iter()
+        .map(|c| {
+            json!({
+                "machine": c.machine,
+                "scope": c.scope.name(),
+                "published_items_per_sec": c.published.round() as u64,
+                "items_per_sec": c.simulated.round() as u64,
+                "error": c.error(),
+                "published_p50_ns": c.published_p50,
+                "p50_ns": c.simulated_p50,
+                "p50_error": c.p50_error(),
+            })
+        })
+        .collect();
+    let flipped: Vec<_> = order_flips(cells, ORDER_MARGIN)
+        .iter()
+        .map(|(lo, hi)| json!([lo.machine, lo.scope.name(), hi.scope.name()]))
+        .collect();
+    json!({
+        "cells": rows,
+        "largest_error": worst(cells),
+        "order_flips": flipped,
+    })
 }

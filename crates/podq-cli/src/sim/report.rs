@@ -21,6 +21,8 @@ pub(crate) struct Report<'a> {
     pub(crate) rows: &'a [Row],
     /// Pairs of rows whose order flips under `--uncertainty`.
     pub(crate) flips: &'a [(usize, usize)],
+    /// With ranges: whether the fastest row is ahead of every other in every draw.
+    pub(crate) survives: Option<bool>,
     /// The fit of `--calibrate`.
     pub(crate) calibration: Option<&'a Calibration>,
 }
@@ -41,6 +43,25 @@ impl Report<'_> {
         on_off_list(&self.settings.steers)
     }
 
+    /// On which measurements the profile's costs rest, and at what scale.
+    fn costs_basis(&self) -> String {
+        let published = "the published test_workqueue tables of NVIDIA Grace (72 CPUs) and \
+                         Intel Xeon Platinum 8321HC (51 CPUs)";
+        match (self.profile.name, self.calibration) {
+            ("podq", Some(c)) => format!(
+                "podq's mechanisms, costs fitted on {} (a podq bench run on this machine's {} \
+                 CPUs); no podq measurement at any other scale rests under them",
+                c.file,
+                self.machine.len()
+            ),
+            ("podq", None) => format!(
+                "podq's mechanisms with the kernel profile's costs, fitted on {published}; no \
+                 podq measurement rests under them (calibrate with --calibrate FILE)"
+            ),
+            _ => format!("the Linux workqueue's mechanisms, costs fitted on {published}"),
+        }
+    }
+
     /// The text report: the machine, the settings, the kernel's lines, the flips.
     pub(crate) fn text(&self) -> String {
         let m = self.machine;
@@ -55,16 +76,22 @@ impl Report<'_> {
             plural(topo.cache_domains().len(), "cache domain"),
             plural(topo.node_ids().len(), "node")
         );
+        let exits: Vec<String> = p
+            .idle_states
+            .iter()
+            .map(|st| format!("{:.0}", st.exit_ns * p.exit_factor))
+            .collect();
         out.push_str(&format!(
             "platform: cache line same core {} ns, same cache {} ns, other cache {} ns, other \
-             node {} ns ({}); idle exit {:.0} ns\n",
+             node {} ns; idle exits {} ns ({})\n",
             p.same_core_ns,
             p.same_cache_ns,
             p.other_cache_ns,
             p.other_node_ns,
+            exits.join("/"),
             m.platform_source(),
-            p.idle_exit_ns
         ));
+        out.push_str(&format!("costs: {}\n", self.costs_basis()));
         if let Some(calibration) = self.calibration {
             out.push_str(&calibration.text());
         }
@@ -112,27 +139,36 @@ impl Report<'_> {
             out.push_str(&self.kernel_line(row));
             out.push('\n');
         }
-        if let Some(best) = self
-            .rows
-            .iter()
-            .max_by(|a, b| a.outcome.items_per_sec.total_cmp(&b.outcome.items_per_sec))
-        {
-            out.push_str(&format!(
-                "fastest: {}\n",
-                podq::scope::env_line(best.scenario.scope, best.scenario.shard_size)
-            ));
+        if let Some(best) = super::best_row(self.rows) {
+            let row = &self.rows[best];
+            let line = podq::scope::env_line(row.scenario.scope, row.scenario.shard_size);
+            let label = row.label(self.sweeping(), self.settings.show_pull);
+            match (self.survives, self.settings.uncertainty) {
+                (Some(true), Some(percent)) => out.push_str(&format!(
+                    "fastest: {label} in every draw with parameters moved by up to \
+                     {percent}%: {line}\n"
+                )),
+                (_, Some(percent)) => out.push_str(&format!(
+                    "fastest: no recommendation: {label} is ahead at the nominal costs, but the \
+                     choices are within the model's error (the order changes with parameters \
+                     moved by up to {percent}%)\n"
+                )),
+                (_, None) => out.push_str(&format!(
+                    "fastest at the nominal costs, without ranges: {label} ({line})\n"
+                )),
+            }
         }
         if let Some(percent) = self.settings.uncertainty {
             if self.flips.is_empty() {
                 out.push_str(&format!(
-                    "uncertainty: no order of two configurations flips with every cost and \
-                     cache parameter moved by up to {percent}%\n"
+                    "uncertainty: no order of two configurations flips with every cost, \
+                     platform and cache parameter moved by up to {percent}%\n"
                 ));
             }
             for &(a, b) in self.flips {
                 out.push_str(&format!(
-                    "uncertainty: the order of {} and {} flips with costs and caches moved by \
-                     up to {percent}%\n",
+                    "uncertainty: the order of {} and {} flips with costs, platform and caches \
+                     moved by up to {percent}%\n",
                     self.rows[a].label(self.sweeping(), self.settings.show_pull),
                     self.rows[b].label(self.sweeping(), self.settings.show_pull)
                 ));
@@ -224,7 +260,12 @@ impl Report<'_> {
                     "same_cache_ns": p.same_cache_ns,
                     "other_cache_ns": p.other_cache_ns,
                     "other_node_ns": p.other_node_ns,
-                    "idle_exit_ns": p.idle_exit_ns,
+                    "idle_exit_ns": p
+                    .idle_states
+                    .iter()
+                    .map(|st| st.exit_ns * p.exit_factor)
+                    .collect::<Vec<f64>>(),
+                "costs_basis": self.costs_basis(),
                 },
             },
             "settings": {

@@ -235,10 +235,26 @@ impl Engine<'_> {
             Role::Worker { pool, .. } => self.place_worker(tid, pool as usize, waker, pinned),
         };
         if self.cpus[cpu].current.is_none() {
-            let delay = self.costs.wake_idle_ns + self.machine.platform().idle_exit_ns;
+            let exit = self
+                .machine
+                .platform()
+                .idle_exit_ns(self.cpus[cpu].avg_idle);
+            let delay = self.costs.wake_idle_ns + exit;
             self.run_on(tid, cpu, delay);
         } else {
             self.threads[tid as usize].cpu = cpu as u32;
+            if let (true, Some(current)) = (self.mech.wakee_preempts, self.cpus[cpu].current) {
+                let waker_thread = &self.threads[current as usize];
+                if pinned
+                    && cpu == waker as usize
+                    && matches!(waker_thread.role, Role::Producer { .. })
+                {
+                    // It runs next, before the producer's call returns.
+                    self.cpus[cpu].runq.push_front(tid);
+                    self.threads[current as usize].preempted = true;
+                    return;
+                }
+            }
             self.cpus[cpu].runq.push_back(tid);
         }
     }

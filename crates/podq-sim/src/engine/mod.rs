@@ -268,7 +268,7 @@ impl<'m> Engine<'m> {
         let total_items = scenario.items * scenario.workload.items_per_item() * producers as u64;
         let mut engine = Engine {
             machine,
-            costs: profile.costs.scaled(machine.platform().software_factor),
+            costs: profile.costs,
             mech: profile.mechanism,
             workload: scenario.workload,
             work_ns: scenario.work_ns as f64,

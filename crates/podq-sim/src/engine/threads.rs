@@ -121,6 +121,9 @@ pub(super) struct Thread {
     pub(super) notified: bool,
     /// The queue call it makes, while it makes one.
     pub(super) job: Job,
+    /// A worker it woke onto its own CPU preempts it when its queue call unlocks
+    /// ([`Mechanism::wakee_preempts`](crate::profile::Mechanism::wakee_preempts)).
+    pub(super) preempted: bool,
 }
 
 impl Thread {
@@ -150,6 +153,7 @@ impl Thread {
             token: 0,
             notified: false,
             job: Job::default(),
+            preempted: false,
         }
     }
 
@@ -174,6 +178,7 @@ impl Thread {
             token: 0,
             notified: false,
             job: Job::default(),
+            preempted: false,
         }
     }
 }
@@ -230,6 +235,13 @@ impl Engine<'_> {
                     }
                 }
                 (Role::Producer { done, .. }, Phase::Queued) => {
+                    if std::mem::take(&mut self.threads[tid as usize].preempted)
+                        && !self.cpus[cpu as usize].runq.is_empty()
+                    {
+                        // The worker it woke runs first; the call returns when it is back.
+                        self.yield_cpu(tid);
+                        return;
+                    }
                     self.queue_call_returned(tid);
                     if self.workload == Workload::Rpc {
                         // The pair's first request is queued; the workers queue the rest.

@@ -36,6 +36,7 @@ fn machine() -> Machine {
         cache_level: Some(3),
         nodes: 1,
         fallbacks: Vec::new(),
+        topology: Default::default(),
     }
 }
 

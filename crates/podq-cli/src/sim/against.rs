@@ -1,0 +1,277 @@
+//! `podq sim --against FILE`: rebuild the machine a `podq bench --json` report ran on (its
+//! recorded topology), predict each of its podq rows with the costs of the nearest hardware
+//! family (its recorded CPU model), and print the prediction beside the measurement, cell by
+//! cell, with the error: the check of the model on a machine before trusting it there.
+
+use std::path::Path;
+
+use podq::{AffinityScope, Pods, Topology};
+use podq_sim::{Locality, Profile, Scenario, ShardRule, SimMachine, Workload};
+use serde_json::{json, Value};
+
+use super::args::Settings;
+use crate::error::CliError;
+
+/// Most items per producer a prediction simulates (the bench's own count when fewer).
+const MAX_ITEMS: u64 = 50_000;
+
+/// The machine name whose public figures (`Platform::for_machine`, `Caches::for_machine`)
+/// stand for a CPU of `model`, and why.
+pub(crate) fn family_of(model: &str) -> (&'static str, &'static str) {
+    let m = model.to_ascii_lowercase();
+    if m.contains("grace") || m.contains("neoverse") {
+        ("grace", "an Arm Neoverse part: NVIDIA Grace's figures")
+    } else if m.contains("xeon") || m.contains("intel") {
+        (
+            "xeon-8321hc",
+            "an Intel Xeon: the Xeon 8358 lines, Skylake-SP idle states",
+        )
+    } else if m.contains("epyc 7") && !m.contains("epyc 7r13") || m.contains("ryzen 9 3") {
+        (
+            "ryzen-3900x",
+            "an AMD Zen 2/3 part: the EPYC 7763's figures",
+        )
+    } else if m.contains("amd") || m.contains("epyc") || m.contains("ryzen") {
+        ("epyc-9d64", "an AMD part: the EPYC 9654's (Zen 4) figures")
+    } else {
+        (
+            "median",
+            "an unknown CPU: the median of the public core-to-core tables",
+        )
+    }
+}
+
+/// One predicted row beside its measurement.
+struct Compared {
+    scenario: Scenario,
+    predicted: f64,
+    range: Option<(f64, f64)>,
+    median: f64,
+    best: f64,
+}
+
+/// Runs `podq sim --against FILE`.
+///
+/// # Errors
+///
+/// [`CliError::Failed`] naming the file when it cannot be read, has no recorded topology or no
+/// podq row of a simulated workload; what `--calibrate` and the simulation report.
+pub(crate) fn run(
+    path: &Path,
+    calibrate: Option<&Path>,
+    settings: &Settings,
+) -> Result<(), CliError> {
+    let file = path.display().to_string();
+    let fail = |what: &str| CliError::Failed(format!("--against {file}: {what}"));
+    let text =
+        std::fs::read_to_string(path).map_err(|err| fail(&format!("cannot read it: {err}")))?;
+    let report: Value = serde_json::from_str(&text).map_err(|err| {
+        fail(&format!(
+            "not JSON ({err}); give the output of podq bench --json"
+        ))
+    })?;
+    let description = report["machine"]["topology"]["description"]
+        .as_str()
+        .ok_or_else(|| {
+            fail("no machine.topology.description; record the run with this podq's bench --json")
+        })?;
+    let model = report["machine"]["model"].as_str().unwrap_or("unknown CPU");
+    let (family, why) = family_of(model);
+    let topology = Topology::from_machine(description).map_err(|err| {
+        fail(&format!(
+            "its topology '{description}' cannot be rebuilt: {err}"
+        ))
+    })?;
+    let machine = SimMachine::new(topology, family);
+    let mut notes = Vec::new();
+    if let Some(recorded) = report["machine"]["topology"]["pods"].as_object() {
+        for scope in AffinityScope::ALL {
+            let rebuilt = Pods::new(machine.topology(), scope, 8).map_or(0, |p| p.pods().len());
+            if let Some(n) = recorded.get(scope.name()).and_then(Value::as_u64) {
+                if n as usize != rebuilt {
+                    notes.push(format!(
+                        "{}: {n} pods recorded, {rebuilt} rebuilt (the layout is irregular)",
+                        scope.name()
+                    ));
+                }
+            }
+        }
+    }
+    let mut profile = Profile::podq();
+    let calibration = match calibrate {
+        Some(other) => Some(super::calibrate::fit(
+            other,
+            &machine,
+            &mut profile,
+            ShardRule::Cores,
+        )?),
+        None => None,
+    };
+    let work_ns = report["settings"]["work_ns"].as_u64();
+    let mut scenarios = Vec::new();
+    let mut measured = Vec::new();
+    for row in report["results"].as_array().into_iter().flatten() {
+        if row["system"] != "podq" {
+            continue;
+        }
+        let workload = match row["workload"].as_str() {
+            Some("queue") => Workload::Queue,
+            Some("flood") => Workload::Flood,
+            Some("skew") => Workload::Skew,
+            Some("fanout") => Workload::Fanout,
+            Some("rpc") => Workload::Rpc,
+            _ => continue,
+        };
+        let (Some(scope), Some(threads), Some(items), Some(median)) = (
+            row["scope"]
+                .as_str()
+                .and_then(|s| s.parse::<AffinityScope>().ok()),
+            row["threads"].as_u64(),
+            row["items_per_thread"].as_u64(),
+            row["items_per_sec"].as_f64(),
+        ) else {
+            continue;
+        };
+        if threads == 0 || threads as usize > machine.len() || items == 0 {
+            continue;
+        }
+        scenarios.push(Scenario {
+            workload,
+            scope,
+            shard_size: row["shard_size"].as_u64().unwrap_or(8) as usize,
+            shard_rule: ShardRule::Cores,
+            threads: threads as usize,
+            items: items.min(MAX_ITEMS),
+            work_ns: row["work_ns"]
+                .as_u64()
+                .or(work_ns)
+                .unwrap_or_else(|| workload.default_work_ns()),
+            seed: settings.seed,
+            pull: row["pull"].as_str() == Some("on"),
+            steer: false,
+            locality: Locality::default(),
+        });
+        measured.push((median, row["items_per_sec_max"].as_f64().unwrap_or(median)));
+    }
+    if scenarios.is_empty() {
+        return Err(fail(
+            "no podq row of the queue, flood, skew, fanout or rpc workload to predict",
+        ));
+    }
+    let outcomes = super::simulate_all(&machine, &profile, &scenarios)?;
+    let ranges = match settings.uncertainty {
+        Some(percent) => {
+            let spread = podq_sim::uncertainty::spread(
+                &machine,
+                &profile,
+                &scenarios,
+                percent,
+                settings.seed,
+            )
+            .map_err(super::sim_error)?;
+            outcomes
+                .iter()
+                .enumerate()
+                .map(|(i, o)| Some(spread.range_of(i, o.items_per_sec)))
+                .collect()
+        }
+        None => vec![None; outcomes.len()],
+    };
+    let rows: Vec<Compared> = scenarios
+        .iter()
+        .zip(&outcomes)
+        .zip(ranges)
+        .zip(&measured)
+        .map(|(((s, o), range), &(median, best))| Compared {
+            scenario: *s,
+            predicted: o.items_per_sec,
+            range,
+            median,
+            best,
+        })
+        .collect();
+    let basis = match &calibration {
+        Some(c) => format!("podq's costs fitted on {}", c.file),
+        None => "podq's mechanisms with the kernel profile's costs (no --calibrate)".to_owned(),
+    };
+    let out = if settings.json {
+        let cells: Vec<Value> = rows
+            .iter()
+            .map(|r| {
+                json!({
+                    "workload": r.scenario.workload.name(),
+                    "scope": r.scenario.scope.name(),
+                    "shard_size": r.scenario.shard_size,
+                    "pull": if r.scenario.pull { "on" } else { "off" },
+                    "predicted_items_per_sec": r.predicted.round() as u64,
+                    "predicted_min": r.range.map(|x| x.0.round() as u64),
+                    "predicted_max": r.range.map(|x| x.1.round() as u64),
+                    "measured_items_per_sec": r.median.round() as u64,
+                    "measured_max": r.best.round() as u64,
+                    "error": r.predicted / r.median - 1.0,
+                    "error_against_best": r.predicted / r.best - 1.0,
+                })
+            })
+            .collect();
+        let value = json!({
+            "against": file,
+            "description": description,
+            "model": model,
+            "family": family,
+            "family_reason": why,
+            "costs": basis,
+            "notes": notes,
+            "cells": cells,
+        });
+        let mut text = serde_json::to_string_pretty(&value)
+            .map_err(|err| CliError::Failed(format!("cannot write the JSON report: {err}")))?;
+        text.push('\n');
+        text
+    } else {
+        let mut out = format!(
+            "against {file}: {model}, rebuilt as {description}; platform of {family} ({why}): \
+             {}\n",
+            machine.platform_source()
+        );
+        out.push_str(&format!("costs: {basis}\n"));
+        for note in &notes {
+            out.push_str(&format!("note: {note}\n"));
+        }
+        if let Some(c) = &calibration {
+            out.push_str(&c.text());
+        }
+        out.push_str(&format!(
+            "{:<8} {:<22} {:>10} {:>23} {:>10} {:>10} {:>7} {:>7}\n",
+            "workload", "scope", "predicted", "range", "measured", "best", "error", "vs best"
+        ));
+        for r in &rows {
+            let s = &r.scenario;
+            let label = format!(
+                "{}{} pull={}",
+                s.scope.name(),
+                if s.scope == AffinityScope::CacheShard {
+                    format!("/{}", s.shard_size)
+                } else {
+                    String::new()
+                },
+                if s.pull { "on" } else { "off" }
+            );
+            let range = r
+                .range
+                .map_or("-".to_owned(), |(lo, hi)| format!("{lo:.0}-{hi:.0}"));
+            out.push_str(&format!(
+                "{:<8} {:<22} {:>10.0} {:>23} {:>10.0} {:>10.0} {:>+6.1}% {:>+6.1}%\n",
+                s.workload.name(),
+                label,
+                r.predicted,
+                range,
+                r.median,
+                r.best,
+                100.0 * (r.predicted / r.median - 1.0),
+                100.0 * (r.predicted / r.best - 1.0)
+            ));
+        }
+        out
+    };
+    crate::output::print(&out)
+}

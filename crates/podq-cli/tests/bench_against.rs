@@ -1,0 +1,54 @@
+//! `podq bench --json` records the machine's layout (`machine.topology`) and `podq sim
+//! --against` rebuilds it from that record: the same pods per scope, and one prediction per
+//! measured podq row beside its measurement.
+
+mod cli_support;
+
+use cli_support::{podq_json, podq_ok};
+
+#[test]
+fn a_bench_report_rebuilds_in_the_simulator_with_its_pods() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bench.json");
+    let bench = podq_ok(&[
+        "bench",
+        "--items",
+        "100",
+        "--runs",
+        "1",
+        "--workload",
+        "flood",
+        "--json",
+    ]);
+    std::fs::write(&path, &bench).unwrap();
+    let report: serde_json::Value = serde_json::from_str(&bench).unwrap();
+    let topology = &report["machine"]["topology"];
+    let description = topology["description"].as_str().expect("a description");
+    assert!(description.starts_with("sockets="), "{topology}");
+    assert!(topology["smt"].as_u64().unwrap() >= 1, "{topology}");
+    let pods = topology["pods"].as_object().unwrap();
+    assert_eq!(pods.len(), 6, "{topology}");
+    assert_eq!(
+        pods["cpu"].as_u64().unwrap(),
+        report["machine"]["cpus"].as_u64().unwrap(),
+        "{topology}"
+    );
+    let podq_rows = report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["system"] == "podq")
+        .count();
+    let against = podq_json(&[
+        "sim",
+        "--against",
+        path.to_str().unwrap(),
+        "--uncertainty",
+        "0",
+        "--json",
+    ]);
+    assert_eq!(against["description"], description);
+    let notes = against["notes"].as_array().unwrap();
+    assert!(notes.is_empty(), "the rebuild forms other pods: {notes:?}");
+    assert_eq!(against["cells"].as_array().unwrap().len(), podq_rows);
+}
