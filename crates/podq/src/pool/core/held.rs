@@ -1,0 +1,324 @@
+//! Held items, the core's side (L1-L7 of `pool/README.md`): each worker's **held slot**, where
+//! a worker keeps the newest task that its running task queued to this pool and runs it as soon
+//! as that task ends, and the ways another worker, the stall watchdog, cancel and a
+//! re-formation take a held task instead. The decisions are `policy::held`'s.
+//!
+//! A slot is a lock around one task (a leaf lock: taken alone or under the head lock) and a
+//! word beside it, `puts << 1 | FULL`, which the lock's holder writes and anyone reads without
+//! the lock: whether the slot holds a task, and how many tasks its worker ever put there, so
+//! that two looks some time apart tell whether the same task was held throughout
+//! (`policy::held::taken_over`).
+
+use crate::policy::held as policy;
+use crate::sync::atomic::{after_seqcst_rmw, AtomicBool, AtomicU64, Ordering};
+use crate::sync::{CachePadded, Mutex};
+
+use super::{Core, WorkerSlot};
+
+/// The bit of a slot's word that says it holds a task; the rest counts the puts.
+const FULL: u64 = 1;
+
+/// What a word says: `Some(puts)` when the slot holds a task, `None` when it is empty.
+#[inline]
+fn held_puts(word: u64) -> Option<u64> {
+    (word & FULL != 0).then_some(word >> 1)
+}
+
+/// One worker's held slot, on lines of its own.
+#[derive(Debug)]
+pub(crate) struct HeldSlot<T> {
+    /// The held task. Its owner puts and takes; anyone else only takes.
+    item: Mutex<Option<T>>,
+    /// A: `puts << 1 | FULL`, written under `item`'s lock whenever it changes; read without it
+    /// as a hint (a taker locks and reads it again). A put stores it `SeqCst`: the put's half
+    /// of the pair with the watchdog's look (L2, L6).
+    word: AtomicU64,
+    /// A: whether a worker owns the slot (L1, L7). Only that worker puts.
+    owned: AtomicBool,
+    /// A: the word at the watchdog's last look (L6); only the watchdog writes it. Relaxed.
+    looked: AtomicU64,
+    /// A: held tasks their holder ran (L3); only the owner writes it. Relaxed: a statistic.
+    ran: AtomicU64,
+    /// A: tasks the owner ran to the end while it ran held ones (`WorkerSlot::ran`, moved here
+    /// so that the pool's `executed` does not wait for the owner's next look at the head).
+    /// Only the owner writes it. Relaxed: a statistic.
+    executed: AtomicU64,
+    /// A: held tasks another worker or the watchdog took (L5, L6). Relaxed: a statistic.
+    taken: AtomicU64,
+}
+
+impl<T> HeldSlot<T> {
+    fn new() -> Self {
+        Self {
+            item: Mutex::new(None),
+            word: AtomicU64::new(0),
+            owned: AtomicBool::new(false),
+            looked: AtomicU64::new(0),
+            ran: AtomicU64::new(0),
+            executed: AtomicU64::new(0),
+            taken: AtomicU64::new(0),
+        }
+    }
+
+    /// Takes the held task if the slot's word says `expect` (`None`: whatever it holds).
+    fn take_if(&self, expect: Option<Option<u64>>) -> Option<T> {
+        let mut item = self.item.lock();
+        let word = self.word.load(Ordering::Relaxed);
+        if expect.is_some_and(|expect| held_puts(word) != expect) {
+            return None;
+        }
+        let taken = item.take()?;
+        self.word.store(word & !FULL, Ordering::Relaxed);
+        Some(taken)
+    }
+
+    /// Bumps a counter that only one thread writes, without a locked instruction.
+    #[inline]
+    fn add(counter: &AtomicU64, n: u64) {
+        counter.store(counter.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+    }
+}
+
+/// The held slots of a pool: one per worker up to the pool's eager size (workers past it, which
+/// the watchdog adds for blocked ones, hold nothing), and whether the watchdog watches them.
+#[derive(Debug)]
+pub(crate) struct Held<T> {
+    /// I: the slots.
+    slots: Box<[CachePadded<HeldSlot<T>>]>,
+    /// A: whether the watchdog watches the slots (L2, L6): set by the put or the look that
+    /// registers the one watch, cleared by a look before it reads the slots.
+    watched: CachePadded<AtomicBool>,
+}
+
+impl<T> Held<T> {
+    /// `slots` empty slots, nobody watching.
+    pub(super) fn new(slots: usize) -> Self {
+        Self {
+            slots: (0..slots).map(|_| CachePadded::new(HeldSlot::new())).collect(),
+            watched: CachePadded::new(AtomicBool::new(false)),
+        }
+    }
+}
+
+/// A worker's side of holding: its slot and its count of held tasks run in a row.
+#[derive(Debug, Default)]
+pub(crate) struct Holder {
+    /// The slot this worker owns, if it got one (L1).
+    index: Option<usize>,
+    /// Held tasks run in a row since the worker last took one from the queue (L3).
+    in_a_row: u32,
+    /// What each slot's word said when this worker began to spin (L4).
+    seen: Vec<Option<u64>>,
+}
+
+/// What [`Core::hold`] did.
+#[derive(Debug)]
+pub(crate) struct Hold<T> {
+    /// The task the slot held before, which the caller pushes as any other (L2).
+    pub(crate) before: Option<T>,
+    /// Whether the caller must have the watchdog watch the held slots (L2).
+    pub(crate) watch: bool,
+}
+
+/// What the watchdog's look at the held slots found (L6).
+#[derive(Debug)]
+pub(crate) struct HeldLook<T> {
+    /// Tasks held since the last look, now taken: the caller pushes each as any other.
+    pub(crate) taken: Vec<T>,
+    /// Whether this watch goes on: tasks are still held, and no put registered another.
+    pub(crate) keep: bool,
+}
+
+/// The held slots' counts, for the pool's statistics.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct HeldCounts {
+    /// Slots holding a task now.
+    pub(crate) held: usize,
+    /// Held tasks their holder ran.
+    pub(crate) ran: u64,
+    /// Tasks run to the end by holders, counted in the slots (see `HeldSlot::executed`).
+    pub(crate) executed: u64,
+    /// Held tasks another worker or the watchdog took.
+    pub(crate) taken: u64,
+}
+
+impl<T> Core<T> {
+    /// (L1) A worker that starts claims a free held slot, if one is left.
+    pub(crate) fn claim_held(&self, slot: &mut WorkerSlot) -> Option<usize> {
+        let index = self.held.slots.iter().position(|s| {
+            s.owned
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+        })?;
+        slot.holder.index = Some(index);
+        Some(index)
+    }
+
+    /// (L7) A worker that exits gives its slot back, with the task still held, if any (none
+    /// when it leaves from [`Core::next`], which runs it first): the caller pushes it.
+    pub(crate) fn release_held(&self, index: usize) -> Option<T> {
+        let slot = &self.held.slots[index];
+        let left = slot.take_if(None);
+        slot.owned.store(false, Ordering::Release);
+        left
+    }
+
+    /// (L2) The worker that owns slot `index` holds `item`, queued by the task it runs: the
+    /// task the slot held before comes back for the caller to push. Then, after the put's
+    /// `SeqCst` store, reads whether the watchdog watches, and registers the watch if nobody
+    /// does (the pair with L6's look).
+    pub(crate) fn hold(&self, index: usize, item: T) -> Hold<T> {
+        let slot = &self.held.slots[index];
+        let mut held = slot.item.lock();
+        let before = held.replace(item);
+        let puts = (slot.word.load(Ordering::Relaxed) >> 1) + 1;
+        slot.word.swap(puts << 1 | FULL, Ordering::SeqCst);
+        drop(held);
+        after_seqcst_rmw();
+        let watched = &self.held.watched;
+        let watch =
+            !watched.load(Ordering::SeqCst) && !watched.swap(true, Ordering::Relaxed);
+        Hold { before, watch }
+    }
+
+    /// (L3) The worker, back from a task, takes its held task, unless it has run
+    /// `policy::held::MAX_IN_A_ROW` in a row and tasks wait in the queue: then the held task
+    /// goes to the back of the lane of the worker's CPU (`lane_here`) as P2w does, and the
+    /// worker goes on to W2.
+    pub(super) fn take_held(&self, slot: &mut WorkerSlot, lane_here: impl Fn() -> usize) -> Option<T> {
+        let index = slot.holder.index?;
+        let held = &self.held.slots[index];
+        // Only this worker puts, so an empty word is the truth; a full one is checked again
+        // under the lock.
+        if held.word.load(Ordering::Relaxed) & FULL == 0 {
+            slot.holder.in_a_row = 0;
+            return None;
+        }
+        let in_a_row = slot.holder.in_a_row;
+        let look = policy::must_look(in_a_row);
+        let others_wait = look && self.others_wait();
+        let Some(item) = held.take_if(None) else {
+            slot.holder.in_a_row = 0;
+            return None;
+        };
+        if policy::runs_held(in_a_row, others_wait) {
+            slot.holder.in_a_row = if look { 0 } else { in_a_row + 1 };
+            HeldSlot::<T>::add(&held.ran, 1);
+            HeldSlot::<T>::add(&held.executed, std::mem::take(&mut slot.ran));
+            return Some(item);
+        }
+        slot.holder.in_a_row = 0;
+        self.push_for_self(lane_here(), item);
+        None
+    }
+
+    /// Whether tasks wait in the queue: in a lane, or in the head (assumed so when another
+    /// worker holds the head lock).
+    fn others_wait(&self) -> bool {
+        self.lanes_len() > 0
+            || self
+                .head
+                .try_lock()
+                .map_or(true, |head| self.in_head(&head) > 0)
+    }
+
+    /// (L4) A worker about to spin notes what every slot holds.
+    pub(super) fn mark_held(&self, slot: &mut WorkerSlot) {
+        let seen = &mut slot.holder.seen;
+        seen.clear();
+        seen.extend(
+            self.held
+                .slots
+                .iter()
+                .map(|s| held_puts(s.word.load(Ordering::Relaxed))),
+        );
+    }
+
+    /// (L5) Back from spinning with nothing to do: takes a task that another worker held
+    /// throughout the spin (its holder ran on, or blocked).
+    pub(super) fn take_over_held(&self, slot: &mut WorkerSlot) -> Option<T> {
+        let own = slot.holder.index;
+        let seen = std::mem::take(&mut slot.holder.seen);
+        let found = self.held.slots.iter().enumerate().find_map(|(i, held)| {
+            let then = *seen.get(i)?;
+            let now = held_puts(held.word.load(Ordering::Relaxed));
+            if own == Some(i) || !policy::taken_over(then, now) {
+                return None;
+            }
+            let item = held.take_if(Some(now))?;
+            held.taken.fetch_add(1, Ordering::Relaxed);
+            Some(item)
+        });
+        slot.holder.seen = seen;
+        found
+    }
+
+    /// (L6) The watchdog's look: clears `watched`, then (after the `SeqCst` pair with L2)
+    /// reads every slot; takes the tasks held since its last look (the caller pushes them),
+    /// and goes on watching while tasks are held, unless a put registered another watch
+    /// meanwhile.
+    pub(crate) fn look_held(&self) -> HeldLook<T> {
+        self.held.watched.swap(false, Ordering::SeqCst);
+        after_seqcst_rmw();
+        let mut taken = Vec::new();
+        let mut still = false;
+        for held in self.held.slots.iter() {
+            let word = held.word.load(Ordering::SeqCst);
+            let then = held_puts(held.looked.swap(word, Ordering::Relaxed));
+            let now = held_puts(word);
+            if policy::taken_over(then, now) {
+                if let Some(item) = held.take_if(Some(now)) {
+                    held.taken.fetch_add(1, Ordering::Relaxed);
+                    taken.push(item);
+                    continue;
+                }
+            }
+            still |= now.is_some();
+        }
+        let keep = still && !self.held.watched.swap(true, Ordering::Relaxed);
+        HeldLook { taken, keep }
+    }
+
+    /// Takes out a held task for which `matches` is true (cancel, after the queue).
+    pub(super) fn remove_held_if(&self, mut matches: impl FnMut(&T) -> bool) -> Option<T> {
+        self.held
+            .slots
+            .iter()
+            .find_map(|held| Self::remove_held_if_in(held, &mut matches))
+    }
+
+    /// Takes out every held task for which `matches` is true (a re-formation, after the
+    /// queue).
+    pub(super) fn take_all_held_if(&self, mut matches: impl FnMut(&T) -> bool, out: &mut Vec<T>) {
+        out.extend(
+            self.held
+                .slots
+                .iter()
+                .filter_map(|held| Self::remove_held_if_in(held, &mut matches)),
+        );
+    }
+
+    /// Takes `held`'s task out if `matches` is true for it.
+    fn remove_held_if_in(held: &HeldSlot<T>, matches: &mut impl FnMut(&T) -> bool) -> Option<T> {
+        let mut item = held.item.lock();
+        if !item.as_ref().is_some_and(|t| matches(t)) {
+            return None;
+        }
+        let word = held.word.load(Ordering::Relaxed);
+        held.word.store(word & !FULL, Ordering::Relaxed);
+        item.take()
+    }
+
+    /// The held slots' counts now.
+    pub(super) fn held_counts(&self) -> HeldCounts {
+        self.held
+            .slots
+            .iter()
+            .fold(HeldCounts::default(), |counts, held| HeldCounts {
+                held: counts.held + usize::from(held.word.load(Ordering::Relaxed) & FULL != 0),
+                ran: counts.ran + held.ran.load(Ordering::Relaxed),
+                executed: counts.executed + held.executed.load(Ordering::Relaxed),
+                taken: counts.taken + held.taken.load(Ordering::Relaxed),
+            })
+    }
+}
