@@ -8,7 +8,9 @@ fn args(extra: &[(&str, &str)]) -> BenchArgs {
         scopes: None,
         peers: None,
         threads: None,
-        items: DEFAULT_ITEMS.to_string(),
+        items: None,
+        depth: None,
+        yields: None,
         runs: "1".into(),
         work_ns: None,
         block_every: None,
@@ -29,7 +31,9 @@ fn args(extra: &[(&str, &str)]) -> BenchArgs {
             "scopes" => args.scopes = Some(value),
             "peers" => args.peers = Some(value),
             "threads" => args.threads = Some(value),
-            "items" => args.items = value,
+            "items" => args.items = Some(value),
+            "depth" => args.depth = Some(value),
+            "yields" => args.yields = Some(value),
             "runs" => args.runs = value,
             "work-ns" => args.work_ns = Some(value),
             "block-every" => args.block_every = Some(value),
@@ -83,7 +87,7 @@ fn defaults_measure_every_scope_in_kernel_order_then_every_peer() {
     );
     assert_eq!(settings.producer_cpus, vec![0, 1, 4, 5]);
     assert_eq!(settings.peer_workers, 4);
-    assert_eq!(settings.items, DEFAULT_ITEMS);
+    assert_eq!(settings.items(Workload::Queue), DEFAULT_ITEMS);
     assert_eq!(settings.workloads, vec![Workload::Queue]);
     assert!(!settings.sweeping);
     assert_eq!(settings.pulls, [true]);
