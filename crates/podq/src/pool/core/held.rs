@@ -3,39 +3,29 @@
 //! as that task ends, and the ways another worker, the stall watchdog, cancel and a
 //! re-formation take a held task instead. The decisions are `policy::held`'s.
 //!
-//! A slot is a lock around one task (a leaf lock: taken alone or under the head lock) and a
-//! word beside it, `puts << 1 | FULL`, which the lock's holder writes and anyone reads without
-//! the lock: whether the slot holds a task, and how many tasks its worker ever put there, so
-//! that two looks some time apart tell whether the same task was held throughout
-//! (`policy::held::taken_over`).
+//! A slot's task sits in a [`HeldCell`] (`queue/held_slot.rs`): a state word and a cell, no
+//! lock. Its word also counts its worker's puts, so that two looks some time apart tell
+//! whether the same task was held throughout (`policy::held::taken_over`).
 
 use crate::policy::held as policy;
 use crate::sync::atomic::{after_seqcst_rmw, AtomicBool, AtomicU64, Ordering};
-use crate::sync::{CachePadded, Mutex};
+use crate::sync::CachePadded;
 
+use super::queue::held_slot::HeldCell;
 use super::{Core, WorkerSlot};
 
-/// The bit of a slot's word that says it holds a task; the rest counts the puts.
-const FULL: u64 = 1;
-
-/// What a word says: `Some(puts)` when the slot holds a task, `None` when it is empty.
-#[inline]
-fn held_puts(word: u64) -> Option<u64> {
-    (word & FULL != 0).then_some(word >> 1)
-}
+/// The word the watchdog keeps of an empty slot in `HeldSlot::looked`.
+const NOTHING: u64 = u64::MAX;
 
 /// One worker's held slot, on lines of its own.
 #[derive(Debug)]
 pub(crate) struct HeldSlot<T> {
     /// The held task. Its owner puts and takes; anyone else only takes.
-    item: Mutex<Option<T>>,
-    /// A: `puts << 1 | FULL`, written under `item`'s lock whenever it changes; read without it
-    /// as a hint (a taker locks and reads it again). A put stores it `SeqCst`: the put's half
-    /// of the pair with the watchdog's look (L2, L6).
-    word: AtomicU64,
+    cell: HeldCell<T>,
     /// A: whether a worker owns the slot (L1, L7). Only that worker puts.
     owned: AtomicBool,
-    /// A: the word at the watchdog's last look (L6); only the watchdog writes it. Relaxed.
+    /// A: the puts the watchdog saw held at its last look ([`NOTHING`]: none) (L6); only the
+    /// watchdog writes it. Relaxed.
     looked: AtomicU64,
     /// A: held tasks their holder ran (L3); only the owner writes it. Relaxed: a statistic.
     ran: AtomicU64,
@@ -50,32 +40,26 @@ pub(crate) struct HeldSlot<T> {
 impl<T> HeldSlot<T> {
     fn new() -> Self {
         Self {
-            item: Mutex::new(None),
-            word: AtomicU64::new(0),
+            cell: HeldCell::new(),
             owned: AtomicBool::new(false),
-            looked: AtomicU64::new(0),
+            looked: AtomicU64::new(NOTHING),
             ran: AtomicU64::new(0),
             executed: AtomicU64::new(0),
             taken: AtomicU64::new(0),
         }
     }
 
-    /// Takes the held task if the slot's word says `expect` (`None`: whatever it holds).
-    fn take_if(&self, expect: Option<Option<u64>>) -> Option<T> {
-        let mut item = self.item.lock();
-        let word = self.word.load(Ordering::Relaxed);
-        if expect.is_some_and(|expect| held_puts(word) != expect) {
-            return None;
-        }
-        let taken = item.take()?;
-        self.word.store(word & !FULL, Ordering::Relaxed);
-        Some(taken)
-    }
-
     /// Bumps a counter that only one thread writes, without a locked instruction.
     #[inline]
     fn add(counter: &AtomicU64, n: u64) {
         counter.store(counter.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+    }
+
+    /// Takes the held task if it is still the `puts`-th, counting it as taken from its holder.
+    fn take_over(&self, puts: u64) -> Option<T> {
+        let task = self.cell.take_seen(puts)?;
+        self.taken.fetch_add(1, Ordering::Relaxed);
+        Some(task)
     }
 }
 
@@ -158,7 +142,7 @@ impl<T> Core<T> {
     /// when it leaves from [`Core::next`], which runs it first): the caller pushes it.
     pub(crate) fn release_held(&self, index: usize) -> Option<T> {
         let slot = &self.held.slots[index];
-        let left = slot.take_if(None);
+        let left = slot.cell.take_own();
         slot.owned.store(false, Ordering::Release);
         left
     }
@@ -168,12 +152,7 @@ impl<T> Core<T> {
     /// `SeqCst` store, reads whether the watchdog watches, and registers the watch if nobody
     /// does (the pair with L6's look).
     pub(crate) fn hold(&self, index: usize, item: T) -> Hold<T> {
-        let slot = &self.held.slots[index];
-        let mut held = slot.item.lock();
-        let before = held.replace(item);
-        let puts = (slot.word.load(Ordering::Relaxed) >> 1) + 1;
-        slot.word.swap(puts << 1 | FULL, Ordering::SeqCst);
-        drop(held);
+        let before = self.held.slots[index].cell.put(item);
         after_seqcst_rmw();
         let watched = &self.held.watched;
         let watch =
@@ -188,16 +167,15 @@ impl<T> Core<T> {
     pub(super) fn take_held(&self, slot: &mut WorkerSlot, lane_here: impl Fn() -> usize) -> Option<T> {
         let index = slot.holder.index?;
         let held = &self.held.slots[index];
-        // Only this worker puts, so an empty word is the truth; a full one is checked again
-        // under the lock.
-        if held.word.load(Ordering::Relaxed) & FULL == 0 {
+        // Only this worker puts, so an empty slot stays empty.
+        if held.cell.held().is_none() {
             slot.holder.in_a_row = 0;
             return None;
         }
         let in_a_row = slot.holder.in_a_row;
         let look = policy::must_look(in_a_row);
         let others_wait = look && self.others_wait();
-        let Some(item) = held.take_if(None) else {
+        let Some(item) = held.cell.take_own() else {
             slot.holder.in_a_row = 0;
             return None;
         };
@@ -230,7 +208,7 @@ impl<T> Core<T> {
             self.held
                 .slots
                 .iter()
-                .map(|s| held_puts(s.word.load(Ordering::Relaxed))),
+                .map(|s| s.cell.held()),
         );
     }
 
@@ -241,13 +219,11 @@ impl<T> Core<T> {
         let seen = std::mem::take(&mut slot.holder.seen);
         let found = self.held.slots.iter().enumerate().find_map(|(i, held)| {
             let then = *seen.get(i)?;
-            let now = held_puts(held.word.load(Ordering::Relaxed));
+            let now = held.cell.held();
             if own == Some(i) || !policy::taken_over(then, now) {
                 return None;
             }
-            let item = held.take_if(Some(now))?;
-            held.taken.fetch_add(1, Ordering::Relaxed);
-            Some(item)
+            held.take_over(now?)
         });
         slot.holder.seen = seen;
         found
@@ -263,12 +239,11 @@ impl<T> Core<T> {
         let mut taken = Vec::new();
         let mut still = false;
         for held in self.held.slots.iter() {
-            let word = held.word.load(Ordering::SeqCst);
-            let then = held_puts(held.looked.swap(word, Ordering::Relaxed));
-            let now = held_puts(word);
+            let now = held.cell.held_seqcst();
+            let looked = held.looked.swap(now.unwrap_or(NOTHING), Ordering::Relaxed);
+            let then = (looked != NOTHING).then_some(looked);
             if policy::taken_over(then, now) {
-                if let Some(item) = held.take_if(Some(now)) {
-                    held.taken.fetch_add(1, Ordering::Relaxed);
+                if let Some(item) = now.and_then(|puts| held.take_over(puts)) {
                     taken.push(item);
                     continue;
                 }
@@ -284,7 +259,7 @@ impl<T> Core<T> {
         self.held
             .slots
             .iter()
-            .find_map(|held| Self::remove_held_if_in(held, &mut matches))
+            .find_map(|held| held.cell.take_if(&mut matches))
     }
 
     /// Takes out every held task for which `matches` is true (a re-formation, after the
@@ -294,19 +269,8 @@ impl<T> Core<T> {
             self.held
                 .slots
                 .iter()
-                .filter_map(|held| Self::remove_held_if_in(held, &mut matches)),
+                .filter_map(|held| held.cell.take_if(&mut matches)),
         );
-    }
-
-    /// Takes `held`'s task out if `matches` is true for it.
-    fn remove_held_if_in(held: &HeldSlot<T>, matches: &mut impl FnMut(&T) -> bool) -> Option<T> {
-        let mut item = held.item.lock();
-        if !item.as_ref().is_some_and(|t| matches(t)) {
-            return None;
-        }
-        let word = held.word.load(Ordering::Relaxed);
-        held.word.store(word & !FULL, Ordering::Relaxed);
-        item.take()
     }
 
     /// The held slots' counts now.
@@ -315,7 +279,7 @@ impl<T> Core<T> {
             .slots
             .iter()
             .fold(HeldCounts::default(), |counts, held| HeldCounts {
-                held: counts.held + usize::from(held.word.load(Ordering::Relaxed) & FULL != 0),
+                held: counts.held + usize::from(held.cell.held().is_some()),
                 ran: counts.ran + held.ran.load(Ordering::Relaxed),
                 executed: counts.executed + held.executed.load(Ordering::Relaxed),
                 taken: counts.taken + held.taken.load(Ordering::Relaxed),

@@ -13,6 +13,7 @@
 //! atomic operation.
 
 pub(crate) mod chain;
+pub(crate) mod held_slot;
 pub(crate) mod lane_lock;
 pub(crate) mod mailbox;
 
