@@ -48,7 +48,7 @@ pub struct PoolStats {
     /// count moves).
     pub executed: u64,
     /// Work items that a running item queued to this pool and its worker then ran itself,
-    /// right after the item that queued them ("held" items: `pool/README.md`, L1-L7).
+    /// right after the item that queued them ("held" items: `pool/README.md`, H1-H7).
     pub ran_by_queuer: u64,
     /// Held items that another worker of the pool, or the stall watchdog, took from the worker
     /// that held them because it ran on or blocked.

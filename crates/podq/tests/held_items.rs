@@ -1,4 +1,4 @@
-//! Items queued by a running item to its own pool are held by that item's worker (L1-L7 of
+//! Items queued by a running item to its own pool are held by that item's worker (H1-H7 of
 //! `pool/README.md`): the worker runs them itself, yet nothing waits on a worker that runs on
 //! or blocks, and every workqueue guarantee holds for them.
 

@@ -1,4 +1,4 @@
-//! Held items (steps L1-L7 of `src/pool/README.md`): when a worker runs the item that its own
+//! Held items (steps H1-H7 of `src/pool/README.md`): when a worker runs the item that its own
 //! running item queued (its **held** item) itself, and when another worker takes it instead.
 //!
 //! A worker holds the newest item that its running item queued to the same pool, and runs it
@@ -22,13 +22,13 @@
 pub const MAX_IN_A_ROW: u32 = 3;
 
 /// Whether a worker that has run `in_a_row` held items in a row must first look at its pool's
-/// queue before it runs its held item (L3): true from [`MAX_IN_A_ROW`] on.
+/// queue before it runs its held item (H3): true from [`MAX_IN_A_ROW`] on.
 #[must_use]
 pub fn must_look(in_a_row: u32) -> bool {
     in_a_row >= MAX_IN_A_ROW
 }
 
-/// Whether a worker runs its held item next (L3), having run `in_a_row` held items in a row;
+/// Whether a worker runs its held item next (H3), having run `in_a_row` held items in a row;
 /// `others_wait`: whether tasks wait in the pool's queue, as looked at when [`must_look`] says
 /// so (ignored otherwise). When this says no, the held item goes to the back of the queue and
 /// the worker takes the queue's oldest task.
@@ -37,7 +37,7 @@ pub fn runs_held(in_a_row: u32, others_wait: bool) -> bool {
     !must_look(in_a_row) || !others_wait
 }
 
-/// Whether a worker other than the holder takes a held item now (L5, L6): `then` is what an
+/// Whether a worker other than the holder takes a held item now (H5, H6): `then` is what an
 /// earlier look saw in the holder's slot, `now` what this look sees, each `Some(puts)` when it
 /// held an item (`puts`: items its holder had ever put there) or `None` when it was empty. The
 /// same item was held throughout exactly when both looks saw one with the same count: only the

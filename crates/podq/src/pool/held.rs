@@ -1,11 +1,11 @@
-//! Held items, the threads' side (L1-L7 of `pool/README.md`; the slots are `core/held.rs`):
+//! Held items, the threads' side (H1-H7 of `pool/README.md`; the slots are `core/held.rs`):
 //! which worker a push comes from, the push that a worker's running task makes to its own pool
 //! ([`Pool::push_held`]), and the stall watchdog's watch over the held slots.
 
 use std::cell::Cell;
 use std::sync::{OnceLock, Weak};
 
-use super::core::{Hold, WorkerSlot};
+use super::core::WorkerSlot;
 use super::set::PoolSet;
 use super::watchdog::{self, Checked, Watched};
 use super::{Pool, Runnable, Shared};
@@ -26,7 +26,7 @@ fn slot_of<T>(shared: &Arc<Shared<T>>) -> Option<usize> {
     (pool == Arc::as_ptr(shared) as usize).then_some(slot)
 }
 
-/// A worker's claim on a held slot, from its start to its exit (L1, L7).
+/// A worker's claim on a held slot, from its start to its exit (H1, H7).
 pub(super) struct Holding<'a, T: Runnable> {
     /// The worker's pool.
     shared: &'a Arc<Shared<T>>,
@@ -34,7 +34,7 @@ pub(super) struct Holding<'a, T: Runnable> {
     index: Option<usize>,
 }
 
-/// (L1) The calling worker of `shared` claims a held slot, if one is free, for its run loop.
+/// (H1) The calling worker of `shared` claims a held slot, if one is free, for its run loop.
 pub(super) fn enter<'a, T: Runnable>(
     shared: &'a Arc<Shared<T>>,
     slot: &mut WorkerSlot,
@@ -47,7 +47,7 @@ pub(super) fn enter<'a, T: Runnable>(
 }
 
 impl<T: Runnable> Drop for Holding<'_, T> {
-    /// (L7) The worker leaves: the slot is free again, and a task left in it is pushed.
+    /// (H7) The worker leaves: the slot is free again, and a task left in it is pushed.
     fn drop(&mut self) {
         if let Some(index) = self.index {
             HOLDER.with(|h| h.set((0, 0)));
@@ -61,18 +61,18 @@ impl<T: Runnable> Drop for Holding<'_, T> {
 impl<T: Runnable> Pool<T> {
     /// Queues `task` as [`Pool::push`] does, except on a worker of this pool that owns a held
     /// slot (the caller runs on it: a running task queues to its own pool): that worker holds
-    /// `task` and runs it when the running task ends (L2), and the task it held before is
+    /// `task` and runs it when the running task ends (H2), and the task it held before is
     /// pushed instead.
     #[inline]
     pub(crate) fn push_held(&self, task: T, at: usize, siblings: bool) -> Option<Level> {
         let Some(index) = slot_of(&self.shared) else {
             return self.push(task, at, siblings);
         };
-        let Hold { before, watch } = self.shared.core.hold(index, task);
-        if watch {
+        let held = self.shared.core.hold(index, task);
+        if held.watch {
             watch_held(&self.shared);
         }
-        self.push(before?, at, siblings)
+        self.push(held.before?, at, siblings)
     }
 }
 
@@ -87,7 +87,7 @@ impl<T: Runnable> PoolSet<T> {
     }
 }
 
-/// (L6) Pushes a task taken out of a held slot as a push from the calling thread would, and
+/// (H6) Pushes a task taken out of a held slot as a push from the calling thread would, and
 /// offers it to the pool's siblings when the push says so.
 fn release<T: Runnable>(shared: &Arc<Shared<T>>, task: T) {
     let group = shared.group.get().and_then(Weak::upgrade);
@@ -103,7 +103,7 @@ pub(super) struct HeldWatch<T> {
     pool: Weak<Shared<T>>,
 }
 
-/// (L2) Has the watchdog watch `shared`'s held slots.
+/// (H2) Has the watchdog watch `shared`'s held slots.
 fn watch_held<T: Runnable>(shared: &Arc<Shared<T>>) {
     let watch = shared.held_watch.get_or_init(|| {
         Arc::new(HeldWatch {
@@ -115,7 +115,7 @@ fn watch_held<T: Runnable>(shared: &Arc<Shared<T>>) {
 }
 
 impl<T: Runnable> Watched for HeldWatch<T> {
-    /// (L6) At every look of the watchdog: the tasks held since its last look are pushed.
+    /// (H6) At every look of the watchdog: the tasks held since its last look are pushed.
     fn check(self: Arc<Self>, _progress: bool) -> Checked {
         let Some(shared) = self.pool.upgrade() else {
             return Checked {

@@ -171,7 +171,7 @@ pub(crate) struct Shared<T> {
     /// The live workers by the CPU they were launched on, so that a pinned starter spreads
     /// them over the pod (`launch.rs`).
     launched: crate::launch::Launched,
-    /// The watchdog's watch over the held slots (L2, L6), made at its first use.
+    /// The watchdog's watch over the held slots (H2, H6), made at its first use.
     held_watch: held::WatchCell<T>,
 }
 

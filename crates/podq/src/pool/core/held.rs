@@ -1,4 +1,4 @@
-//! Held items, the core's side (L1-L7 of `pool/README.md`): each worker's **held slot**, where
+//! Held items, the core's side (H1-H7 of `pool/README.md`): each worker's **held slot**, where
 //! a worker keeps the newest task that its running task queued to this pool and runs it as soon
 //! as that task ends, and the ways another worker, the stall watchdog, cancel and a
 //! re-formation take a held task instead. The decisions are `policy::held`'s.
@@ -22,18 +22,18 @@ const NOTHING: u64 = u64::MAX;
 pub(crate) struct HeldSlot<T> {
     /// The held task. Its owner puts and takes; anyone else only takes.
     cell: HeldCell<T>,
-    /// A: whether a worker owns the slot (L1, L7). Only that worker puts.
+    /// A: whether a worker owns the slot (H1, H7). Only that worker puts.
     owned: AtomicBool,
-    /// A: the puts the watchdog saw held at its last look ([`NOTHING`]: none) (L6); only the
+    /// A: the puts the watchdog saw held at its last look ([`NOTHING`]: none) (H6); only the
     /// watchdog writes it. Relaxed.
     looked: AtomicU64,
-    /// A: held tasks their holder ran (L3); only the owner writes it. Relaxed: a statistic.
+    /// A: held tasks their holder ran (H3); only the owner writes it. Relaxed: a statistic.
     ran: AtomicU64,
     /// A: tasks the owner ran to the end while it ran held ones (`WorkerSlot::ran`, moved here
     /// so that the pool's `executed` does not wait for the owner's next look at the head).
     /// Only the owner writes it. Relaxed: a statistic.
     executed: AtomicU64,
-    /// A: held tasks another worker or the watchdog took (L5, L6). Relaxed: a statistic.
+    /// A: held tasks another worker or the watchdog took (H5, H6). Relaxed: a statistic.
     taken: AtomicU64,
 }
 
@@ -69,7 +69,7 @@ impl<T> HeldSlot<T> {
 pub(crate) struct Held<T> {
     /// I: the slots.
     slots: Box<[CachePadded<HeldSlot<T>>]>,
-    /// A: whether the watchdog watches the slots (L2, L6): set by the put or the look that
+    /// A: whether the watchdog watches the slots (H2, H6): set by the put or the look that
     /// registers the one watch, cleared by a look before it reads the slots.
     watched: CachePadded<AtomicBool>,
 }
@@ -87,24 +87,24 @@ impl<T> Held<T> {
 /// A worker's side of holding: its slot and its count of held tasks run in a row.
 #[derive(Debug, Default)]
 pub(crate) struct Holder {
-    /// The slot this worker owns, if it got one (L1).
+    /// The slot this worker owns, if it got one (H1).
     index: Option<usize>,
-    /// Held tasks run in a row since the worker last took one from the queue (L3).
+    /// Held tasks run in a row since the worker last took one from the queue (H3).
     in_a_row: u32,
-    /// What each slot's word said when this worker began to spin (L4).
+    /// What each slot's word said when this worker began to spin (H4).
     seen: Vec<Option<u64>>,
 }
 
 /// What [`Core::hold`] did.
 #[derive(Debug)]
 pub(crate) struct Hold<T> {
-    /// The task the slot held before, which the caller pushes as any other (L2).
+    /// The task the slot held before, which the caller pushes as any other (H2).
     pub(crate) before: Option<T>,
-    /// Whether the caller must have the watchdog watch the held slots (L2).
+    /// Whether the caller must have the watchdog watch the held slots (H2).
     pub(crate) watch: bool,
 }
 
-/// What the watchdog's look at the held slots found (L6).
+/// What the watchdog's look at the held slots found (H6).
 #[derive(Debug)]
 pub(crate) struct HeldLook<T> {
     /// Tasks held since the last look, now taken: the caller pushes each as any other.
@@ -127,7 +127,7 @@ pub(crate) struct HeldCounts {
 }
 
 impl<T> Core<T> {
-    /// (L1) A worker that starts claims a free held slot, if one is left.
+    /// (H1) A worker that starts claims a free held slot, if one is left.
     pub(crate) fn claim_held(&self, slot: &mut WorkerSlot) -> Option<usize> {
         let index = self.held.slots.iter().position(|s| {
             s.owned
@@ -138,7 +138,7 @@ impl<T> Core<T> {
         Some(index)
     }
 
-    /// (L7) A worker that exits gives its slot back, with the task still held, if any (none
+    /// (H7) A worker that exits gives its slot back, with the task still held, if any (none
     /// when it leaves from [`Core::next`], which runs it first): the caller pushes it.
     pub(crate) fn release_held(&self, index: usize) -> Option<T> {
         let slot = &self.held.slots[index];
@@ -147,10 +147,10 @@ impl<T> Core<T> {
         left
     }
 
-    /// (L2) The worker that owns slot `index` holds `item`, queued by the task it runs: the
+    /// (H2) The worker that owns slot `index` holds `item`, queued by the task it runs: the
     /// task the slot held before comes back for the caller to push. Then, after the put's
     /// `SeqCst` store, reads whether the watchdog watches, and registers the watch if nobody
-    /// does (the pair with L6's look).
+    /// does (the pair with H6's look).
     pub(crate) fn hold(&self, index: usize, item: T) -> Hold<T> {
         let before = self.held.slots[index].cell.put(item);
         after_seqcst_rmw();
@@ -160,7 +160,7 @@ impl<T> Core<T> {
         Hold { before, watch }
     }
 
-    /// (L3) The worker, back from a task, takes its held task, unless it has run
+    /// (H3) The worker, back from a task, takes its held task, unless it has run
     /// `policy::held::MAX_IN_A_ROW` in a row and tasks wait in the queue: then the held task
     /// goes to the back of the lane of the worker's CPU (`lane_here`) as P2w does, and the
     /// worker goes on to W2.
@@ -200,7 +200,7 @@ impl<T> Core<T> {
                 .map_or(true, |head| self.in_head(&head) > 0)
     }
 
-    /// (L4) A worker about to spin notes what every slot holds.
+    /// (H4) A worker about to spin notes what every slot holds.
     pub(super) fn mark_held(&self, slot: &mut WorkerSlot) {
         let seen = &mut slot.holder.seen;
         seen.clear();
@@ -212,7 +212,7 @@ impl<T> Core<T> {
         );
     }
 
-    /// (L5) Back from spinning with nothing to do: takes a task that another worker held
+    /// (H5) Back from spinning with nothing to do: takes a task that another worker held
     /// throughout the spin (its holder ran on, or blocked).
     pub(super) fn take_over_held(&self, slot: &mut WorkerSlot) -> Option<T> {
         let own = slot.holder.index;
@@ -229,7 +229,7 @@ impl<T> Core<T> {
         found
     }
 
-    /// (L6) The watchdog's look: clears `watched`, then (after the `SeqCst` pair with L2)
+    /// (H6) The watchdog's look: clears `watched`, then (after the `SeqCst` pair with H2)
     /// reads every slot; takes the tasks held since its last look (the caller pushes them),
     /// and goes on watching while tasks are held, unless a put registered another watch
     /// meanwhile.

@@ -20,7 +20,7 @@ pub(crate) struct Snapshot {
     pub(crate) executed: u64,
     /// Tasks waiting, in the head, the lanes and the held slots.
     pub(crate) queue_depth: usize,
-    /// The held slots' counts (L1-L7).
+    /// The held slots' counts (H1-H7).
     pub(crate) held: super::HeldCounts,
     /// Acquisitions of the pool lock, the head lock and the lane locks together, and how many
     /// found the lock held.

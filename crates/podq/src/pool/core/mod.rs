@@ -52,7 +52,7 @@ use queue::mailbox::Mailbox;
 use queue::{lock_counted, Head, Lane, LockCounts};
 
 pub(crate) use crate::policy::growth::Grow;
-pub(crate) use held::{HeldCounts, Hold, Holder};
+pub(crate) use held::{HeldCounts, Holder};
 pub(crate) use idle::WorkerSlot;
 pub(crate) use pull::{NoSiblings, Siblings, Stolen};
 
@@ -170,7 +170,7 @@ pub(crate) struct Core<T> {
     synced: CachePadded<Mutex<Synced>>,
     /// Used with the pool lock: notified when `workers` drops to 0.
     exited: Condvar,
-    /// The workers' held slots (L1-L7), one per worker up to the eager size.
+    /// The workers' held slots (H1-H7), one per worker up to the eager size.
     held: Held<T>,
     /// I: the most workers at once, and how many start without the watchdog.
     limits: Limits,
@@ -320,7 +320,7 @@ impl<T> Core<T> {
             synced.arrive(slot);
             self.publish(&synced);
         }
-        // (L3) The task this worker's last task queued, which it holds, comes first.
+        // (H3) The task this worker's last task queued, which it holds, comes first.
         if let Some(item) = self.take_held(slot, &lane_here) {
             return Next::Run {
                 item,
@@ -328,7 +328,7 @@ impl<T> Core<T> {
             };
         }
         let mut spun = false;
-        // Whether this worker has looked at the others' held tasks after its spin (L5).
+        // Whether this worker has looked at the others' held tasks after its spin (H5).
         let mut took_over = false;
         // Whether this worker has asked its siblings for a task since its queue ran empty.
         let mut pulled = false;
@@ -359,7 +359,7 @@ impl<T> Core<T> {
             }
             // (O3) Empty: the pool no longer offers work to its siblings.
             siblings.drained();
-            // (L5) Empty after a spin: a task that another worker held throughout the spin.
+            // (H5) Empty after a spin: a task that another worker held throughout the spin.
             if spun && !took_over {
                 took_over = true;
                 if let Some(item) = self.take_over_held(slot) {
@@ -391,7 +391,7 @@ impl<T> Core<T> {
             // shutdown this only delays the exit by one spin.
             if !spun && self.spin_rounds > 0 {
                 spun = true;
-                // (L4) What the others hold as the spin begins.
+                // (H4) What the others hold as the spin begins.
                 self.mark_held(slot);
                 let at = self.wrap(lane_here());
                 let (lane, owner) = self.start_spin(at);

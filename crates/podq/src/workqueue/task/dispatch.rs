@@ -87,7 +87,7 @@ fn activate_at(wq: &WqShared, mut task: Task, at: usize) {
 /// Pushes an execution to its pool from `at`, or hands it to the worker running its item
 /// (Q5). With `hold` (the execution holds no `max_active` slot, so ordered workqueues and
 /// `max_active` never see it), a push from a running item to its own pool is held by that
-/// item's worker, which runs it next (L2 of `pool/README.md`).
+/// item's worker, which runs it next (H2 of `pool/README.md`).
 #[inline]
 fn dispatch(wq: &WqShared, task: Task, at: usize, hold: bool) {
     let task = match task.job.work() {

@@ -1,4 +1,4 @@
-//! A worker's held slot (L2-L7 of `pool/README.md`): one task that the worker's running task
+//! A worker's held slot (H2-H7 of `pool/README.md`): one task that the worker's running task
 //! queued, for the worker to run next, which others may take.
 //!
 //! The slot is a state word and a bare cell beside it, as the spinners' mailbox is: a lock
@@ -67,7 +67,7 @@ impl<T> HeldCell<T> {
     }
 
     /// [`HeldCell::held`], read `SeqCst`: the watchdog's look, after its own `SeqCst` write
-    /// (L6), the other half of the pair with [`HeldCell::put`].
+    /// (H6), the other half of the pair with [`HeldCell::put`].
     pub(crate) fn held_seqcst(&self) -> Option<u64> {
         let word = self.word.load(Ordering::SeqCst);
         (word & STATE != EMPTY).then_some(word >> 2)
@@ -85,8 +85,8 @@ impl<T> HeldCell<T> {
         }
     }
 
-    /// (L2) The owner puts `task`; returns the task held before, if any. The new word is
-    /// stored with a `SeqCst` swap: the put's half of the pair with the watchdog's look (L6),
+    /// (H2) The owner puts `task`; returns the task held before, if any. The new word is
+    /// stored with a `SeqCst` swap: the put's half of the pair with the watchdog's look (H6),
     /// which reads the slot after its own `SeqCst` write.
     pub(crate) fn put(&self, task: T) -> Option<T> {
         let mut word = self.settled();
@@ -117,7 +117,7 @@ impl<T> HeldCell<T> {
         }
     }
 
-    /// (L3, L7) The owner takes its held task, if any.
+    /// (H3, H7) The owner takes its held task, if any.
     pub(crate) fn take_own(&self) -> Option<T> {
         let mut word = self.settled();
         loop {
@@ -143,13 +143,13 @@ impl<T> HeldCell<T> {
         }
     }
 
-    /// (L5, L6) Anyone takes the held task if the slot still holds the one it saw
+    /// (H5, H6) Anyone takes the held task if the slot still holds the one it saw
     /// (`puts`).
     pub(crate) fn take_seen(&self, puts: u64) -> Option<T> {
         self.take_where(Some(puts), |_| true)
     }
 
-    /// (L7) Anyone takes the held task if `matches` is true for it (cancel, a re-formation).
+    /// (H7) Anyone takes the held task if `matches` is true for it (cancel, a re-formation).
     pub(crate) fn take_if(&self, matches: impl FnOnce(&T) -> bool) -> Option<T> {
         self.take_where(None, matches)
     }

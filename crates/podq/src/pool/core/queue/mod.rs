@@ -413,7 +413,7 @@ impl<T> Core<T> {
                 lane.put_back(&mut tasks, all);
                 item
             });
-        // (L7) Else a held one.
+        // (H7) Else a held one.
         found.or_else(|| self.remove_held_if(&mut matches))
     }
 
