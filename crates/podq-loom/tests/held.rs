@@ -37,8 +37,7 @@ fn start(core: &Arc<Core<Item>>) {
         let mut slot = WorkerSlot::new();
         let index = core.claim_held(&mut slot);
         SLOT.with(|s| s.set(index));
-        while let Next::Run { item, grow } = core.next(&mut slot, || WORKER_LANE, &mut NoSiblings)
-        {
+        while let Next::Run { item, grow } = core.next(&mut slot, || WORKER_LANE, &mut NoSiblings) {
             if grow == Grow::Spawn {
                 start(&core);
             }
@@ -86,10 +85,13 @@ fn the_holder_and_a_spinner_run_a_held_task_once() {
         let core = spinning_core(2, 1);
         let ran = Ran::new(3);
         push(&core, Ran::task(&ran));
-        push(&core, queuer(&core, Ran::task(&ran), {
-            let ran = Arc::clone(&ran);
-            move || Ran::task(&ran)()
-        }));
+        push(
+            &core,
+            queuer(&core, Ran::task(&ran), {
+                let ran = Arc::clone(&ran);
+                move || Ran::task(&ran)()
+            }),
+        );
         ran.wait_for_all();
         core.shutdown();
         core.wait_for_exit();

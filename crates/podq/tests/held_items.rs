@@ -44,7 +44,9 @@ fn an_item_held_for_a_queuer_that_then_sleeps_runs_before_the_sleep_ends() {
         std::thread::sleep(SLEEP);
         queuer_slept.store(true, Ordering::SeqCst);
     }));
-    let (after, queuer_done) = rx.recv_timeout(SLEEP * 10).expect("the held item never ran");
+    let (after, queuer_done) = rx
+        .recv_timeout(SLEEP * 10)
+        .expect("the held item never ran");
     assert!(!queuer_done, "it waited for its queuer: {after:?}");
     assert!(after < SLEEP / 2, "{after:?}");
     assert!(wq.flush());

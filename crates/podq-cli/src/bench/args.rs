@@ -269,8 +269,7 @@ impl Settings {
     /// Items per producer thread of `workload` (see `--items`): as given, or the workload's
     /// default.
     pub(crate) fn items(&self, workload: Workload) -> u64 {
-        self.items_given
-            .unwrap_or_else(|| workload.default_items())
+        self.items_given.unwrap_or_else(|| workload.default_items())
     }
 
     /// Busy-wait per item of `workload`, in nanoseconds: `--work-ns`, or the workload's default.

@@ -144,9 +144,9 @@ fn kernel_line(row: &Row, settings: &Settings, width: usize) -> String {
         );
     }
     if row.workload.shape() == Shape::Spawned {
-        let by_queuer = s
-            .by_queuer
-            .map_or_else(String::new, |share| format!("\tby_queuer={}", percent(share)));
+        let by_queuer = s.by_queuer.map_or_else(String::new, |share| {
+            format!("\tby_queuer={}", percent(share))
+        });
         return format!(
             "{label:<width$}{:>12.0} items/sec\tper_item={:.0} ns{by_queuer}",
             s.items_per_sec,

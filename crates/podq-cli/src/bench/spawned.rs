@@ -84,7 +84,12 @@ fn measure<E: Executor>(
     };
     let (_, wall) = run_producers(executor, cpus, producer, |_: &[()]| {})?;
     refused.check(name)?;
-    Ok(Measurement::of_run(items, cpus.len(), wall, &new_histogram()))
+    Ok(Measurement::of_run(
+        items,
+        cpus.len(),
+        wall,
+        &new_histogram(),
+    ))
 }
 
 /// One link of a chain: burns `work`, then queues the next link with `left` links after it, or
@@ -148,7 +153,13 @@ pub(crate) fn chain<E: Executor>(
 
 /// One step of a yielding item: burns `work`, then queues its continuation with `left` steps
 /// after it, or counts the item done.
-fn step<H: Spawn>(handle: H, left: u64, work: Duration, done: Arc<Countdown>, refused: Arc<Refused>) {
+fn step<H: Spawn>(
+    handle: H,
+    left: u64,
+    work: Duration,
+    done: Arc<Countdown>,
+    refused: Arc<Refused>,
+) {
     burn(work);
     if left == 0 {
         done.done_one();

@@ -63,7 +63,7 @@ impl<T: Runnable> Pool<T> {
     /// slot (the caller runs on it: a running task queues to its own pool): that worker holds
     /// `task` and runs it when the running task ends (H2), and the task it held before is
     /// pushed instead.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn push_held(&self, task: T, at: usize, siblings: bool) -> Option<Level> {
         let Some(index) = slot_of(&self.shared) else {
             return self.push(task, at, siblings);

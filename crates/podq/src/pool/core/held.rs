@@ -78,7 +78,9 @@ impl<T> Held<T> {
     /// `slots` empty slots, nobody watching.
     pub(super) fn new(slots: usize) -> Self {
         Self {
-            slots: (0..slots).map(|_| CachePadded::new(HeldSlot::new())).collect(),
+            slots: (0..slots)
+                .map(|_| CachePadded::new(HeldSlot::new()))
+                .collect(),
             watched: CachePadded::new(AtomicBool::new(false)),
         }
     }
@@ -155,8 +157,7 @@ impl<T> Core<T> {
         let before = self.held.slots[index].cell.put(item);
         after_seqcst_rmw();
         let watched = &self.held.watched;
-        let watch =
-            !watched.load(Ordering::SeqCst) && !watched.swap(true, Ordering::Relaxed);
+        let watch = !watched.load(Ordering::SeqCst) && !watched.swap(true, Ordering::Relaxed);
         Hold { before, watch }
     }
 
@@ -164,14 +165,30 @@ impl<T> Core<T> {
     /// `policy::held::MAX_IN_A_ROW` in a row and tasks wait in the queue: then the held task
     /// goes to the back of the lane of the worker's CPU (`lane_here`) as P2w does, and the
     /// worker goes on to W2.
-    pub(super) fn take_held(&self, slot: &mut WorkerSlot, lane_here: impl Fn() -> usize) -> Option<T> {
+    #[inline]
+    pub(super) fn take_held(
+        &self,
+        slot: &mut WorkerSlot,
+        lane_here: impl Fn() -> usize,
+    ) -> Option<T> {
         let index = slot.holder.index?;
-        let held = &self.held.slots[index];
         // Only this worker puts, so an empty slot stays empty.
-        if held.cell.held().is_none() {
+        if self.held.slots[index].cell.held().is_none() {
             slot.holder.in_a_row = 0;
             return None;
         }
+        self.take_held_from(slot, index, lane_here)
+    }
+
+    /// [`Core::take_held`] once the worker's slot `index` holds a task.
+    #[inline(never)]
+    fn take_held_from(
+        &self,
+        slot: &mut WorkerSlot,
+        index: usize,
+        lane_here: impl Fn() -> usize,
+    ) -> Option<T> {
+        let held = &self.held.slots[index];
         let in_a_row = slot.holder.in_a_row;
         let look = policy::must_look(in_a_row);
         let others_wait = look && self.others_wait();
@@ -197,24 +214,26 @@ impl<T> Core<T> {
             || self
                 .head
                 .try_lock()
-                .map_or(true, |head| self.in_head(&head) > 0)
+                .is_none_or(|head| self.in_head(&head) > 0)
     }
 
-    /// (H4) A worker about to spin notes what every slot holds.
+    /// (H4) A worker about to spin notes what every slot holds; nothing when no slot holds a
+    /// task (none can then be held throughout the spin).
     pub(super) fn mark_held(&self, slot: &mut WorkerSlot) {
         let seen = &mut slot.holder.seen;
         seen.clear();
-        seen.extend(
-            self.held
-                .slots
-                .iter()
-                .map(|s| s.cell.held()),
-        );
+        if self.held.slots.iter().all(|s| s.cell.held().is_none()) {
+            return;
+        }
+        seen.extend(self.held.slots.iter().map(|s| s.cell.held()));
     }
 
     /// (H5) Back from spinning with nothing to do: takes a task that another worker held
     /// throughout the spin (its holder ran on, or blocked).
     pub(super) fn take_over_held(&self, slot: &mut WorkerSlot) -> Option<T> {
+        if slot.holder.seen.is_empty() {
+            return None;
+        }
         let own = slot.holder.index;
         let seen = std::mem::take(&mut slot.holder.seen);
         let found = self.held.slots.iter().enumerate().find_map(|(i, held)| {
