@@ -255,3 +255,60 @@ pub(crate) fn spawn_local<E: Executor>(
         },
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use podq::AffinityScope;
+
+    use super::*;
+    use crate::bench::harness::test_cpus;
+    use crate::bench::peers::{ChannelPeer, RayonPeer, TokioPeer};
+    use crate::bench::workqueue::PodqExecutor;
+
+    /// Runs the three workloads with small counts on `executor`; returns the items each ran.
+    fn all_three<E: Executor>(executor: &E, cpus: &[usize]) -> [f64; 3] {
+        let work = Duration::ZERO;
+        let measured = [
+            chain(executor, cpus, 3, 50, work).expect("chain"),
+            yielding(executor, cpus, 4, 20, work).expect("yield"),
+            spawn_local(executor, cpus, 100, work).expect("spawn-local"),
+        ];
+        measured.map(|m| m.items as f64)
+    }
+
+    #[test]
+    fn every_item_of_every_workload_runs_on_podq_and_is_counted() {
+        let cpus = test_cpus();
+        let podq = PodqExecutor::new(AffinityScope::System, 8, true).expect("a workqueue");
+        let items = all_three(&podq, &cpus);
+        let producers = cpus.len() as f64;
+        assert_eq!(
+            items,
+            [150.0 * producers, 84.0 * producers, 101.0 * producers]
+        );
+        assert_eq!(podq.completed() as f64, items.iter().sum::<f64>());
+        // Links and continuations are queued from the workers: podq's held items.
+        assert!(podq.pool_counts().ran_by_queuer > 0);
+    }
+
+    #[test]
+    fn every_peer_runs_every_workload() {
+        let cpus = test_cpus();
+        let expected = all_three(
+            &PodqExecutor::new(AffinityScope::System, 8, true).expect("podq"),
+            &cpus,
+        );
+        assert_eq!(
+            all_three(&TokioPeer::new(2).expect("tokio"), &cpus),
+            expected
+        );
+        assert_eq!(
+            all_three(&RayonPeer::new(2).expect("rayon"), &cpus),
+            expected
+        );
+        assert_eq!(
+            all_three(&ChannelPeer::new(2).expect("channel"), &cpus),
+            expected
+        );
+    }
+}

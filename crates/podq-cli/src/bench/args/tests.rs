@@ -135,7 +135,7 @@ fn work_defaults_per_workload_and_an_explicit_value_overrides_all() {
         .into_iter()
         .map(|w| settings.work_ns(w))
         .collect();
-    assert_eq!(work, [0, 0, 10_000, 10_000, 0, 0, 0]);
+    assert_eq!(work, [0, 0, 10_000, 10_000, 0, 0, 0, 0, 0, 0]);
     let settings =
         Settings::from_args(&args(&[("workload", "all"), ("work-ns", "500")]), &usable())
             .expect("valid");
@@ -379,4 +379,33 @@ fn locality_options_are_checked_and_only_for_locality() {
     assert!(usage(&[("groups", "4")]).contains("only the locality workload uses it"));
     assert!(usage(&[("steer", "maybe")]).contains("--steer 'maybe': unknown value 'maybe'"));
     assert!(usage(&[("steer", "")]).contains("expected on, off, or on,off"));
+}
+
+#[test]
+fn items_default_per_workload_and_depth_and_yields_only_with_their_workload() {
+    let all = Settings::from_args(&args(&[("workload", "all")]), &usable()).expect("all");
+    let counts: Vec<u64> = [
+        Workload::Queue,
+        Workload::Chain,
+        Workload::Yield,
+        Workload::SpawnLocal,
+    ]
+    .into_iter()
+    .map(|w| all.items(w))
+    .collect();
+    assert_eq!(counts, [DEFAULT_ITEMS, 100, 200, 10_000]);
+    assert_eq!((all.depth, all.yields), (1_000, 1_000));
+    let given = Settings::from_args(
+        &args(&[("workload", "chain"), ("items", "7"), ("depth", "9")]),
+        &usable(),
+    )
+    .expect("chain");
+    assert_eq!((given.items(Workload::Chain), given.depth), (7, 9));
+    let message = usage(&[("depth", "5")]);
+    assert!(
+        message.contains("--depth 5") && message.contains("chain"),
+        "{message}"
+    );
+    let message = usage(&[("workload", "yield"), ("yields", "0")]);
+    assert!(message.contains("--yields 0"), "{message}");
 }
