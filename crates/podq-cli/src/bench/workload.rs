@@ -32,11 +32,11 @@ pub(crate) enum Workload {
     /// Items of related groups walking their group's working set, at a steady rate
     /// ([`locality`](super::locality)): whether they run where their data is hot.
     Locality,
-    /// Chains of items, each queueing the next from its worker ([`spawned`](super::spawned)).
+    /// Chains of items, each queueing the next from its worker ([`spawned`]).
     Chain,
-    /// Items that queue their own continuation many times ([`spawned`](super::spawned)).
+    /// Items that queue their own continuation many times ([`spawned`]).
     Yield,
-    /// One item queueing many from its worker ([`spawned`](super::spawned)).
+    /// One item queueing many from its worker ([`spawned`]).
     SpawnLocal,
 }
 
