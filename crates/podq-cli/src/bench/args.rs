@@ -28,7 +28,9 @@ pub(crate) struct BenchArgs {
     /// Workload: queue (the kernel's test_workqueue closed loop), flood (open loop), skew (open
     /// loop from one producer), fanout (senders queueing receivers, hackbench-like), rpc (pairs
     /// of items queueing each other), blocking (open loop, one item in N blocks), locality
-    /// (groups of items walking their group's data, at a steady load), or all.
+    /// (groups of items walking their group's data, at a steady load), chain (items each
+    /// queueing the next from its worker), yield (items queueing their own continuation),
+    /// spawn-local (one item queueing many from its worker), or all.
     #[arg(long, value_name = "NAME", default_value = "queue")]
     pub(crate) workload: String,
     /// Scopes to measure, comma-separated [default: cpu,smt,cache_shard,cache,numa,system].
