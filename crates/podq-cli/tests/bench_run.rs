@@ -261,12 +261,25 @@ fn every_workload_reports_its_rows_with_pull_on_and_off() {
         "100",
         "--block-us",
         "50",
+        "--depth",
+        "10",
+        "--yields",
+        "10",
     ]);
     let threads = u64_of(&json["settings"], "threads");
     assert_eq!(json["settings"]["pull"], serde_json::json!(["on", "off"]));
     let rows = results(&json);
     let workloads = [
-        "queue", "flood", "skew", "fanout", "rpc", "blocking", "locality",
+        "queue",
+        "flood",
+        "skew",
+        "fanout",
+        "rpc",
+        "blocking",
+        "locality",
+        "chain",
+        "yield",
+        "spawn-local",
     ];
     assert_eq!(rows.len(), workloads.len() * (2 + PEERS.len()));
     for (workload, rows) in workloads.iter().zip(rows.chunks(2 + PEERS.len())) {
@@ -291,6 +304,15 @@ fn every_workload_reports_its_rows_with_pull_on_and_off() {
             let producers = if *workload == "skew" { 1 } else { threads };
             assert_eq!(u64_of(row, "threads"), producers, "{row}");
             if *workload == "queue" {
+                continue;
+            }
+            if ["chain", "yield", "spawn-local"].contains(workload) {
+                assert!(
+                    row["ns_per_item"].as_f64().is_some_and(|ns| ns > 0.0),
+                    "{row}"
+                );
+                let podq = row["system"] == "podq";
+                assert_eq!(row.get("by_queuer").is_some(), podq, "{row}");
                 continue;
             }
             assert!(u64_of(row, "p95_ns") <= u64_of(row, "p99_ns"), "{row}");

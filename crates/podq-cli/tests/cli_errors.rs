@@ -144,8 +144,18 @@ fn unknown_workloads_name_every_workload() {
         2,
         &[
             "'hackbench'",
-            "queue, flood, skew, fanout, rpc, blocking, locality, all",
+            "queue, flood, skew, fanout, rpc, blocking, locality, chain, yield, spawn-local, all",
         ],
+    );
+}
+
+#[test]
+fn depth_and_yields_name_the_input_and_their_workload() {
+    assert_one_line_error(&["bench", "--depth", "5"], 2, &["--depth 5", "chain"]);
+    assert_one_line_error(
+        &["bench", "--workload", "yield", "--yields", "many"],
+        2,
+        &["--yields 'many'", "whole number"],
     );
 }
 

@@ -4,6 +4,9 @@
 #[path = "../../podq/src/policy/growth.rs"]
 pub mod growth;
 
+#[path = "../../podq/src/policy/held.rs"]
+pub mod held;
+
 #[path = "../../podq/src/policy/stall.rs"]
 pub mod stall;
 

@@ -16,7 +16,8 @@ use crate::stats::{PoolStats, PullLevelStats, WorkqueueStats};
 /// `Display` prints two tables: the workqueues (name, scope, shard size, pull, steering,
 /// `max_active`, backlog and their counts), then the pools of each (CPUs, workers busy, idle
 /// and blocked, items waiting, lock acquisitions and how many were contended, items pulled in
-/// and out, the searches of sibling pools and how many found work, workers created, retired
+/// and out, items run by the worker whose item queued them and items taken over from it, the
+/// searches of sibling pools and how many found work, workers created, retired
 /// and refused by the OS, how long the refusal has lasted, and items the rescuer ran). With
 /// the `serde` feature it serialises as `{"workqueues": [...]}`, each element a
 /// [`WorkqueueStats`].
@@ -149,6 +150,8 @@ const POOL: &[Column<PoolStats>] = &[
     count("blocked", |s| s.blocked_workers.to_string()),
     count("waiting", |s| s.queue_depth.to_string()),
     count("executed", |s| s.executed.to_string()),
+    count("by_queuer", |s| s.ran_by_queuer.to_string()),
+    count("taken_over", |s| s.taken_from_queuer.to_string()),
     count("locks", |s| s.lock_acquisitions.to_string()),
     count("contended", |s| s.lock_contended.to_string()),
     count("pulled_in", |s| s.pulled_in.to_string()),

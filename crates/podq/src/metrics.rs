@@ -210,6 +210,21 @@ const POOL: &[Metric<PoolStats>] = &[
         read: |s| s.pulled_out,
     },
     Metric {
+        name: "podq_pool_ran_by_queuer_total",
+        kind: Kind::Counter,
+        unit: "work items",
+        help: "Work items queued by a running item to this pool that its worker ran next itself.",
+        read: |s| s.ran_by_queuer,
+    },
+    Metric {
+        name: "podq_pool_taken_from_queuer_total",
+        kind: Kind::Counter,
+        unit: "work items",
+        help:
+            "Held work items that another worker or the watchdog took from their queuer's worker.",
+        read: |s| s.taken_from_queuer,
+    },
+    Metric {
         name: "podq_pool_lock_acquisitions_total",
         kind: Kind::Counter,
         unit: "lock acquisitions",

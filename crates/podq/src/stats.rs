@@ -51,6 +51,12 @@ pub struct PoolStats {
     /// worker comes back to the queue after the run, so a `flush` may return a moment before this
     /// count moves).
     pub executed: u64,
+    /// Work items that a running item queued to this pool and its worker then ran itself,
+    /// right after the item that queued them ("held" items: `pool/README.md`, H1-H7).
+    pub ran_by_queuer: u64,
+    /// Held items that another worker of the pool, or the stall watchdog, took from the worker
+    /// that held them because it ran on or blocked.
+    pub taken_from_queuer: u64,
     /// Workers that could not be placed on their CPUs and ran where the OS put them (for
     /// instance on a synthetic topology whose CPUs this machine lacks).
     pub pin_failures: u64,

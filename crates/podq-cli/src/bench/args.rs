@@ -10,6 +10,7 @@ use podq::{AffinityScope, CpuSet};
 use super::blocking::{Mix, MAX_BLOCK_EVERY, MAX_BLOCK_US};
 use super::locality::{Plan, GROUPS_PER_POD};
 use super::peers::Peer;
+use super::spawned::{DEFAULT_DEPTH, DEFAULT_YIELDS};
 use super::sweep::Sweep;
 use super::system::{System, KERNEL_ORDER};
 use super::workload::Workload;
@@ -27,7 +28,9 @@ pub(crate) struct BenchArgs {
     /// Workload: queue (the kernel's test_workqueue closed loop), flood (open loop), skew (open
     /// loop from one producer), fanout (senders queueing receivers, hackbench-like), rpc (pairs
     /// of items queueing each other), blocking (open loop, one item in N blocks), locality
-    /// (groups of items walking their group's data, at a steady load), or all.
+    /// (groups of items walking their group's data, at a steady load), chain (items each
+    /// queueing the next from its worker), yield (items queueing their own continuation),
+    /// spawn-local (one item queueing many from its worker), or all.
     #[arg(long, value_name = "NAME", default_value = "queue")]
     pub(crate) workload: String,
     /// Scopes to measure, comma-separated [default: cpu,smt,cache_shard,cache,numa,system].
@@ -39,9 +42,19 @@ pub(crate) struct BenchArgs {
     /// Producer threads, one pinned per usable CPU in ascending order [default: usable CPUs].
     #[arg(long, value_name = "N")]
     pub(crate) threads: Option<String>,
-    /// Work items per producer thread.
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_ITEMS.to_string())]
-    pub(crate) items: String,
+    /// Work items per producer thread (fanout: messages per team; rpc: round trips per pair;
+    /// chain: chains per producer; spawn-local: items the one item of each producer queues)
+    /// [default: 50000; chain: 100; yield: 200; spawn-local: 10000].
+    #[arg(long, value_name = "N")]
+    pub(crate) items: Option<String>,
+    /// Links per chain of the chain workload; refused when no workload measured is chain
+    /// [default: 1000].
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub(crate) depth: Option<String>,
+    /// Continuations each item of the yield workload queues; refused when no workload measured
+    /// is yield [default: 1000].
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub(crate) yields: Option<String>,
     /// Runs of every configuration; the report gives the median and the min-max.
     #[arg(long, value_name = "N", default_value = "1")]
     pub(crate) runs: String,
@@ -111,9 +124,14 @@ pub(crate) struct Settings {
     pub(crate) producer_cpus: Vec<usize>,
     /// Worker threads for each peer: the usable CPUs.
     pub(crate) peer_workers: usize,
-    /// Items per producer thread (for `fanout`, messages per team; for `rpc`, round trips per
-    /// pair).
-    pub(crate) items: u64,
+    /// Items per producer thread given by `--items` (for `fanout`, messages per team; for
+    /// `rpc`, round trips per pair; for `chain`, chains), for every workload; `None`: each
+    /// workload's default ([`Settings::items`]).
+    pub(crate) items_given: Option<u64>,
+    /// Links per chain of `chain`.
+    pub(crate) depth: u64,
+    /// Continuations per item of `yield`.
+    pub(crate) yields: u64,
     /// Runs per configuration.
     pub(crate) runs: usize,
     /// Busy-wait per item given by `--work-ns`, for every workload; `None`: each workload's
@@ -198,6 +216,7 @@ impl Settings {
         let runs = parse_count("--runs", &args.runs, "run")?;
         let mix = parse_mix(args, &workloads)?;
         let locality = locality::parse_plan(args, &workloads)?;
+        let (depth, yields) = parse_spawned(args, &workloads)?;
         let plot = args.plot.clone();
         if let Some(path) = &plot {
             let is_svg = path
@@ -220,7 +239,13 @@ impl Settings {
             default_peer_groups: GROUPS_PER_POD * usable_count,
             producer_cpus: usable.iter().take(threads).collect(),
             peer_workers: usable_count,
-            items: parse_count("--items", &args.items, "item per thread")?,
+            items_given: args
+                .items
+                .as_deref()
+                .map(|text| parse_count("--items", text, "item per thread"))
+                .transpose()?,
+            depth,
+            yields,
             runs: usize::try_from(runs).unwrap_or(usize::MAX),
             work_ns: args
                 .work_ns
@@ -241,6 +266,12 @@ impl Settings {
     /// The CPUs of `workload`'s producer threads.
     pub(crate) fn producers(&self, workload: Workload) -> &[usize] {
         workload.producer_cpus(&self.producer_cpus)
+    }
+
+    /// Items per producer thread of `workload` (see `--items`): as given, or the workload's
+    /// default.
+    pub(crate) fn items(&self, workload: Workload) -> u64 {
+        self.items_given.unwrap_or_else(|| workload.default_items())
     }
 
     /// Busy-wait per item of `workload`, in nanoseconds: `--work-ns`, or the workload's default.
@@ -333,6 +364,26 @@ fn parse_mix(args: &BenchArgs, workloads: &[Workload]) -> Result<Mix, CliError> 
         block: block_us.map_or(default.block, Duration::from_micros),
     })
 }
+
+/// `--depth` and `--yields`, each refused when its workload is not measured.
+fn parse_spawned(args: &BenchArgs, workloads: &[Workload]) -> Result<(u64, u64), CliError> {
+    let parse = |flag: &str, text: &Option<String>, what: &str| {
+        text.as_deref()
+            .map(|text| parse_bounded(flag, text, 1, MAX_SPAWNED_STEPS, what))
+            .transpose()
+    };
+    let depth = parse("--depth", &args.depth, "links per chain")?;
+    let yields = parse("--yields", &args.yields, "continuations per item")?;
+    only_for(Workload::Chain, &[("--depth", depth)], args, workloads)?;
+    only_for(Workload::Yield, &[("--yields", yields)], args, workloads)?;
+    Ok((
+        depth.unwrap_or(DEFAULT_DEPTH),
+        yields.unwrap_or(DEFAULT_YIELDS),
+    ))
+}
+
+/// The most `--depth` and `--yields` take: 1,000,000,000 steps, far more than a run needs.
+const MAX_SPAWNED_STEPS: u64 = 1_000_000_000;
 
 /// Refuses the first flag of `given` that has a value when `workload` is not among `workloads`
 /// (the flags only it uses), with one line naming the flag and `--workload`'s value.

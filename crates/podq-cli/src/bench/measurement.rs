@@ -73,6 +73,10 @@ pub(crate) struct Measurement {
     /// How many items ran on the CPU of their group's previous item, and the run time of those
     /// that did and of those that moved (locality only).
     pub(crate) cpu_reuse: Option<CpuReuse>,
+    /// Items run in all (every producer's), as [`Measurement::of_run`] counts them.
+    pub(crate) items: u64,
+    /// The share of the items that the worker of the item that queued them ran (podq only).
+    pub(crate) by_queuer: Option<f64>,
 }
 
 /// podq's steering counts of one run (`WorkqueueStats::grouped_at_home`, `grouped_elsewhere`,
@@ -99,6 +103,7 @@ impl Measurement {
         let total = items as f64 * producers as f64;
         Measurement {
             items_per_sec: total / wall.as_secs_f64(),
+            items: items.saturating_mul(producers as u64),
             queue: Percentiles::of(latency),
             ..Measurement::default()
         }
@@ -149,6 +154,8 @@ pub(crate) struct Summary {
     /// Median of the fraction of items on their group's previous CPU, and of each side's run
     /// time p50 (locality only).
     pub(crate) cpu_reuse: Option<CpuReuse>,
+    /// Median share of the items run by the worker of the item that queued them (podq only).
+    pub(crate) by_queuer: Option<f64>,
 }
 
 impl Summary {
@@ -196,6 +203,9 @@ impl Summary {
                 ),
             }),
             cpu_reuse: cpu_reuse(runs),
+            by_queuer: first
+                .by_queuer
+                .map(|_| median_f64(&runs.iter().filter_map(|m| m.by_queuer).collect::<Vec<_>>())),
         })
     }
 }

@@ -21,6 +21,7 @@ mod plot;
 mod queue;
 mod report;
 mod rpc;
+mod spawned;
 mod sweep;
 pub(crate) mod system;
 mod tally;
@@ -178,6 +179,8 @@ fn measure(
             measurement.pulled = Some(counts.pulled);
             measurement.seen_blocked = Some(counts.seen_blocked);
             measurement.started_for_blocked = Some(counts.started_for_blocked);
+            measurement.by_queuer =
+                Some(counts.ran_by_queuer as f64 / measurement.items.max(1) as f64);
             Ok(measurement)
         }
         System::Peer(Peer::Tokio) => peer_run(&TokioPeer::new(workers)?, workload, settings),
@@ -220,7 +223,7 @@ fn drive_locality<E: Executor, G: Sync>(
         queue,
         settings.producers(Workload::Locality),
         settings.peer_workers,
-        settings.items,
+        settings.items(Workload::Locality),
         &settings.locality,
     )
 }
@@ -233,7 +236,7 @@ fn drive<E: Executor>(
 ) -> Result<Measurement, CliError> {
     let work = Duration::from_nanos(settings.work_ns(workload));
     let cpus = settings.producers(workload);
-    let items = settings.items;
+    let items = settings.items(workload);
     match workload {
         Workload::Queue => queue::run(executor, cpus, items, work),
         // skew is flood's loop from one producer (see `Workload::Skew`).
@@ -241,6 +244,9 @@ fn drive<E: Executor>(
         Workload::Fanout => fanout::run(executor, cpus, items, work),
         Workload::Rpc => rpc::run(executor, cpus, items, work),
         Workload::Blocking => blocking::run(executor, cpus, items, work, settings.mix),
+        Workload::Chain => spawned::chain(executor, cpus, items, settings.depth, work),
+        Workload::Yield => spawned::yielding(executor, cpus, items, settings.yields, work),
+        Workload::SpawnLocal => spawned::spawn_local(executor, cpus, items, work),
         // Its items need their groups: `drive_locality`.
         Workload::Locality => Err(CliError::Failed(
             "the locality workload is driven with its groups".into(),

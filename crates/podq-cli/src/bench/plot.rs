@@ -139,7 +139,7 @@ fn draw_title<DB: DrawingBackend>(
         "podq bench, workload {}: {} producer threads x {} items{work}, {runs}",
         workloads.join(" and "),
         settings.threads(),
-        thousands(settings.items),
+        thousands(settings.workloads.first().map_or(0, |&w| settings.items(w))),
     );
     let on = machine.summary().trim_start_matches("machine: ").to_owned();
     area.draw_text(

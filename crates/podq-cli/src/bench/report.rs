@@ -76,7 +76,7 @@ fn heading(workload: Workload, settings: &Settings) -> String {
         0 => String::new(),
         ns => format!(", {ns} ns of work per item"),
     };
-    let items = settings.items;
+    let items = settings.items(workload);
     let on = if count == 1 { "CPU" } else { "CPUs" };
     let what = match workload {
         Workload::Queue | Workload::Flood | Workload::Skew => {
@@ -105,6 +105,20 @@ fn heading(workload: Workload, settings: &Settings) -> String {
             plural(count, "producer thread"),
             settings.locality.describe()
         ),
+        Workload::Chain => format!(
+            "{} ({on} {cpus}) x {items} chains of {} links, one after the other",
+            plural(count, "producer thread"),
+            settings.depth
+        ),
+        Workload::Yield => format!(
+            "{} ({on} {cpus}) x {items} items, each queueing its continuation {} times",
+            plural(count, "producer thread"),
+            settings.yields
+        ),
+        Workload::SpawnLocal => format!(
+            "{} ({on} {cpus}) x one item queueing {items} items from its worker",
+            plural(count, "producer thread")
+        ),
     };
     format!(
         "{}: {what}, peers with {} workers{work}, {runs}",
@@ -127,6 +141,16 @@ fn kernel_line(row: &Row, settings: &Settings, width: usize) -> String {
             "{label:<width$}{:>12.0} items/sec\tp50={}\tp99={}\tshort_start_p50={}\t\
              short_start_p99={} ns",
             s.items_per_sec, s.queue.p50, s.queue.p99, short.p50, short.p99
+        );
+    }
+    if row.workload.shape() == Shape::Spawned {
+        let by_queuer = s.by_queuer.map_or_else(String::new, |share| {
+            format!("\tby_queuer={}", percent(share))
+        });
+        return format!(
+            "{label:<width$}{:>12.0} items/sec\tper_item={:.0} ns{by_queuer}",
+            s.items_per_sec,
+            ns_per_item(s)
         );
     }
     if let (Some(run), Some(start)) = (s.run_time, s.queue_to_start) {
@@ -186,6 +210,10 @@ fn table(workload: Workload, rows: &[&Row], settings: &Settings) -> String {
             "short start p50",
             "short start p99",
         ]),
+        Shape::Spawned => header.extend(["items/sec", "min-max", "ns/item"]),
+    }
+    if matches!(shape, Shape::Spawned | Shape::RoundTrips) {
+        header.push("by queuer");
     }
     if shape == Shape::Local {
         header.extend(["run p50", "run p99", "busy", "same CPU"]);
@@ -225,9 +253,12 @@ fn table(workload: Workload, rows: &[&Row], settings: &Settings) -> String {
         ]);
         let start = match shape {
             Shape::Mixed => s.short_start,
-            Shape::Closed | Shape::Open | Shape::RoundTrips | Shape::Local => s.queue_to_start,
+            Shape::Closed | Shape::Open | Shape::RoundTrips | Shape::Local | Shape::Spawned => {
+                s.queue_to_start
+            }
         };
         match (shape, start) {
+            (Shape::Spawned, _) => line.push(format!("{:.0}", ns_per_item(s))),
             (Shape::Open | Shape::RoundTrips | Shape::Mixed | Shape::Local, Some(start)) => line
                 .extend([
                     s.queue.p50.to_string(),
@@ -251,6 +282,9 @@ fn table(workload: Workload, rows: &[&Row], settings: &Settings) -> String {
                     .map_or_else(dash, |r| format!("{:.0} %", r.same * 100.0)),
             ]);
         }
+        if matches!(shape, Shape::Spawned | Shape::RoundTrips) {
+            line.push(s.by_queuer.map_or_else(dash, percent));
+        }
         line.push(s.pulled.map_or_else(dash, |p| p.to_string()));
         line.push(s.pools.map_or_else(dash, |p| p.to_string()));
         line.push(s.workers.map_or_else(dash, |w| w.to_string()));
@@ -260,6 +294,16 @@ fn table(workload: Workload, rows: &[&Row], settings: &Settings) -> String {
         cells.push(line);
     }
     align(&cells)
+}
+
+/// Nanoseconds per item: the inverse of items/sec (all producers' items over the wall time).
+fn ns_per_item(s: &Summary) -> f64 {
+    1e9 / s.items_per_sec
+}
+
+/// A share as a whole percentage: `42 %`.
+fn percent(share: f64) -> String {
+    format!("{:.0} %", share * 100.0)
 }
 
 /// Lays `cells` out in columns: the first three left-aligned (names), the rest right-aligned.
@@ -300,7 +344,7 @@ struct JsonSettings<'a> {
     workloads: Vec<&'static str>,
     threads: usize,
     producer_cpus: &'a [usize],
-    items_per_thread: u64,
+    items_per_thread: Option<u64>,
     runs: usize,
     /// The busy-wait per item of each workload measured, by name.
     work_ns: serde_json::Map<String, Value>,
@@ -320,7 +364,7 @@ pub(crate) fn json(machine: &Machine, settings: &Settings, rows: &[Row]) -> Valu
             workloads: settings.workloads.iter().map(|w| w.name()).collect(),
             threads: settings.threads(),
             producer_cpus: &settings.producer_cpus,
-            items_per_thread: settings.items,
+            items_per_thread: settings.items_given,
             runs: settings.runs,
             work_ns: settings
                 .workloads
@@ -347,7 +391,7 @@ fn json_row(row: &Row, settings: &Settings) -> Value {
         "system": row.system.name(),
         "threads": settings.producers(row.workload).len(),
         "work_ns": settings.work_ns(row.workload),
-        "items_per_thread": settings.items,
+        "items_per_thread": settings.items(row.workload),
         "runs": s.runs,
         "items_per_sec": s.items_per_sec.round() as u64,
         "items_per_sec_min": s.items_per_sec_min.round() as u64,
@@ -391,6 +435,12 @@ fn json_row(row: &Row, settings: &Settings) -> Value {
             map.insert("queue_to_start_p99_ns".into(), start.p99.into());
         }
         (None, _, _) => {}
+    }
+    if row.workload.shape() == Shape::Spawned {
+        map.insert("ns_per_item".into(), ns_per_item(s).into());
+    }
+    if let Some(share) = s.by_queuer {
+        map.insert("by_queuer".into(), share.into());
     }
     if let Some(short) = s.short_start {
         map.insert("block_every".into(), settings.mix.every.into());
@@ -607,7 +657,9 @@ mod tests {
             default_peer_groups: 8,
             producer_cpus: vec![0, 1],
             peer_workers: 2,
-            items: 10,
+            items_given: Some(10),
+            depth: 1_000,
+            yields: 1_000,
             runs: 1,
             work_ns: None,
             mix: crate::bench::blocking::Mix::default(),

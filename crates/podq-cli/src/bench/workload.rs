@@ -1,6 +1,8 @@
 //! The workloads `podq bench` drives every system through, and what each takes from the
 //! command line.
 
+use super::args::DEFAULT_ITEMS;
+use super::spawned;
 use crate::error::CliError;
 
 /// Busy-wait per item, in nanoseconds, of the CPU-bound workloads (`skew`, `fanout`) when
@@ -30,11 +32,17 @@ pub(crate) enum Workload {
     /// Items of related groups walking their group's working set, at a steady rate
     /// ([`locality`](super::locality)): whether they run where their data is hot.
     Locality,
+    /// Chains of items, each queueing the next from its worker ([`spawned`]).
+    Chain,
+    /// Items that queue their own continuation many times ([`spawned`]).
+    Yield,
+    /// One item queueing many from its worker ([`spawned`]).
+    SpawnLocal,
 }
 
 impl Workload {
     /// Every workload, in the order `--workload all` measures them.
-    pub(crate) const ALL: [Workload; 7] = [
+    pub(crate) const ALL: [Workload; 10] = [
         Workload::Queue,
         Workload::Flood,
         Workload::Skew,
@@ -42,6 +50,9 @@ impl Workload {
         Workload::Rpc,
         Workload::Blocking,
         Workload::Locality,
+        Workload::Chain,
+        Workload::Yield,
+        Workload::SpawnLocal,
     ];
 
     /// The name on the command line and in the JSON.
@@ -54,6 +65,9 @@ impl Workload {
             Workload::Rpc => "rpc",
             Workload::Blocking => "blocking",
             Workload::Locality => "locality",
+            Workload::Chain => "chain",
+            Workload::Yield => "yield",
+            Workload::SpawnLocal => "spawn-local",
         }
     }
 
@@ -89,7 +103,10 @@ impl Workload {
             | Workload::Flood
             | Workload::Rpc
             | Workload::Blocking
-            | Workload::Locality => 0,
+            | Workload::Locality
+            | Workload::Chain
+            | Workload::Yield
+            | Workload::SpawnLocal => 0,
         }
     }
 
@@ -103,7 +120,10 @@ impl Workload {
             | Workload::Fanout
             | Workload::Rpc
             | Workload::Blocking
-            | Workload::Locality => cpus,
+            | Workload::Locality
+            | Workload::Chain
+            | Workload::Yield
+            | Workload::SpawnLocal => cpus,
         }
     }
 
@@ -115,6 +135,25 @@ impl Workload {
             Workload::Rpc => Shape::RoundTrips,
             Workload::Blocking => Shape::Mixed,
             Workload::Locality => Shape::Local,
+            Workload::Chain | Workload::Yield | Workload::SpawnLocal => Shape::Spawned,
+        }
+    }
+
+    /// `--items` when it is not given: chains per producer for `chain`, items per producer
+    /// for `yield`, items the one item queues for `spawn-local`, and [`DEFAULT_ITEMS`] items
+    /// (messages, round trips) per producer for the others.
+    pub(crate) fn default_items(self) -> u64 {
+        match self {
+            Workload::Chain => spawned::CHAINS,
+            Workload::Yield => spawned::YIELDING_ITEMS,
+            Workload::SpawnLocal => spawned::SPAWNED_ITEMS,
+            Workload::Queue
+            | Workload::Flood
+            | Workload::Skew
+            | Workload::Fanout
+            | Workload::Rpc
+            | Workload::Blocking
+            | Workload::Locality => DEFAULT_ITEMS,
         }
     }
 }
@@ -133,6 +172,9 @@ pub(crate) enum Shape {
     /// The queue call's p50/p99, the queue-to-start p50/p99 and the items' own run time
     /// p50/p99.
     Local,
+    /// The time per item, and for podq the share of items run by the worker of the item that
+    /// queued them.
+    Spawned,
 }
 
 #[cfg(test)]
@@ -150,7 +192,10 @@ mod tests {
         };
         assert!(
             message.contains("'Skew'")
-                && message.contains("queue, flood, skew, fanout, rpc, blocking, locality, all"),
+                && message.contains(
+                    "queue, flood, skew, fanout, rpc, blocking, locality, chain, yield, \
+                     spawn-local, all"
+                ),
             "{message}"
         );
     }
@@ -161,7 +206,7 @@ mod tests {
             .into_iter()
             .map(Workload::default_work_ns)
             .collect();
-        assert_eq!(defaults, [0, 0, 10_000, 10_000, 0, 0, 0]);
+        assert_eq!(defaults, [0, 0, 10_000, 10_000, 0, 0, 0, 0, 0, 0]);
     }
 
     #[test]

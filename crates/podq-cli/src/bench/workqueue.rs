@@ -24,6 +24,8 @@ pub(crate) struct PoolCounts {
     pub(crate) seen_blocked: u64,
     /// Workers started because busy ones were blocked.
     pub(crate) started_for_blocked: u64,
+    /// Items that the worker of the item that queued them ran (`PoolStats::ran_by_queuer`).
+    pub(crate) ran_by_queuer: u64,
 }
 
 /// A podq workqueue built for one measurement.
@@ -73,7 +75,8 @@ impl PodqExecutor {
 
     /// What the runtime reports about the run: pools serving the workqueue, workers they
     /// created, how often a pool lock was found held, how many items were pulled, and how
-    /// often busy workers were seen blocked and workers started for them.
+    /// often busy workers were seen blocked and workers started for them, and how many items
+    /// their queuer's worker ran.
     pub(crate) fn pool_counts(&self) -> PoolCounts {
         let stats = self.wq.stats();
         let sum = |count: fn(&podq::PoolStats) -> u64| stats.pools.iter().map(count).sum();
@@ -84,6 +87,7 @@ impl PodqExecutor {
             pulled: sum(|pool| pool.pulled_out),
             seen_blocked: sum(|pool| pool.workers_seen_blocked),
             started_for_blocked: sum(|pool| pool.workers_started_for_blocked),
+            ran_by_queuer: sum(|pool| pool.ran_by_queuer),
         }
     }
 

@@ -22,6 +22,8 @@
 //! * [`growth`]: a pool's workers: when a push or a worker must take the pool lock, when an
 //!   idle worker is woken, when the pool starts a worker or asks the stall watchdog to watch,
 //!   when an idle worker retires.
+//! * [`held`]: when a worker runs the item its own running item queued, and when another
+//!   worker takes it instead.
 //! * [`stall`]: the stall watchdog's two looks (blocked workers, progress), and how often it
 //!   takes them.
 //! * [`pull`]: where an idle worker looks for other pools' waiting work (the sibling order),
@@ -33,6 +35,7 @@
 //! written down in `src/pool/README.md`.
 
 pub mod growth;
+pub mod held;
 mod placement;
 pub mod pull;
 pub mod stall;

@@ -25,6 +25,7 @@
 
 mod apart;
 mod core;
+mod held;
 mod lanes;
 mod load;
 mod options;
@@ -176,6 +177,8 @@ pub(crate) struct Shared<T> {
     /// The live workers by the CPU they were launched on, so that a pinned starter spreads
     /// them over the pod (`launch.rs`).
     launched: crate::launch::Launched,
+    /// The watchdog's watch over the held slots (H2, H6), made at its first use.
+    held_watch: held::WatchCell<T>,
 }
 
 impl<T> Shared<T> {
@@ -236,6 +239,7 @@ impl<T: Runnable> Pool<T> {
                 group: OnceLock::new(),
                 worker: attrs.worker.clone(),
                 launched: crate::launch::Launched::default(),
+                held_watch: held::WatchCell::new(),
             }),
             entry: None,
         }
@@ -249,25 +253,7 @@ impl<T: Runnable> Pool<T> {
     /// worker busy. Without, it is `None`, and the push reads nothing to decide it.
     #[inline]
     pub(crate) fn push(&self, task: T, at: usize, siblings: bool) -> Option<Level> {
-        let own = self.shared.lanes.lookup(at);
-        let from_pod = own.is_some();
-        let lane = own.unwrap_or(at);
-        let core = &self.shared.core;
-        let reach = || {
-            if !siblings {
-                return None;
-            }
-            let waiting = core.to_offer(lane, from_pod)?;
-            crate::policy::pull::offer_reach(waiting, from_pod, || self.shared.probes.all_busy())
-        };
-        let (grow, reach) = match core.push(lane, task) {
-            Push::Spawn => (Grow::Spawn, None),
-            Push::Watch => (Grow::Watch, reach()),
-            Push::Busy => (Grow::No, reach()),
-            Push::Woken | Push::Queued | Push::Handed => (Grow::No, None),
-        };
-        worker::grow_pool(&self.shared, grow);
-        reach
+        push_to(&self.shared, task, at, siblings)
     }
 
     /// Queues `task` from the task that just finished on the calling thread (a work item queued
@@ -333,6 +319,8 @@ impl<T: Runnable> Pool<T> {
             lock_acquisitions: snap.lock.acquisitions,
             lock_contended: snap.lock.contended,
             executed: snap.executed,
+            ran_by_queuer: snap.held.ran,
+            taken_from_queuer: snap.held.taken,
             pin_failures: shared.pin_failures.load(Ordering::Relaxed),
             worker_panics: shared.worker_panics.load(Ordering::Relaxed),
             spawn_failures: shared.spawn_failures.load(Ordering::Relaxed),
@@ -345,6 +333,37 @@ impl<T: Runnable> Pool<T> {
             pull: None,
         }
     }
+}
+
+/// [`Pool::push`] on the pool whose state is `shared`. Inlined into every push: as a call of
+/// its own it cost a flood 35 more instructions per item (callgrind), most of them copying the
+/// task.
+#[inline(always)]
+fn push_to<T: Runnable>(
+    shared: &Arc<Shared<T>>,
+    task: T,
+    at: usize,
+    siblings: bool,
+) -> Option<Level> {
+    let own = shared.lanes.lookup(at);
+    let from_pod = own.is_some();
+    let lane = own.unwrap_or(at);
+    let core = &shared.core;
+    let reach = || {
+        if !siblings {
+            return None;
+        }
+        let waiting = core.to_offer(lane, from_pod)?;
+        crate::policy::pull::offer_reach(waiting, from_pod, || shared.probes.all_busy())
+    };
+    let (grow, reach) = match core.push(lane, task) {
+        Push::Spawn => (Grow::Spawn, None),
+        Push::Watch => (Grow::Watch, reach()),
+        Push::Busy => (Grow::No, reach()),
+        Push::Woken | Push::Queued | Push::Handed => (Grow::No, None),
+    };
+    worker::grow_pool(shared, grow);
+    reach
 }
 
 impl<T: Runnable> watchdog::Watched for Shared<T> {

@@ -80,7 +80,7 @@ impl<T: Runnable> PoolSet<T> {
 
     /// Pool `index` offers its waiting work to its siblings up to level `reach`, if the pools
     /// pull.
-    fn offer(&self, index: usize, reach: Level) {
+    pub(super) fn offer(&self, index: usize, reach: Level) {
         if let Some(group) = &self.pull {
             group.offer(index, reach);
         }

@@ -162,6 +162,7 @@ fn work<T: Runnable>(
     probe: Option<&WorkerProbe>,
 ) {
     let mut slot = WorkerSlot::new();
+    let _holding = super::held::enter(shared, &mut slot);
     let mut runs = 0u64;
     let mut wakes = 0u64;
     while let Next::Run { item, grow } =

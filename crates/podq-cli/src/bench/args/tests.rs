@@ -8,7 +8,9 @@ fn args(extra: &[(&str, &str)]) -> BenchArgs {
         scopes: None,
         peers: None,
         threads: None,
-        items: DEFAULT_ITEMS.to_string(),
+        items: None,
+        depth: None,
+        yields: None,
         runs: "1".into(),
         work_ns: None,
         block_every: None,
@@ -29,7 +31,9 @@ fn args(extra: &[(&str, &str)]) -> BenchArgs {
             "scopes" => args.scopes = Some(value),
             "peers" => args.peers = Some(value),
             "threads" => args.threads = Some(value),
-            "items" => args.items = value,
+            "items" => args.items = Some(value),
+            "depth" => args.depth = Some(value),
+            "yields" => args.yields = Some(value),
             "runs" => args.runs = value,
             "work-ns" => args.work_ns = Some(value),
             "block-every" => args.block_every = Some(value),
@@ -83,7 +87,7 @@ fn defaults_measure_every_scope_in_kernel_order_then_every_peer() {
     );
     assert_eq!(settings.producer_cpus, vec![0, 1, 4, 5]);
     assert_eq!(settings.peer_workers, 4);
-    assert_eq!(settings.items, DEFAULT_ITEMS);
+    assert_eq!(settings.items(Workload::Queue), DEFAULT_ITEMS);
     assert_eq!(settings.workloads, vec![Workload::Queue]);
     assert!(!settings.sweeping);
     assert_eq!(settings.pulls, [true]);
@@ -131,7 +135,7 @@ fn work_defaults_per_workload_and_an_explicit_value_overrides_all() {
         .into_iter()
         .map(|w| settings.work_ns(w))
         .collect();
-    assert_eq!(work, [0, 0, 10_000, 10_000, 0, 0, 0]);
+    assert_eq!(work, [0, 0, 10_000, 10_000, 0, 0, 0, 0, 0, 0]);
     let settings =
         Settings::from_args(&args(&[("workload", "all"), ("work-ns", "500")]), &usable())
             .expect("valid");
@@ -375,4 +379,33 @@ fn locality_options_are_checked_and_only_for_locality() {
     assert!(usage(&[("groups", "4")]).contains("only the locality workload uses it"));
     assert!(usage(&[("steer", "maybe")]).contains("--steer 'maybe': unknown value 'maybe'"));
     assert!(usage(&[("steer", "")]).contains("expected on, off, or on,off"));
+}
+
+#[test]
+fn items_default_per_workload_and_depth_and_yields_only_with_their_workload() {
+    let all = Settings::from_args(&args(&[("workload", "all")]), &usable()).expect("all");
+    let counts: Vec<u64> = [
+        Workload::Queue,
+        Workload::Chain,
+        Workload::Yield,
+        Workload::SpawnLocal,
+    ]
+    .into_iter()
+    .map(|w| all.items(w))
+    .collect();
+    assert_eq!(counts, [DEFAULT_ITEMS, 100, 200, 10_000]);
+    assert_eq!((all.depth, all.yields), (1_000, 1_000));
+    let given = Settings::from_args(
+        &args(&[("workload", "chain"), ("items", "7"), ("depth", "9")]),
+        &usable(),
+    )
+    .expect("chain");
+    assert_eq!((given.items(Workload::Chain), given.depth), (7, 9));
+    let message = usage(&[("depth", "5")]);
+    assert!(
+        message.contains("--depth 5") && message.contains("chain"),
+        "{message}"
+    );
+    let message = usage(&[("workload", "yield"), ("yields", "0")]);
+    assert!(message.contains("--yields 0"), "{message}");
 }

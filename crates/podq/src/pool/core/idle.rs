@@ -128,6 +128,8 @@ pub(crate) struct WorkerSlot {
     pub(super) pulled: bool,
     /// Times this worker was woken from parking (W11), for the worker thread's placement (W13).
     pub(super) wakes: u64,
+    /// The worker's held slot and its count of held tasks run in a row (H1-H5).
+    pub(super) holder: super::Holder,
 }
 
 impl WorkerSlot {
@@ -141,6 +143,7 @@ impl WorkerSlot {
             ran: 0,
             pulled: false,
             wakes: 0,
+            holder: super::Holder::default(),
         }
     }
 

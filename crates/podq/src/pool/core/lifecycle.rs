@@ -18,8 +18,10 @@ pub(crate) struct Snapshot {
     pub(crate) workers_retired: u64,
     /// Tasks that workers ran to the end (counted when the worker comes back for the next).
     pub(crate) executed: u64,
-    /// Tasks waiting, in the head and the lanes.
+    /// Tasks waiting, in the head, the lanes and the held slots.
     pub(crate) queue_depth: usize,
+    /// The held slots' counts (H1-H7).
+    pub(crate) held: super::HeldCounts,
     /// Acquisitions of the pool lock, the head lock and the lane locks together, and how many
     /// found the lock held.
     pub(crate) lock: LockCounts,
@@ -124,13 +126,15 @@ impl<T> Core<T> {
                     (queued + len, counts.plus(lock))
                 });
         let synced = self.synced.lock();
+        let held = self.held_counts();
         Snapshot {
             workers: synced.workers,
             idle_workers: synced.idle.len(),
             workers_created: synced.workers_created,
             workers_retired: synced.workers_retired,
-            executed: head.executed,
-            queue_depth: self.in_head(&head) + queued,
+            executed: head.executed + held.executed,
+            queue_depth: self.in_head(&head) + queued + held.held,
+            held,
             lock: head.lock.plus(lanes_lock).plus(synced.lock),
         }
     }

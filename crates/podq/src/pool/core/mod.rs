@@ -11,6 +11,8 @@
 //!   (`policy::stall`).
 //! * `lifecycle.rs`: shutdown, a worker's exit, a worker that could not start, the stats
 //!   snapshot.
+//! * `held.rs`: each worker's held slot: the newest task its running task queued, which it
+//!   runs next, and the ways another worker, the watchdog, cancel and a re-formation take it.
 //! * `pull.rs`: pull, the core's side: a sibling's worker taking this pool's oldest task, this
 //!   pool sending a worker when a sibling offers work, and what a worker asks of its siblings
 //!   when its own queue is empty.
@@ -33,6 +35,7 @@
 //! access exclusive.
 
 mod growth;
+mod held;
 mod idle;
 mod lifecycle;
 mod pull;
@@ -43,11 +46,13 @@ use std::time::Duration;
 use crate::policy::growth::{self as policy, Limits, Workers};
 use crate::sync::{Arc, CachePadded, Condvar, Mutex, MutexGuard};
 
+use held::Held;
 use idle::{AtomicHint, Parked, Parker};
 use queue::mailbox::Mailbox;
 use queue::{lock_counted, Head, Lane, LockCounts};
 
 pub(crate) use crate::policy::growth::Grow;
+pub(crate) use held::{HeldCounts, Holder};
 pub(crate) use idle::WorkerSlot;
 pub(crate) use pull::{NoSiblings, Siblings, Stolen};
 
@@ -165,6 +170,8 @@ pub(crate) struct Core<T> {
     synced: CachePadded<Mutex<Synced>>,
     /// Used with the pool lock: notified when `workers` drops to 0.
     exited: Condvar,
+    /// The workers' held slots (H1-H7), one per worker up to the eager size.
+    held: Held<T>,
     /// I: the most workers at once, and how many start without the watchdog.
     limits: Limits,
     /// I: how long a worker stays idle before it retires.
@@ -201,6 +208,7 @@ impl<T> Core<T> {
                 workers_retired: 0,
             })),
             exited: Condvar::new(),
+            held: Held::new(config.limits.eager_workers),
             limits: config.limits,
             idle_timeout: config.idle_timeout,
             spin_rounds: config.spin_rounds,
@@ -312,7 +320,16 @@ impl<T> Core<T> {
             synced.arrive(slot);
             self.publish(&synced);
         }
+        // (H3) The task this worker's last task queued, which it holds, comes first.
+        if let Some(item) = self.take_held(slot, &lane_here) {
+            return Next::Run {
+                item,
+                grow: Grow::No,
+            };
+        }
         let mut spun = false;
+        // Whether this worker has looked at the others' held tasks after its spin (H5).
+        let mut took_over = false;
         // Whether this worker has asked its siblings for a task since its queue ran empty.
         let mut pulled = false;
         // The lane whose CPU this worker spins on, while it spins.
@@ -342,6 +359,17 @@ impl<T> Core<T> {
             }
             // (O3) Empty: the pool no longer offers work to its siblings.
             siblings.drained();
+            // (H5) Empty after a spin: a task that another worker held throughout the spin.
+            if spun && !took_over {
+                took_over = true;
+                if let Some(item) = self.take_over_held(slot) {
+                    slot.pulled = false;
+                    return Next::Run {
+                        item,
+                        grow: Grow::No,
+                    };
+                }
+            }
             // (O4) Pull: after spinning, or at once when the last task was pulled too (the
             // work is at a sibling; spinning on an empty queue would only delay it).
             if !pulled && (spun || slot.pulled || self.spin_rounds == 0) {
@@ -363,6 +391,8 @@ impl<T> Core<T> {
             // shutdown this only delays the exit by one spin.
             if !spun && self.spin_rounds > 0 {
                 spun = true;
+                // (H4) What the others hold as the spin begins.
+                self.mark_held(slot);
                 let at = self.wrap(lane_here());
                 let (lane, owner) = self.start_spin(at);
                 spinning = Some(lane);

@@ -49,7 +49,7 @@ fn submit_counted(wq: &WqShared, counted: Counted, job: Job, at: usize) {
         queued: crate::trace::Stamp::now(),
     };
     match &wq.active {
-        None => dispatch(wq, task, at),
+        None => dispatch(wq, task, at, true),
         Some(active) => active.admit(task, |next| activate_at(wq, next, at)),
     }
 }
@@ -81,13 +81,15 @@ pub(crate) fn activate(wq: &WqShared, task: Task) {
 /// An execution got a `max_active` slot, and is pushed from `at`.
 fn activate_at(wq: &WqShared, mut task: Task, at: usize) {
     task.acct.counted.hold_slot();
-    dispatch(wq, task, at);
+    dispatch(wq, task, at, false);
 }
 
 /// Pushes an execution to its pool from `at`, or hands it to the worker running its item
-/// (Q5).
+/// (Q5). With `hold` (the execution holds no `max_active` slot, so ordered workqueues and
+/// `max_active` never see it), a push from a running item to its own pool is held by that
+/// item's worker, which runs it next (H2 of `pool/README.md`).
 #[inline]
-fn dispatch(wq: &WqShared, task: Task, at: usize) {
+fn dispatch(wq: &WqShared, task: Task, at: usize, hold: bool) {
     let task = match task.job.work() {
         Some(item) if item.state.load() & RUNNING != 0 => {
             let item = Arc::clone(item);
@@ -102,10 +104,15 @@ fn dispatch(wq: &WqShared, task: Task, at: usize) {
         let pod = task.acct.counted.pod();
         (pod.set, pod.index)
     };
-    wq.pools
+    let pools = wq
+        .pools
         .get(set)
-        .expect("a pod's pool set is pushed before the pod")
-        .push(index, task, at);
+        .expect("a pod's pool set is pushed before the pod");
+    if hold {
+        pools.push_held(index, task, at);
+    } else {
+        pools.push(index, task, at);
+    }
 }
 
 /// B1 for an execution that never waits for room (a delayed item whose delay ended, or

@@ -17,8 +17,9 @@
 //! The slot is a bare cell, not a lock: the state word already makes each access exclusive,
 //! and a lock would add two locked instructions to each side of every hand-off. This file uses
 //! only `crate::sync`, so that `crates/podq-loom` checks it with the pool, with loom's cell,
-//! which fails a model whose accesses to the slot could overlap. With `chain.rs` and
-//! `lane_lock.rs` beside it, it is one of the three files of the pool that may use `unsafe`.
+//! which fails a model whose accesses to the slot could overlap. With `chain.rs`,
+//! `held_slot.rs` and `lane_lock.rs` beside it, it is one of the four files of the pool that
+//! may use `unsafe`.
 #![allow(unsafe_code)]
 
 use crate::sync::atomic::{AtomicUsize, Ordering};

@@ -13,6 +13,7 @@
 //! atomic operation.
 
 pub(crate) mod chain;
+pub(crate) mod held_slot;
 pub(crate) mod lane_lock;
 pub(crate) mod mailbox;
 
@@ -377,7 +378,7 @@ impl<T> Core<T> {
     }
 
     /// Takes out every waiting task for which `matches` is true (a workqueue's tasks when its
-    /// pods are re-formed): the head's, oldest first, then each lane's.
+    /// pods are re-formed): the head's, oldest first, then each lane's, then the held ones.
     pub(crate) fn take_all_if(&self, mut matches: impl FnMut(&T) -> bool) -> Vec<T> {
         let mut out = Vec::new();
         let mut head = self.lock_head();
@@ -389,11 +390,12 @@ impl<T> Core<T> {
             all.take_all_if(&mut matches, &mut out);
             lane.put_back(&mut tasks, all);
         }
+        self.take_all_held_if(&mut matches, &mut out);
         out
     }
 
     /// Takes out a waiting task for which `matches` is true (for cancel): the oldest such in
-    /// the head, else the oldest in the first lane that has one.
+    /// the head, else the oldest in the first lane that has one, else a held one.
     pub(crate) fn remove_if(&self, mut matches: impl FnMut(&T) -> bool) -> Option<T> {
         let mut head = self.lock_head();
         self.settle(&mut head);
@@ -401,7 +403,8 @@ impl<T> Core<T> {
             return Some(item);
         }
         let consumers = head.consumers.iter_mut();
-        self.lanes
+        let found = self
+            .lanes
             .iter()
             .zip(consumers)
             .find_map(|(lane, consumer)| {
@@ -410,7 +413,9 @@ impl<T> Core<T> {
                 let item = all.remove_if(&mut matches);
                 lane.put_back(&mut tasks, all);
                 item
-            })
+            });
+        // (H7) Else a held one.
+        found.or_else(|| self.remove_held_if(&mut matches))
     }
 
     /// Holds lane `lane`'s lock until the guard drops, without counting it (tests use it to

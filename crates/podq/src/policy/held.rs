@@ -1,0 +1,76 @@
+//! Held items (steps H1-H7 of `src/pool/README.md`): when a worker runs the item that its own
+//! running item queued (its **held** item) itself, and when another worker takes it instead.
+//!
+//! A worker holds the newest item that its running item queued to the same pool, and runs it
+//! as soon as that item ends, with no hand-over to another CPU and no wake-up. Two decisions
+//! bound that:
+//!
+//! * [`runs_held`]: the worker runs its held item next, unless it has already run
+//!   [`MAX_IN_A_ROW`] held items in a row while other tasks wait in the pool's queue; then the
+//!   held item goes to the back of the queue and the worker takes the queue's oldest task, so a
+//!   chain of items that queue each other never starves the queue (tokio bounds its LIFO slot
+//!   the same way).
+//! * [`taken_over`]: another worker (one that spun with nothing to do, or the stall watchdog)
+//!   takes a held item when two looks some time apart saw the same item held: its holder ran
+//!   on, or blocked, all that time, and the item would otherwise wait for it.
+//!
+//! A simulator calls both with its own counts and looks.
+
+/// Held items a worker runs in a row before it looks whether other tasks wait in its pool's
+/// queue: 3, tokio's bound on its LIFO slot (`MAX_LIFO_POLLS_PER_TICK`). Past it, a held item
+/// runs next only when nothing else waits; the count then starts again.
+pub const MAX_IN_A_ROW: u32 = 3;
+
+/// Whether a worker that has run `in_a_row` held items in a row must first look at its pool's
+/// queue before it runs its held item (H3): true from [`MAX_IN_A_ROW`] on.
+#[must_use]
+pub fn must_look(in_a_row: u32) -> bool {
+    in_a_row >= MAX_IN_A_ROW
+}
+
+/// Whether a worker runs its held item next (H3), having run `in_a_row` held items in a row;
+/// `others_wait`: whether tasks wait in the pool's queue, as looked at when [`must_look`] says
+/// so (ignored otherwise). When this says no, the held item goes to the back of the queue and
+/// the worker takes the queue's oldest task.
+#[must_use]
+pub fn runs_held(in_a_row: u32, others_wait: bool) -> bool {
+    !must_look(in_a_row) || !others_wait
+}
+
+/// Whether a worker other than the holder takes a held item now (H5, H6): `then` is what an
+/// earlier look saw in the holder's slot, `now` what this look sees, each `Some(puts)` when it
+/// held an item (`puts`: items its holder had ever put there) or `None` when it was empty. The
+/// same item was held throughout exactly when both looks saw one with the same count: only the
+/// holder puts, and every put counts.
+#[must_use]
+pub fn taken_over(then: Option<u64>, now: Option<u64>) -> bool {
+    matches!((then, now), (Some(then), Some(now)) if then == now)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_worker_runs_its_held_items_in_a_row_up_to_the_bound_then_only_with_nothing_waiting() {
+        for in_a_row in 0..MAX_IN_A_ROW {
+            assert!(!must_look(in_a_row));
+            assert!(runs_held(in_a_row, true));
+        }
+        assert!(must_look(MAX_IN_A_ROW));
+        assert!(!runs_held(MAX_IN_A_ROW, true));
+        assert!(runs_held(MAX_IN_A_ROW, false));
+        assert!(!runs_held(MAX_IN_A_ROW + 5, true));
+    }
+
+    #[test]
+    fn another_worker_takes_an_item_only_when_both_looks_saw_the_same_one_held() {
+        assert!(taken_over(Some(7), Some(7)));
+        // Put again between the looks: the holder came back meanwhile.
+        assert!(!taken_over(Some(7), Some(8)));
+        // Empty at either look.
+        assert!(!taken_over(None, Some(7)));
+        assert!(!taken_over(Some(7), None));
+        assert!(!taken_over(None, None));
+    }
+}

@@ -1,0 +1,307 @@
+//! Held items, the core's side (H1-H7 of `pool/README.md`): each worker's **held slot**, where
+//! a worker keeps the newest task that its running task queued to this pool and runs it as soon
+//! as that task ends, and the ways another worker, the stall watchdog, cancel and a
+//! re-formation take a held task instead. The decisions are `policy::held`'s.
+//!
+//! A slot's task sits in a [`HeldCell`] (`queue/held_slot.rs`): a state word and a cell, no
+//! lock. Its word also counts its worker's puts, so that two looks some time apart tell
+//! whether the same task was held throughout (`policy::held::taken_over`).
+
+use crate::policy::held as policy;
+use crate::sync::atomic::{after_seqcst_rmw, AtomicBool, AtomicU64, Ordering};
+use crate::sync::CachePadded;
+
+use super::queue::held_slot::HeldCell;
+use super::{Core, WorkerSlot};
+
+/// The word the watchdog keeps of an empty slot in `HeldSlot::looked`.
+const NOTHING: u64 = u64::MAX;
+
+/// One worker's held slot, on lines of its own.
+#[derive(Debug)]
+pub(crate) struct HeldSlot<T> {
+    /// The held task. Its owner puts and takes; anyone else only takes.
+    cell: HeldCell<T>,
+    /// A: whether a worker owns the slot (H1, H7). Only that worker puts.
+    owned: AtomicBool,
+    /// A: the puts the watchdog saw held at its last look ([`NOTHING`]: none) (H6); only the
+    /// watchdog writes it. Relaxed.
+    looked: AtomicU64,
+    /// A: held tasks their holder ran (H3); only the owner writes it. Relaxed: a statistic.
+    ran: AtomicU64,
+    /// A: tasks the owner ran to the end while it ran held ones (`WorkerSlot::ran`, moved here
+    /// so that the pool's `executed` does not wait for the owner's next look at the head).
+    /// Only the owner writes it. Relaxed: a statistic.
+    executed: AtomicU64,
+    /// A: held tasks another worker or the watchdog took (H5, H6). Relaxed: a statistic.
+    taken: AtomicU64,
+}
+
+impl<T> HeldSlot<T> {
+    fn new() -> Self {
+        Self {
+            cell: HeldCell::new(),
+            owned: AtomicBool::new(false),
+            looked: AtomicU64::new(NOTHING),
+            ran: AtomicU64::new(0),
+            executed: AtomicU64::new(0),
+            taken: AtomicU64::new(0),
+        }
+    }
+
+    /// Bumps a counter that only one thread writes, without a locked instruction.
+    #[inline]
+    fn add(counter: &AtomicU64, n: u64) {
+        counter.store(counter.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+    }
+
+    /// Takes the held task if it is still the `puts`-th, counting it as taken from its holder.
+    fn take_over(&self, puts: u64) -> Option<T> {
+        let task = self.cell.take_seen(puts)?;
+        self.taken.fetch_add(1, Ordering::Relaxed);
+        Some(task)
+    }
+}
+
+/// The held slots of a pool: one per worker up to the pool's eager size (workers past it, which
+/// the watchdog adds for blocked ones, hold nothing), and whether the watchdog watches them.
+#[derive(Debug)]
+pub(crate) struct Held<T> {
+    /// I: the slots.
+    slots: Box<[CachePadded<HeldSlot<T>>]>,
+    /// A: whether the watchdog watches the slots (H2, H6): set by the put or the look that
+    /// registers the one watch, cleared by a look before it reads the slots.
+    watched: CachePadded<AtomicBool>,
+}
+
+impl<T> Held<T> {
+    /// `slots` empty slots, nobody watching.
+    pub(super) fn new(slots: usize) -> Self {
+        Self {
+            slots: (0..slots)
+                .map(|_| CachePadded::new(HeldSlot::new()))
+                .collect(),
+            watched: CachePadded::new(AtomicBool::new(false)),
+        }
+    }
+}
+
+/// A worker's side of holding: its slot and its count of held tasks run in a row.
+#[derive(Debug, Default)]
+pub(crate) struct Holder {
+    /// The slot this worker owns, if it got one (H1).
+    index: Option<usize>,
+    /// Held tasks run in a row since the worker last took one from the queue (H3).
+    in_a_row: u32,
+    /// What each slot's word said when this worker began to spin (H4).
+    seen: Vec<Option<u64>>,
+}
+
+/// What [`Core::hold`] did.
+#[derive(Debug)]
+pub(crate) struct Hold<T> {
+    /// The task the slot held before, which the caller pushes as any other (H2).
+    pub(crate) before: Option<T>,
+    /// Whether the caller must have the watchdog watch the held slots (H2).
+    pub(crate) watch: bool,
+}
+
+/// What the watchdog's look at the held slots found (H6).
+#[derive(Debug)]
+pub(crate) struct HeldLook<T> {
+    /// Tasks held since the last look, now taken: the caller pushes each as any other.
+    pub(crate) taken: Vec<T>,
+    /// Whether this watch goes on: tasks are still held, and no put registered another.
+    pub(crate) keep: bool,
+}
+
+/// The held slots' counts, for the pool's statistics.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct HeldCounts {
+    /// Slots holding a task now.
+    pub(crate) held: usize,
+    /// Held tasks their holder ran.
+    pub(crate) ran: u64,
+    /// Tasks run to the end by holders, counted in the slots (see `HeldSlot::executed`).
+    pub(crate) executed: u64,
+    /// Held tasks another worker or the watchdog took.
+    pub(crate) taken: u64,
+}
+
+impl<T> Core<T> {
+    /// (H1) A worker that starts claims a free held slot, if one is left.
+    pub(crate) fn claim_held(&self, slot: &mut WorkerSlot) -> Option<usize> {
+        let index = self.held.slots.iter().position(|s| {
+            s.owned
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+        })?;
+        slot.holder.index = Some(index);
+        Some(index)
+    }
+
+    /// (H7) A worker that exits gives its slot back, with the task still held, if any (none
+    /// when it leaves from [`Core::next`], which runs it first): the caller pushes it.
+    pub(crate) fn release_held(&self, index: usize) -> Option<T> {
+        let slot = &self.held.slots[index];
+        let left = slot.cell.take_own();
+        slot.owned.store(false, Ordering::Release);
+        left
+    }
+
+    /// (H2) The worker that owns slot `index` holds `item`, queued by the task it runs: the
+    /// task the slot held before comes back for the caller to push. Then, after the put's
+    /// `SeqCst` store, reads whether the watchdog watches, and registers the watch if nobody
+    /// does (the pair with H6's look).
+    pub(crate) fn hold(&self, index: usize, item: T) -> Hold<T> {
+        let before = self.held.slots[index].cell.put(item);
+        after_seqcst_rmw();
+        let watched = &self.held.watched;
+        let watch = !watched.load(Ordering::SeqCst) && !watched.swap(true, Ordering::Relaxed);
+        Hold { before, watch }
+    }
+
+    /// (H3) The worker, back from a task, takes its held task, unless it has run
+    /// `policy::held::MAX_IN_A_ROW` in a row and tasks wait in the queue: then the held task
+    /// goes to the back of the lane of the worker's CPU (`lane_here`) as P2w does, and the
+    /// worker goes on to W2.
+    #[inline]
+    pub(super) fn take_held(
+        &self,
+        slot: &mut WorkerSlot,
+        lane_here: impl Fn() -> usize,
+    ) -> Option<T> {
+        let index = slot.holder.index?;
+        // Only this worker puts, so an empty slot stays empty.
+        if self.held.slots[index].cell.held().is_none() {
+            slot.holder.in_a_row = 0;
+            return None;
+        }
+        self.take_held_from(slot, index, lane_here)
+    }
+
+    /// [`Core::take_held`] once the worker's slot `index` holds a task.
+    #[inline(never)]
+    fn take_held_from(
+        &self,
+        slot: &mut WorkerSlot,
+        index: usize,
+        lane_here: impl Fn() -> usize,
+    ) -> Option<T> {
+        let held = &self.held.slots[index];
+        let in_a_row = slot.holder.in_a_row;
+        let look = policy::must_look(in_a_row);
+        let others_wait = look && self.others_wait();
+        let Some(item) = held.cell.take_own() else {
+            slot.holder.in_a_row = 0;
+            return None;
+        };
+        if policy::runs_held(in_a_row, others_wait) {
+            slot.holder.in_a_row = if look { 0 } else { in_a_row + 1 };
+            HeldSlot::<T>::add(&held.ran, 1);
+            HeldSlot::<T>::add(&held.executed, std::mem::take(&mut slot.ran));
+            return Some(item);
+        }
+        slot.holder.in_a_row = 0;
+        self.push_for_self(lane_here(), item);
+        None
+    }
+
+    /// Whether tasks wait in the queue: in a lane, or in the head (assumed so when another
+    /// worker holds the head lock).
+    fn others_wait(&self) -> bool {
+        self.lanes_len() > 0
+            || self
+                .head
+                .try_lock()
+                .is_none_or(|head| self.in_head(&head) > 0)
+    }
+
+    /// (H4) A worker about to spin notes what every slot holds; nothing when no slot holds a
+    /// task (none can then be held throughout the spin).
+    pub(super) fn mark_held(&self, slot: &mut WorkerSlot) {
+        let seen = &mut slot.holder.seen;
+        seen.clear();
+        if self.held.slots.iter().all(|s| s.cell.held().is_none()) {
+            return;
+        }
+        seen.extend(self.held.slots.iter().map(|s| s.cell.held()));
+    }
+
+    /// (H5) Back from spinning with nothing to do: takes a task that another worker held
+    /// throughout the spin (its holder ran on, or blocked).
+    pub(super) fn take_over_held(&self, slot: &mut WorkerSlot) -> Option<T> {
+        if slot.holder.seen.is_empty() {
+            return None;
+        }
+        let own = slot.holder.index;
+        let seen = std::mem::take(&mut slot.holder.seen);
+        let found = self.held.slots.iter().enumerate().find_map(|(i, held)| {
+            let then = *seen.get(i)?;
+            let now = held.cell.held();
+            if own == Some(i) || !policy::taken_over(then, now) {
+                return None;
+            }
+            held.take_over(now?)
+        });
+        slot.holder.seen = seen;
+        found
+    }
+
+    /// (H6) The watchdog's look: clears `watched`, then (after the `SeqCst` pair with H2)
+    /// reads every slot; takes the tasks held since its last look (the caller pushes them),
+    /// and goes on watching while tasks are held, unless a put registered another watch
+    /// meanwhile.
+    pub(crate) fn look_held(&self) -> HeldLook<T> {
+        self.held.watched.swap(false, Ordering::SeqCst);
+        after_seqcst_rmw();
+        let mut taken = Vec::new();
+        let mut still = false;
+        for held in self.held.slots.iter() {
+            let now = held.cell.held_seqcst();
+            let looked = held.looked.swap(now.unwrap_or(NOTHING), Ordering::Relaxed);
+            let then = (looked != NOTHING).then_some(looked);
+            if policy::taken_over(then, now) {
+                if let Some(item) = now.and_then(|puts| held.take_over(puts)) {
+                    taken.push(item);
+                    continue;
+                }
+            }
+            still |= now.is_some();
+        }
+        let keep = still && !self.held.watched.swap(true, Ordering::Relaxed);
+        HeldLook { taken, keep }
+    }
+
+    /// Takes out a held task for which `matches` is true (cancel, after the queue).
+    pub(super) fn remove_held_if(&self, mut matches: impl FnMut(&T) -> bool) -> Option<T> {
+        self.held
+            .slots
+            .iter()
+            .find_map(|held| held.cell.take_if(&mut matches))
+    }
+
+    /// Takes out every held task for which `matches` is true (a re-formation, after the
+    /// queue).
+    pub(super) fn take_all_held_if(&self, mut matches: impl FnMut(&T) -> bool, out: &mut Vec<T>) {
+        out.extend(
+            self.held
+                .slots
+                .iter()
+                .filter_map(|held| held.cell.take_if(&mut matches)),
+        );
+    }
+
+    /// The held slots' counts now.
+    pub(super) fn held_counts(&self) -> HeldCounts {
+        self.held
+            .slots
+            .iter()
+            .fold(HeldCounts::default(), |counts, held| HeldCounts {
+                held: counts.held + usize::from(held.cell.held().is_some()),
+                ran: counts.ran + held.ran.load(Ordering::Relaxed),
+                executed: counts.executed + held.executed.load(Ordering::Relaxed),
+                taken: counts.taken + held.taken.load(Ordering::Relaxed),
+            })
+    }
+}

@@ -1,0 +1,138 @@
+//! Held items, the threads' side (H1-H7 of `pool/README.md`; the slots are `core/held.rs`):
+//! which worker a push comes from, the push that a worker's running task makes to its own pool
+//! ([`Pool::push_held`]), and the stall watchdog's watch over the held slots.
+
+use std::cell::Cell;
+use std::sync::{OnceLock, Weak};
+
+use super::core::WorkerSlot;
+use super::set::PoolSet;
+use super::watchdog::{self, Checked, Watched};
+use super::{Pool, Runnable, Shared};
+use crate::policy::pull::Level;
+use crate::sync::Arc;
+
+thread_local! {
+    /// The pool state this thread works for (its address, only compared) and the held slot it
+    /// owns; `(0, 0)` on threads that own none.
+    static HOLDER: Cell<(usize, usize)> = const { Cell::new((0, 0)) };
+}
+
+/// The held slot that the calling thread owns in `shared`'s pool, if it is one of its workers
+/// and got one.
+#[inline]
+fn slot_of<T>(shared: &Arc<Shared<T>>) -> Option<usize> {
+    let (pool, slot) = HOLDER.with(Cell::get);
+    (pool == Arc::as_ptr(shared) as usize).then_some(slot)
+}
+
+/// A worker's claim on a held slot, from its start to its exit (H1, H7).
+pub(super) struct Holding<'a, T: Runnable> {
+    /// The worker's pool.
+    shared: &'a Arc<Shared<T>>,
+    /// The slot it owns, if it got one.
+    index: Option<usize>,
+}
+
+/// (H1) The calling worker of `shared` claims a held slot, if one is free, for its run loop.
+pub(super) fn enter<'a, T: Runnable>(
+    shared: &'a Arc<Shared<T>>,
+    slot: &mut WorkerSlot,
+) -> Holding<'a, T> {
+    let index = shared.core.claim_held(slot);
+    if let Some(index) = index {
+        HOLDER.with(|h| h.set((Arc::as_ptr(shared) as usize, index)));
+    }
+    Holding { shared, index }
+}
+
+impl<T: Runnable> Drop for Holding<'_, T> {
+    /// (H7) The worker leaves: the slot is free again, and a task left in it is pushed.
+    fn drop(&mut self) {
+        if let Some(index) = self.index {
+            HOLDER.with(|h| h.set((0, 0)));
+            if let Some(task) = self.shared.core.release_held(index) {
+                release(self.shared, task);
+            }
+        }
+    }
+}
+
+impl<T: Runnable> Pool<T> {
+    /// Queues `task` as [`Pool::push`] does, except on a worker of this pool that owns a held
+    /// slot (the caller runs on it: a running task queues to its own pool): that worker holds
+    /// `task` and runs it when the running task ends (H2), and the task it held before is
+    /// pushed instead.
+    #[inline(always)]
+    pub(crate) fn push_held(&self, task: T, at: usize, siblings: bool) -> Option<Level> {
+        let Some(index) = slot_of(&self.shared) else {
+            return self.push(task, at, siblings);
+        };
+        let held = self.shared.core.hold(index, task);
+        if held.watch {
+            watch_held(&self.shared);
+        }
+        self.push(held.before?, at, siblings)
+    }
+}
+
+impl<T: Runnable> PoolSet<T> {
+    /// Queues `task` to pod `index`'s pool from `at`, holding it when the caller is one of that
+    /// pool's workers ([`Pool::push_held`]).
+    #[inline]
+    pub(crate) fn push_held(&self, index: usize, task: T, at: usize) {
+        if let Some(reach) = self.pools[index].push_held(task, at, self.pull.is_some()) {
+            self.offer(index, reach);
+        }
+    }
+}
+
+/// (H6) Pushes a task taken out of a held slot as a push from the calling thread would, and
+/// offers it to the pool's siblings when the push says so.
+fn release<T: Runnable>(shared: &Arc<Shared<T>>, task: T) {
+    let group = shared.group.get().and_then(Weak::upgrade);
+    let reach = super::push_to(shared, task, shared.lanes.here(), group.is_some());
+    if let (Some(group), Some(reach)) = (group, reach) {
+        group.offer(shared.pod.id, reach);
+    }
+}
+
+/// The stall watchdog's watch over a pool's held slots; one per pool, made at the first watch.
+pub(super) struct HeldWatch<T> {
+    /// The pool.
+    pool: Weak<Shared<T>>,
+}
+
+/// (H2) Has the watchdog watch `shared`'s held slots.
+fn watch_held<T: Runnable>(shared: &Arc<Shared<T>>) {
+    let watch = shared.held_watch.get_or_init(|| {
+        Arc::new(HeldWatch {
+            pool: Arc::downgrade(shared),
+        })
+    });
+    let weak: Weak<HeldWatch<T>> = Arc::downgrade(watch);
+    watchdog::watch(weak);
+}
+
+impl<T: Runnable> Watched for HeldWatch<T> {
+    /// (H6) At every look of the watchdog: the tasks held since its last look are pushed.
+    fn check(self: Arc<Self>, _progress: bool) -> Checked {
+        let Some(shared) = self.pool.upgrade() else {
+            return Checked {
+                keep: false,
+                replaced: false,
+            };
+        };
+        let look = shared.core.look_held();
+        for task in look.taken {
+            release(&shared, task);
+        }
+        Checked {
+            keep: look.keep,
+            replaced: false,
+        }
+    }
+}
+
+/// The field of [`Shared`] that keeps a pool's [`HeldWatch`].
+pub(super) type WatchCell<T> = OnceLock<Arc<HeldWatch<T>>>;
