@@ -62,7 +62,8 @@
 //!   executor; a panic comes back as [`JoinError::Panicked`], an item dropped unrun as
 //!   [`JoinError::Cancelled`]. [`Work::flushed`] awaits a reusable item.
 //! * Backpressure: [`WorkqueueBuilder::max_backlog`] bounds the items that wait;
-//!   [`Workqueue::try_queue`] says why it took nothing ([`QueueError`]).
+//!   [`Workqueue::try_queue`] says why it took nothing and gives the closure back
+//!   ([`TryQueueError`]).
 //! * Deadlines: `flush_timeout`, `drain_timeout` and `cancel_sync_timeout` give up in time
 //!   and leave everything consistent.
 //! * Workers: [`WorkqueueBuilder::worker_stack_size`], [`WorkqueueBuilder::worker_nice`] and
@@ -157,7 +158,8 @@ pub use scope::{AffinityScope, Pod, Pods};
 pub use stats::{PoolStats, PullLevelStats, PullStats, WorkqueueStats};
 pub use topology::Topology;
 pub use workqueue::{
-    DelayedWork, Group, JoinError, JoinHandle, QueueError, Work, Workqueue, WorkqueueBuilder,
+    DelayedWork, Group, JoinError, JoinHandle, Panic, QueueError, TryQueueError, Work, Workqueue,
+    WorkqueueBuilder,
 };
 
 /// The README's examples (`README.md` of the repository, the crate's README), compiled and run

@@ -8,7 +8,8 @@
 //!   one place;
 //! * `queue.rs`: the queue calls (Q1-Q5 of `workqueue/README.md`);
 //! * `backlog.rs`: room in the backlog, the `try_` calls and
-//!   [`QueueError`](crate::QueueError) (B1-B3);
+//!   [`QueueError`](crate::QueueError) (B1-B3); `try_error.rs`:
+//!   [`TryQueueError`](crate::TryQueueError), the closure given back;
 //! * `work.rs`: [`Work`](crate::Work), its flush and cancel (C1-C5);
 //! * `delayed.rs`: [`DelayedWork`](crate::DelayedWork), `queue_delayed`, `mod_delayed`;
 //! * `flush.rs`: a workqueue's flush and drain, with a deadline or without (F1-F3);
@@ -32,5 +33,6 @@ pub(crate) mod oneshot;
 mod queue;
 pub(crate) mod reshape;
 pub(crate) mod stats;
+pub(crate) mod try_error;
 pub(crate) mod work;
 pub(crate) mod workqueue;
