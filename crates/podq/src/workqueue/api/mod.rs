@@ -15,7 +15,8 @@
 //! * `flush.rs`: a workqueue's flush and drain, with a deadline or without (F1-F3);
 //! * `join.rs` and `oneshot.rs`: `spawn`, [`JoinHandle`](crate::JoinHandle) and the slot
 //!   between them (J1-J4);
-//! * `group.rs`: [`Group`](crate::Group), steered queueing (G1, G2);
+//! * `group.rs`: [`Group`](crate::Group), steered queueing (G1, G2), and `owner_gate.rs`,
+//!   the gate between the group's calls and the workqueue's drop (G6, G7);
 //! * `reshape.rs`: `set_scope`, `set_shard_size`, `set_pull` (R1-R5) and `set_steer`;
 //! * `stats.rs`: statistics;
 //! * `helpers.rs`: the helper threads a build starts, and the reaper.
@@ -30,6 +31,7 @@ pub(crate) mod group;
 mod helpers;
 pub(crate) mod join;
 pub(crate) mod oneshot;
+pub(crate) mod owner_gate;
 mod queue;
 pub(crate) mod reshape;
 pub(crate) mod stats;

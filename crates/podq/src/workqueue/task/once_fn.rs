@@ -22,7 +22,8 @@
 //! [`PackedJob`] keeps any job of a task (a closure, a work item's `Arc`, a spawned closure's
 //! slot) in the same buffer, its vtable saying which: a task needs no word for `Job`'s tag.
 //!
-//! This and `pod_ref.rs` are the files of the workqueue that may use `unsafe`.
+//! This, `pod_ref.rs` and `api/owner_gate.rs` are the files of the workqueue that may use
+//! `unsafe`.
 #![allow(unsafe_code)]
 
 use std::marker::PhantomData;
