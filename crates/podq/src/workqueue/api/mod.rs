@@ -10,7 +10,8 @@
 //! * `backlog.rs`: room in the backlog, the `try_` calls and
 //!   [`QueueError`](crate::QueueError) (B1-B3); `try_error.rs`:
 //!   [`TryQueueError`](crate::TryQueueError), the closure given back;
-//! * `work.rs`: [`Work`](crate::Work), its flush and cancel (C1-C5);
+//! * `work.rs`: [`Work`](crate::Work), its flush and cancel (C1-C5); `self_work.rs`:
+//!   [`Work::with_self`](crate::Work::with_self), an item that re-queues itself;
 //! * `delayed.rs`: [`DelayedWork`](crate::DelayedWork), `queue_delayed`, `mod_delayed`;
 //! * `flush.rs`: a workqueue's flush and drain, with a deadline or without (F1-F3);
 //! * `join.rs` and `oneshot.rs`: `spawn`, [`JoinHandle`](crate::JoinHandle) and the slot
@@ -34,6 +35,7 @@ pub(crate) mod oneshot;
 pub(crate) mod owner_gate;
 mod queue;
 pub(crate) mod reshape;
+mod self_work;
 pub(crate) mod stats;
 pub(crate) mod try_error;
 pub(crate) mod work;

@@ -185,7 +185,7 @@ impl Task {
                     let _marker = Marker::enter(wq_id, item_addr(&item));
                     // Only the runner takes this lock: RUNNING excludes every other runner.
                     let mut func = item.func.lock();
-                    ended_in_panic(catch_unwind(AssertUnwindSafe(|| (*func)())))
+                    ended_in_panic(catch_unwind(AssertUnwindSafe(|| (*func)(&item))))
                 };
                 count_completion(counters, panicked);
                 drop(ticket);

@@ -523,7 +523,7 @@ mod tests {
         use super::PackedJob;
         use crate::workqueue::task::work_item::WorkInner;
         use crate::workqueue::task::Job;
-        let work = Arc::new(WorkInner::new(|| {}));
+        let work = Arc::new(WorkInner::new(|_| {}));
         let item = Arc::clone(&work);
         let packed = PackedJob::pack(Job::Work(Arc::clone(&item)));
         assert_eq!(packed.kind(), "work");
