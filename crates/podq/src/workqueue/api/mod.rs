@@ -16,6 +16,7 @@
 //! * `flush.rs`: a workqueue's flush and drain, with a deadline or without (F1-F3);
 //! * `join.rs` and `oneshot.rs`: `spawn`, [`JoinHandle`](crate::JoinHandle) and the slot
 //!   between them (J1-J4);
+//! * `scoped.rs`: [`Workqueue::scoped`](crate::Workqueue::scoped), items that borrow;
 //! * `group.rs`: [`Group`](crate::Group), steered queueing (G1, G2), and `owner_gate.rs`,
 //!   the gate between the group's calls and the workqueue's drop (G6, G7);
 //! * `reshape.rs`: `set_scope`, `set_shard_size`, `set_pull` (R1-R5) and `set_steer`;
@@ -35,6 +36,7 @@ pub(crate) mod oneshot;
 pub(crate) mod owner_gate;
 mod queue;
 pub(crate) mod reshape;
+pub(crate) mod scoped;
 mod self_work;
 pub(crate) mod stats;
 pub(crate) mod try_error;
