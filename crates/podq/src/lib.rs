@@ -69,7 +69,8 @@
 //!   when its handles go.
 //! * Backpressure: [`WorkqueueBuilder::max_backlog`] bounds the items that wait;
 //!   [`Workqueue::try_queue`] says why it took nothing and gives the closure back
-//!   ([`TryQueueError`]).
+//!   ([`TryQueueError`]); [`Workqueue::queue_async`] and [`Workqueue::spawn_async`] wait for
+//!   room as futures, with any executor.
 //! * Deadlines: `flush_timeout`, `drain_timeout` and `cancel_sync_timeout` give up in time
 //!   and leave everything consistent.
 //! * Workers: [`WorkqueueBuilder::worker_stack_size`], [`WorkqueueBuilder::worker_nice`] and

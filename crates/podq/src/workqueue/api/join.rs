@@ -386,7 +386,7 @@ impl Workqueue {
 }
 
 /// A new spawned closure: its handle, and the job that runs it.
-fn spawned<F, T>(f: F) -> (JoinHandle<T>, Job)
+pub(super) fn spawned<F, T>(f: F) -> (JoinHandle<T>, Job)
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,

@@ -7,6 +7,8 @@
 //! * `builder.rs`: [`WorkqueueBuilder`](crate::WorkqueueBuilder), every attribute checked in
 //!   one place;
 //! * `queue.rs`: the queue calls (Q1-Q5 of `workqueue/README.md`);
+//! * `async_queue.rs`: `queue_async` and `spawn_async`, waiting for room as futures (B4,
+//!   B5);
 //! * `backlog.rs`: room in the backlog, the `try_` calls and
 //!   [`QueueError`](crate::QueueError) (B1-B3); `try_error.rs`:
 //!   [`TryQueueError`](crate::TryQueueError), the closure given back;
@@ -23,6 +25,7 @@
 //! * `stats.rs`: statistics;
 //! * `helpers.rs`: the helper threads a build starts, and the reaper.
 
+pub(crate) mod async_queue;
 pub(crate) mod backlog;
 pub(crate) mod builder;
 pub(crate) mod delayed;

@@ -21,6 +21,7 @@
 //! * `steering.rs`: a group's state and ticket, and the workqueue's steering counters.
 
 pub(crate) mod active;
+pub(crate) mod admission;
 pub(crate) mod backlog;
 pub(crate) mod dispatch;
 pub(crate) mod once_fn;
