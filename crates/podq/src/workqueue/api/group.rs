@@ -96,7 +96,7 @@ impl Workqueue {
                 shared: Arc::clone(&self.shared),
                 layouts: Arc::clone(&self.layouts),
                 owned: OnceLock::new(),
-                copy: true,
+                inert: true,
             };
             let stripes = std::thread::available_parallelism().map_or(1, usize::from);
             Arc::new(OwnerGate::new(copy, stripes))

@@ -18,6 +18,8 @@
 //! * `flush.rs`: a workqueue's flush and drain, with a deadline or without (F1-F3);
 //! * `join.rs` and `oneshot.rs`: `spawn`, [`JoinHandle`](crate::JoinHandle) and the slot
 //!   between them (J1-J4);
+//! * `shutdown.rs`: [`Workqueue::shutdown_timeout`](crate::Workqueue::shutdown_timeout), a
+//!   drop bounded in time (E7);
 //! * `scoped.rs`: [`Workqueue::scoped`](crate::Workqueue::scoped), items that borrow;
 //! * `group.rs`: [`Group`](crate::Group), steered queueing (G1, G2), and `owner_gate.rs`,
 //!   the gate between the group's calls and the workqueue's drop (G6, G7);
@@ -41,6 +43,7 @@ mod queue;
 pub(crate) mod reshape;
 pub(crate) mod scoped;
 mod self_work;
+mod shutdown;
 pub(crate) mod stats;
 pub(crate) mod try_error;
 pub(crate) mod work;

@@ -43,7 +43,8 @@ use crate::workqueue::task::{self, timer, Task};
 /// * at most `max_active` items run at once, the rest wait in FIFO order;
 ///   [`Workqueue::ordered`] runs one at a time, in queueing order;
 /// * a panicking item is caught and counted; its worker goes on;
-/// * dropping the workqueue runs everything already queued, then lets its pools go;
+/// * dropping the workqueue runs everything already queued, then lets its pools go
+///   ([`Workqueue::shutdown_timeout`] bounds that wait);
 /// * its pods follow the CPUs the process may use, and [`Workqueue::set_scope`] changes
 ///   them, while work flows: nothing queued is lost (see [`crate::limits`]);
 /// * in a child process of `fork()`, new workqueues work fully, and the parent's refuse work
@@ -75,8 +76,9 @@ pub struct Workqueue {
     /// The gate of its owned handles (groups), made by the first [`Workqueue::group`]; it
     /// holds a copy of this handle, which the drop takes away (G7).
     pub(super) owned: OnceLock<Arc<OwnerGate<Workqueue>>>,
-    /// This is the gate's copy: its drop lets its `Arc`s go and does nothing else.
-    pub(super) copy: bool,
+    /// Its drop lets its `Arc`s go and does nothing else: the gate's copy, or a workqueue
+    /// whose `shutdown_timeout` handed the rest to the reaper (E7).
+    pub(super) inert: bool,
 }
 
 /// Source of workqueue ids, before [`fork::tag_id`] adds the generation; starts at 1 so that
@@ -152,7 +154,7 @@ impl Workqueue {
             shared,
             layouts,
             owned: OnceLock::new(),
-            copy: false,
+            inert: false,
         };
         crate::live::register(&wq.shared, &wq.layouts);
         Ok(wq)
@@ -228,8 +230,9 @@ impl Drop for Workqueue {
     /// Runs everything already queued (delayed items whose delay has not ended are queued
     /// now), then lets the pools go; they stop their workers once no workqueue uses them.
     ///
-    /// Its [`Group`](crate::Group)s stop taking work first: their calls return `false` from
-    /// then on.
+    /// It waits for everything queued, without a bound; [`Workqueue::shutdown_timeout`] bounds
+    /// the wait and cancels what has not started. Its [`Group`](crate::Group)s stop taking
+    /// work first: their calls return `false` from then on.
     ///
     /// Dropped from one of its own items, it does not wait (it would wait for itself): the
     /// queued items still run, and the `podq/reaper` thread waits for them and then lets the
@@ -239,7 +242,7 @@ impl Drop for Workqueue {
     /// leaks what it holds (its pools, the items queued on it): their workers are the
     /// parent's, and their locks may be held by the parent's threads.
     fn drop(&mut self) {
-        if self.copy {
+        if self.inert {
             return;
         }
         if self.foreign() {

@@ -222,6 +222,23 @@ impl Task {
         self.job.work().is_some_and(|w| Arc::ptr_eq(w, work))
     }
 
+    /// An execution taken out of a queue that will never start (a bounded shutdown's, E7):
+    /// counts it as cancelled in its pod, then uncounts it; a work item's claim ends (its group
+    /// ticket dropped, G5), a spawned closure's handle gives `Cancelled`, a closure is dropped.
+    pub(crate) fn cancel_unstarted(self) {
+        self.acct
+            .counted
+            .pod()
+            .counters
+            .mine()
+            .cancelled
+            .fetch_add(1, Ordering::Relaxed);
+        if let Some(item) = self.unqueue() {
+            drop(item.group.take());
+            item.state.release_claim();
+        }
+    }
+
     /// Ends the accounting of an execution taken out of a queue without running: frees its
     /// `max_active` slot and uncounts its colour. Returns the item whose claim is now the
     /// caller's (`None` for a one-shot closure, which is dropped).
