@@ -69,13 +69,13 @@ fn the_argument_is_the_item_and_a_kept_clone_is_a_handle() {
         *slot.lock().unwrap() = Some(me.clone());
     });
     assert!(wq.queue_work(&item));
-    assert!(item.flush());
+    assert!(wq.flush());
     let inside = kept.lock().unwrap().take().unwrap();
     assert!(inside.ptr_eq(&item));
     drop(item);
     // The kept clone queues it again: it still runs its closure.
     assert!(wq.queue_work(&inside));
-    assert!(inside.flush());
+    assert!(wq.flush());
     assert!(kept.lock().unwrap().is_some());
     // Break the cycle the closure made (it keeps a handle of itself in `kept`).
     drop(kept.lock().unwrap().take());

@@ -87,6 +87,6 @@ fn past_the_bound_unstarted_items_are_cancelled_and_the_running_one_goes_on() {
     // The work item can be queued elsewhere.
     let other = Workqueue::builder("stop-after").build().unwrap();
     assert!(other.queue_work(&work));
-    assert!(work.flush());
+    assert!(other.flush());
     assert_eq!(ran.load(Ordering::SeqCst), 1);
 }
