@@ -77,6 +77,14 @@ fn past_the_bound_unstarted_items_are_cancelled_and_the_running_one_goes_on() {
     assert!(!work.is_pending());
     assert_eq!(Arc::strong_count(&token), 1, "the closure was not dropped");
     assert_eq!(ran.load(Ordering::SeqCst), 0);
+    // Counted as cancelled: the workqueue is still listed while its running item holds it.
+    let stats = podq::dump()
+        .workqueues
+        .into_iter()
+        .find(|w| w.name == "stop-bounded")
+        .expect("listed while an item runs");
+    assert_eq!(stats.cancelled, 3);
+    assert_eq!(stats.started, 1);
     // The workqueue takes no more work.
     assert!(!group.queue(|| {}));
     // The running item was not waited for: it finishes now.
