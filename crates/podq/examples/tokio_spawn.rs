@@ -6,9 +6,10 @@
 //! ```
 //!
 //! Each of 16 "requests" is a tokio task that counts the primes below a bound on a podq
-//! workqueue (`spawn(...).await`), with a `max_backlog` so that a burst of requests waits for
-//! room instead of piling up; one request panics on purpose, and its task gets the panic back
-//! as a value.
+//! workqueue (`spawn_async(...).await`, then the handle's `.await`), with a `max_backlog` so
+//! that a burst of requests waits for room instead of piling up: `spawn_async` waits as a
+//! future, so no tokio worker thread blocks while the backlog is full. One request panics on
+//! purpose, and its task gets the panic back as a value.
 
 use std::sync::Arc;
 
@@ -26,7 +27,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     std::panic::set_hook(Box::new(|info| eprintln!("a work item panicked: {info}")));
     let wq = Arc::new(
         Workqueue::builder("cpu-work")
-            .max_backlog(64)
+            .max_backlog(4)
             .on_worker_start(|w| eprintln!("worker of pool {} starts on CPUs {}", w.pool, w.cpus))
             .build()?,
     );
@@ -39,13 +40,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 let wq = Arc::clone(&wq);
                 tokio::spawn(async move {
                     let bound = 20_000 + 5_000 * i;
-                    // The await parks this task, not a tokio worker, until a podq worker is done.
-                    let counted = wq
-                        .spawn(move || {
+                    // Both awaits park this task, not a tokio worker: the first until the
+                    // backlog has room, the second until a podq worker is done.
+                    let handle = wq
+                        .spawn_async(move || {
                             assert!(i != 13, "request {i} fails on purpose");
                             primes_below(bound)
                         })
                         .await;
+                    let counted = handle.await;
                     (bound, counted)
                 })
             })

@@ -60,9 +60,17 @@
 //!
 //! * Results: [`Workqueue::spawn`] returns a [`JoinHandle`], joined or awaited from any
 //!   executor; a panic comes back as [`JoinError::Panicked`], an item dropped unrun as
-//!   [`JoinError::Cancelled`]. [`Work::flushed`] awaits a reusable item.
+//!   [`JoinError::Cancelled`] (`Send + Sync`: `?` takes it into any boxed error).
+//!   [`Work::flushed`] awaits a reusable item.
+//! * Borrowing: [`Workqueue::scoped`] queues items that borrow from the caller's stack, as
+//!   [`std::thread::scope`] runs threads.
+//! * Handles: a [`Group`] is owned (`Clone + Send + Sync + 'static`) and answers `false` once
+//!   its workqueue is gone; [`Work::with_self`] makes an item that re-queues itself and stops
+//!   when its handles go.
 //! * Backpressure: [`WorkqueueBuilder::max_backlog`] bounds the items that wait;
-//!   [`Workqueue::try_queue`] says why it took nothing ([`QueueError`]).
+//!   [`Workqueue::try_queue`] says why it took nothing and gives the closure back
+//!   ([`TryQueueError`]); [`Workqueue::queue_async`] and [`Workqueue::spawn_async`] wait for
+//!   room as futures, with any executor.
 //! * Deadlines: `flush_timeout`, `drain_timeout` and `cancel_sync_timeout` give up in time
 //!   and leave everything consistent.
 //! * Workers: [`WorkqueueBuilder::worker_stack_size`], [`WorkqueueBuilder::worker_nice`] and
@@ -157,7 +165,8 @@ pub use scope::{AffinityScope, Pod, Pods};
 pub use stats::{PoolStats, PullLevelStats, PullStats, WorkqueueStats};
 pub use topology::Topology;
 pub use workqueue::{
-    DelayedWork, Group, JoinError, JoinHandle, QueueError, Work, Workqueue, WorkqueueBuilder,
+    DelayedWork, Group, JoinError, JoinHandle, Panic, QueueError, Scope, ScopedJoinHandle,
+    TryQueueError, Work, Workqueue, WorkqueueBuilder,
 };
 
 /// The README's examples (`README.md` of the repository, the crate's README), compiled and run

@@ -17,7 +17,7 @@
 //!   out)`, `notify_one`, `notify_all`.
 //! * [`Arc`], [`atomic`]`::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, AtomicU64,
 //!   Ordering}`,
-//!   [`cell`]`::UnsafeCell` (`new`, `with_mut`), [`thread`]`::{spawn, yield_now}`.
+//!   [`cell`]`::UnsafeCell` (`new`, `with`, `with_mut`), [`thread`]`::{spawn, yield_now}`.
 //!
 //! Nothing here poisons: a panic while a lock is held leaves the data as it was, and podq's
 //! protocols never leave state half-updated across a call that can panic.
@@ -72,6 +72,13 @@ pub(crate) mod cell {
         /// exclusive.
         #[inline]
         pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+            f(self.0.get())
+        }
+
+        /// Calls `f` with a pointer to read the value through; the caller's protocol keeps
+        /// every [`UnsafeCell::with_mut`] out meanwhile.
+        #[inline]
+        pub(crate) fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
             f(self.0.get())
         }
     }

@@ -165,7 +165,7 @@ fn child_uses_the_parents_workqueue(
     // Results, backpressure and deadlines answer at once too: a spawned closure is dropped
     // unrun, and a wait with a deadline has nothing to wait for.
     if !matches!(wq.spawn(|| 1).join(), Err(JoinError::Cancelled))
-        || wq.try_queue(|| {}) != Err(QueueError::ParentProcess)
+        || wq.try_queue(|| {}).map_err(QueueError::from) != Err(QueueError::ParentProcess)
         || wq.flush_timeout(DEADLINE)
         || wq.drain_timeout(DEADLINE)
         || pending.flush_timeout(DEADLINE)

@@ -184,6 +184,7 @@ fn try_queue_and_queue_under_a_lock_never_run_the_item_on_the_caller() {
             let _ = released.recv_timeout(PATIENCE);
             let _ = ran_long.send(thread::current().id());
         })
+        .map_err(QueueError::from)
     });
     assert_eq!(queued, Ok::<(), QueueError>(()));
     release.send(()).expect("the item is gone without running");

@@ -95,9 +95,7 @@ fn a_panic_is_carried_through_the_handle_and_counted() {
     match h.join() {
         Err(e @ JoinError::Panicked(_)) => {
             assert_eq!(e.panic_message(), Some("boom 7"));
-            let JoinError::Panicked(payload) = e else {
-                unreachable!()
-            };
+            let payload = e.into_panic();
             assert_eq!(payload.downcast_ref::<String>().unwrap(), "boom 7");
         }
         other => panic!("expected a panic, got {other:?}"),
@@ -485,10 +483,13 @@ fn try_queue_is_full_at_exactly_the_bound() {
     block_worker(&wq, &gate);
     let (runs, item) = counter();
     for i in 0..BOUND {
-        assert_eq!(wq.try_queue(item()), Ok(()), "item {i} of {BOUND}");
+        assert!(wq.try_queue(item()).is_ok(), "item {i} of {BOUND}");
     }
     assert_eq!(wq.stats().backlog, BOUND as u64);
-    assert_eq!(wq.try_queue(item()), Err(QueueError::Full));
+    assert_eq!(
+        wq.try_queue(item()).map_err(QueueError::from),
+        Err(QueueError::Full)
+    );
     let w = Work::new(|| {});
     assert_eq!(wq.try_queue_work(&w), Err(QueueError::Full));
     assert!(!w.is_pending());
@@ -513,7 +514,7 @@ fn try_queue_work_says_already_pending() {
     assert_eq!(wq.try_queue_work(&w), Err(QueueError::AlreadyPending));
     assert_eq!(wq.stats().backlog, 1, "a refused claim gives its room back");
     // Full and pending: pending is said.
-    assert_eq!(wq.try_queue(|| {}), Ok(()));
+    assert!(wq.try_queue(|| {}).is_ok());
     assert_eq!(wq.try_queue_work(&w), Err(QueueError::AlreadyPending));
     gate.open();
     assert!(wq.flush());
@@ -575,7 +576,7 @@ fn an_item_queueing_onto_its_own_full_workqueue_goes_over_the_bound() {
         for _ in 0..5 {
             assert!(inner.queue(make()));
         }
-        if inner.try_queue(make()) == Err(QueueError::Full) {
+        if inner.try_queue(make()).map_err(QueueError::from) == Err(QueueError::Full) {
             refused2.fetch_add(1, Ordering::SeqCst);
         }
     });
@@ -620,7 +621,7 @@ fn try_queue_says_draining_and_cancelling() {
         thread::spawn(move || wq.drain())
     };
     assert!(eventually(
-        || wq.try_queue(|| {}) == Err(QueueError::Draining)
+        || wq.try_queue(|| {}).map_err(QueueError::from) == Err(QueueError::Draining)
     ));
     gate.open();
     // Whether it cancelled a pending execution depends on which came first: the cancel, or
@@ -628,7 +629,7 @@ fn try_queue_says_draining_and_cancelling() {
     canceller.join().unwrap();
     assert!(!w.is_pending());
     assert!(drainer.join().unwrap());
-    assert_eq!(wq.try_queue(|| {}), Ok(()));
+    assert!(wq.try_queue(|| {}).is_ok());
     assert!(wq.flush());
 }
 
@@ -741,4 +742,66 @@ fn a_worker_nice_value_is_set_on_the_workers() {
         matches!(err, Err(Error::WorkerNice { nice: 25, .. })),
         "{err:?}"
     );
+}
+
+#[test]
+fn try_queue_and_try_spawn_give_the_closure_back() {
+    let wq = one_worker_builder("give-back")
+        .max_backlog(1)
+        .build()
+        .unwrap();
+    let gate = Gate::default();
+    block_worker(&wq, &gate);
+    assert!(wq.try_queue(|| {}).is_ok());
+    let ran = Arc::new(AtomicUsize::new(0));
+    let r = Arc::clone(&ran);
+    let refused = wq
+        .try_queue(move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap_err();
+    assert_eq!(refused.reason(), QueueError::Full);
+    assert_eq!(refused.to_string(), QueueError::Full.to_string());
+    // The closure comes back unrun, and runs when called.
+    (refused.into_inner())();
+    assert_eq!(ran.load(Ordering::SeqCst), 1);
+    let refused = wq.try_spawn(|| 6 * 7).unwrap_err();
+    assert_eq!(refused.reason(), QueueError::Full);
+    assert_eq!((refused.into_inner())(), 42);
+    // `?` into QueueError, and into a boxed error.
+    let full = || -> Result<(), QueueError> {
+        wq.try_queue(|| {})?;
+        Ok(())
+    };
+    assert_eq!(full(), Err(QueueError::Full));
+    gate.open();
+    wq.flush();
+    assert_eq!(wq.try_spawn(|| 6 * 7).unwrap().join().unwrap(), 42);
+}
+
+#[test]
+fn join_error_is_send_sync_and_goes_through_question_mark() {
+    fn send_sync_static<T: Send + Sync + 'static>() {}
+    send_sync_static::<JoinError>();
+    let wq = Workqueue::builder("join-error").build().unwrap();
+    let boxed = || -> Result<u32, Box<dyn std::error::Error + Send + Sync>> {
+        Ok(wq.spawn(|| -> u32 { panic!("kept message") }).join()?)
+    };
+    let err = boxed().unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the spawned closure panicked: kept message"
+    );
+    let err = wq
+        .spawn(|| -> u32 { panic!("resume me") })
+        .join()
+        .unwrap_err();
+    assert_eq!(err.panic_message(), Some("resume me"));
+    let resumed =
+        std::panic::catch_unwind(move || std::panic::resume_unwind(err.into_panic())).unwrap_err();
+    assert_eq!(resumed.downcast_ref::<&str>(), Some(&"resume me"));
+    assert!(JoinError::Cancelled
+        .try_into_panic()
+        .unwrap_err()
+        .is_cancelled());
 }

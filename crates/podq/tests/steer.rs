@@ -76,7 +76,7 @@ fn on_one_pool(seq: &[(String, Instant)]) -> usize {
 /// when a thread could not be pinned.
 fn alternate(
     wq: &Workqueue,
-    group: &Group<'_>,
+    group: &Group,
     cpus: [usize; 2],
     items: usize,
     seq: &Sequence,
@@ -121,7 +121,7 @@ fn alternating(
     name: &str,
     k: u64,
     build: impl FnOnce(WorkqueueBuilder) -> WorkqueueBuilder,
-    check: impl FnOnce(&Workqueue, &Group<'_>, [usize; 2], &[(String, Instant)]),
+    check: impl FnOnce(&Workqueue, &Group, [usize; 2], &[(String, Instant)]),
 ) {
     let Some(cpus) = two_cpus() else { return };
     let wq = workqueue(name, cpus, |b| build(b.idle_timeout(own_pools(k))));
@@ -343,7 +343,7 @@ fn flush_waits_for_grouped_items_and_drain_refuses_others() {
         .idle_timeout(own_pools(5))
         .build()
         .expect("workqueue");
-    let groups: Vec<Group<'_>> = (0..4).map(|_| wq.group()).collect();
+    let groups: Vec<Group> = (0..4).map(|_| wq.group()).collect();
     let done = Arc::new(AtomicUsize::new(0));
     for i in 0..400 {
         let done = Arc::clone(&done);
@@ -443,7 +443,7 @@ fn every_grouped_item_runs_once_under_producers_cancels_and_panics() {
         .idle_timeout(own_pools(7))
         .build()
         .expect("workqueue");
-    let groups: Vec<Group<'_>> = (0..8).map(|_| wq.group()).collect();
+    let groups: Vec<Group> = (0..8).map(|_| wq.group()).collect();
     const PER_PRODUCER: usize = 3_000;
     let producers = wq.cpus().len().max(2);
     let closures = Arc::new(AtomicUsize::new(0));
@@ -612,5 +612,99 @@ fn a_group_keeps_queueing_across_a_scope_change() {
             stats.pools.iter().any(|p| p.pod == home),
             "{home}: {stats:?}"
         );
+    }
+}
+
+/// A group owns what it needs: it moves into a thread, queues there, outlives its workqueue,
+/// and answers `false` once the workqueue is dropped.
+#[test]
+fn a_group_moves_into_a_thread_and_outlives_its_workqueue() {
+    fn owned<T: Clone + Send + Sync + 'static>(_: &T) {}
+    for steering in [true, false] {
+        let wq = Workqueue::builder("owned-group")
+            .steer(steering)
+            .build()
+            .unwrap();
+        let group = wq.group();
+        owned(&group);
+        let ran = Arc::new(AtomicUsize::new(0));
+        let work = {
+            let ran = Arc::clone(&ran);
+            Work::new(move || {
+                ran.fetch_add(1, Ordering::SeqCst);
+            })
+        };
+        let (queued, seen) = mpsc::channel::<()>();
+        let (close, closed) = mpsc::channel::<()>();
+        let worker = {
+            let (group, ran, work) = (group.clone(), Arc::clone(&ran), work.clone());
+            thread::spawn(move || {
+                for _ in 0..10 {
+                    let ran = Arc::clone(&ran);
+                    assert!(group.queue(move || {
+                        ran.fetch_add(1, Ordering::SeqCst);
+                    }));
+                }
+                work.flush();
+                assert!(group.queue_work(&work));
+                queued.send(()).unwrap();
+                closed.recv().unwrap();
+                // The workqueue is gone: nothing is queued, the closure is dropped unrun.
+                let dropped = Arc::new(());
+                let held = Arc::clone(&dropped);
+                assert!(!group.queue(move || drop(held)));
+                assert_eq!(Arc::strong_count(&dropped), 1);
+                assert!(!group.queue_work(&work));
+                assert_eq!(group.home(), None);
+                group
+            })
+        };
+        seen.recv().unwrap();
+        // The drop runs everything the group queued before it.
+        drop(wq);
+        assert_eq!(ran.load(Ordering::SeqCst), 11);
+        close.send(()).unwrap();
+        let group = worker.join().unwrap();
+        assert!(format!("{group:?}").contains("None"));
+        assert_eq!(ran.load(Ordering::SeqCst), 11);
+        assert!(!work.is_pending());
+    }
+}
+
+/// Group calls from many threads racing the workqueue's drop (G6, G7): every call that said
+/// `true` ran its closure before the drop returned, and every later call says `false`.
+#[test]
+fn group_calls_racing_the_drop_run_or_say_false() {
+    for round in 0..20 {
+        let wq = Workqueue::builder(format!("group-drop-{round}"))
+            .build()
+            .unwrap();
+        let group = wq.group();
+        let ran = Arc::new(AtomicUsize::new(0));
+        let start = Arc::new(Barrier::new(4));
+        let callers: Vec<_> = (0..3)
+            .map(|_| {
+                let (group, ran, start) = (group.clone(), Arc::clone(&ran), Arc::clone(&start));
+                thread::spawn(move || {
+                    start.wait();
+                    let mut said_true = 0;
+                    for _ in 0..200 {
+                        let ran = Arc::clone(&ran);
+                        if group.queue(move || {
+                            ran.fetch_add(1, Ordering::SeqCst);
+                        }) {
+                            said_true += 1;
+                        }
+                    }
+                    said_true
+                })
+            })
+            .collect();
+        start.wait();
+        drop(wq);
+        let ran_at_drop = ran.load(Ordering::SeqCst);
+        let said_true: usize = callers.into_iter().map(|c| c.join().unwrap()).sum();
+        assert_eq!(ran_at_drop, said_true, "round {round}");
+        assert_eq!(ran.load(Ordering::SeqCst), said_true);
     }
 }

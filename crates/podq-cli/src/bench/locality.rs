@@ -471,7 +471,7 @@ mod tests {
         };
         let podq = PodqExecutor::new(AffinityScope::Cpu, 8, true).expect("a workqueue");
         let wq = podq.workqueue();
-        let groups: Vec<podq::Group<'_>> = (0..3).map(|_| wq.group()).collect();
+        let groups: Vec<podq::Group> = (0..3).map(|_| wq.group()).collect();
         let measured = run(
             &podq,
             &groups,

@@ -163,9 +163,9 @@ fn measure(
                     .locality
                     .groups
                     .unwrap_or(locality::GROUPS_PER_POD * wq.pools());
-                let groups: Vec<podq::Group<'_>> = (0..count).map(|_| wq.group()).collect();
+                let groups: Vec<podq::Group> = (0..count).map(|_| wq.group()).collect();
                 let queue =
-                    |group: &podq::Group<'_>, item: locality::Item| group.queue(move || item.run());
+                    |group: &podq::Group, item: locality::Item| group.queue(move || item.run());
                 let mut measured = drive_locality(&executor, &groups, queue, settings)?;
                 measured.steering = Some(executor.steering());
                 measured

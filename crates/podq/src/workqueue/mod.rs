@@ -36,7 +36,9 @@ pub use api::backlog::QueueError;
 pub use api::builder::WorkqueueBuilder;
 pub use api::delayed::DelayedWork;
 pub use api::group::Group;
-pub use api::join::{JoinError, JoinHandle};
+pub use api::join::{JoinError, JoinHandle, Panic};
+pub use api::scoped::{Scope, ScopedJoinHandle};
+pub use api::try_error::TryQueueError;
 pub use api::work::Work;
 pub use api::workqueue::Workqueue;
 

@@ -1,9 +1,10 @@
 //! Backpressure, the user's side: a queue call takes room in the backlog before anything else
 //! (B1 of `workqueue/README.md`); [`Workqueue::try_queue`] and [`Workqueue::try_queue_work`]
-//! never wait and say why an item was not taken ([`QueueError`]). The backlog word is
-//! `task/backlog.rs`'s.
+//! never wait and say why an item was not taken ([`QueueError`]; a closure comes back in a
+//! [`TryQueueError`], `try_error.rs`). The backlog word is `task/backlog.rs`'s.
 
 use crate::here::Here;
+use crate::workqueue::api::try_error::TryQueueError;
 use crate::workqueue::api::work::Work;
 use crate::workqueue::api::workqueue::Workqueue;
 use crate::workqueue::item::state::{Claim, CANCELING, PENDING};
@@ -81,7 +82,8 @@ impl Workqueue {
     }
 
     /// Queues a one-shot closure as [`Workqueue::queue`] does, but never waits: when the
-    /// workqueue cannot take it now, it says why and drops the closure unrun. Like `queue`,
+    /// workqueue cannot take it now, it says why and gives the closure back unrun
+    /// ([`TryQueueError::into_inner`]), to retry, run elsewhere or drop. Like `queue`,
     /// it never runs the closure itself: a worker runs it, or the workqueue's rescuer while
     /// the OS refuses workers (see [`crate::threads`]).
     ///
@@ -91,7 +93,10 @@ impl Workqueue {
     /// let wq = Workqueue::builder("bounded").max_backlog(1024).build()?;
     /// match wq.try_queue(|| println!("ran")) {
     ///     Ok(()) => {}
-    ///     Err(QueueError::Full) => println!("shed: 1024 items wait already"),
+    ///     Err(e) if e.reason() == QueueError::Full => {
+    ///         println!("1024 items wait already: running it here");
+    ///         (e.into_inner())();
+    ///     }
     ///     Err(other) => println!("refused: {other}"),
     /// }
     /// wq.flush();
@@ -100,14 +105,21 @@ impl Workqueue {
     ///
     /// # Errors
     ///
+    /// A [`TryQueueError`] holding the closure, whose [`reason`](TryQueueError::reason) is:
+    ///
     /// * [`QueueError::Full`]: `max_backlog` items wait already (also from one of this
     ///   workqueue's own items: only the plain call goes over the bound);
     /// * [`QueueError::Draining`]: a [`Workqueue::drain`] runs and the caller is not one of
     ///   this workqueue's own items;
     /// * [`QueueError::ParentProcess`]: in a child process of `fork()`, for a workqueue its
     ///   parent built.
-    pub fn try_queue(&self, f: impl FnOnce() + Send + 'static) -> Result<(), QueueError> {
-        self.try_room()?;
+    pub fn try_queue<F>(&self, f: F) -> Result<(), TryQueueError<F>>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        if let Err(reason) = self.try_room() {
+            return Err(TryQueueError::new(f, reason));
+        }
         let here = Here::now();
         self.submit(Job::once(f), self.pick_here(here), here.index());
         Ok(())
@@ -158,7 +170,7 @@ impl Workqueue {
     }
 
     /// B1 for a call that never waits: takes room in the backlog if there is some.
-    fn try_room(&self) -> Result<(), QueueError> {
+    pub(super) fn try_room(&self) -> Result<(), QueueError> {
         if self.foreign() {
             return Err(QueueError::ParentProcess);
         }

@@ -99,7 +99,7 @@ impl Workqueue {
 
 /// Flushes until every pod's counts are zero, in every layout (F2), giving up at
 /// `deadline` (`None`: never). Returns whether they were all zero.
-fn until_empty_by(wq: &WqShared, layouts: &Layouts, deadline: Option<Instant>) -> bool {
+pub(super) fn until_empty_by(wq: &WqShared, layouts: &Layouts, deadline: Option<Instant>) -> bool {
     loop {
         if !flush_all(wq, layouts, deadline) {
             return false;

@@ -8,12 +8,13 @@
 //! publishes is `task/steering.rs`'s; a work item's ticket slot is `item/group_slot.rs`.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::here::Here;
 use crate::policy::steer;
 use crate::pool;
 
+use crate::workqueue::api::owner_gate::OwnerGate;
 use crate::workqueue::api::work::Work;
 use crate::workqueue::api::workqueue::Workqueue;
 use crate::workqueue::layout::Layout;
@@ -48,9 +49,13 @@ use crate::workqueue::task::Job;
 /// with [`WorkqueueBuilder::steer(false)`](crate::WorkqueueBuilder::steer) a group's calls are
 /// the plain ones.
 ///
-/// Clones share the group; a clone is one reference count. A group borrows its workqueue
-/// (its items are counted in the workqueue's pods, which go with the workqueue), so threads
-/// that queue through it are scoped ([`std::thread::scope`]) or hold the workqueue themselves.
+/// A group is `Clone + Send + Sync + 'static`: it can live in a connection's state and move
+/// to any thread. Clones share the group; a clone is one reference count. It does not keep
+/// the workqueue up: once the workqueue is dropped (which waits for the group calls in
+/// progress, G7 of `workqueue/README.md`), [`Group::queue`] and [`Group::queue_work`]
+/// return `false` and queue nothing, and [`Group::home`] is `None`. A group call writes only
+/// its CPU's counter of the workqueue's group gate (G6), nothing workqueue-wide or
+/// process-wide.
 ///
 /// ```
 /// use std::sync::atomic::{AtomicUsize, Ordering};
@@ -75,9 +80,9 @@ use crate::workqueue::task::Job;
 /// # Ok::<(), podq::Error>(())
 /// ```
 #[derive(Clone)]
-pub struct Group<'wq> {
-    /// The workqueue.
-    wq: &'wq Workqueue,
+pub struct Group {
+    /// The workqueue's gate, holding a copy of its handle until its drop (G6, G7).
+    gate: Arc<OwnerGate<Workqueue>>,
     /// The group's preference and runnable count.
     state: Arc<GroupState>,
 }
@@ -85,29 +90,45 @@ pub struct Group<'wq> {
 impl Workqueue {
     /// A new group of related work on this workqueue, with no home until one of its items
     /// runs (see [`Group`]).
-    pub fn group(&self) -> Group<'_> {
+    pub fn group(&self) -> Group {
+        let gate = self.owned.get_or_init(|| {
+            let copy = Workqueue {
+                shared: Arc::clone(&self.shared),
+                layouts: Arc::clone(&self.layouts),
+                owned: OnceLock::new(),
+                inert: true,
+            };
+            let stripes = std::thread::available_parallelism().map_or(1, usize::from);
+            Arc::new(OwnerGate::new(copy, stripes))
+        });
         Group {
-            wq: self,
+            gate: Arc::clone(gate),
             state: Arc::new(GroupState::new(Arc::clone(&self.shared.steer))),
         }
     }
 }
 
-impl Group<'_> {
+impl Group {
     /// Queues a one-shot closure to the group's home pod, or, when the group has no home or the
     /// home is loaded, where [`Workqueue::queue`] sends it.
     ///
     /// Returns `false` in the cases where [`Workqueue::queue`] does (a drain from outside the
-    /// workqueue's items; a workqueue of a parent process): the closure is then dropped
-    /// without running. On a full workqueue (`max_backlog`) it waits for room as
-    /// [`Workqueue::queue`] does.
+    /// workqueue's items; a workqueue of a parent process), and once the workqueue is dropped:
+    /// the closure is then dropped without running. On a full workqueue (`max_backlog`) it
+    /// waits for room as [`Workqueue::queue`] does.
     pub fn queue(&self, f: impl FnOnce() + Send + 'static) -> bool {
-        let wq = self.wq;
+        let here = Here::now();
+        self.gate
+            .with(here.index(), |wq| self.queue_in(wq, here, f))
+            .unwrap_or(false)
+    }
+
+    /// [`Group::queue`] on its workqueue, inside the gate.
+    fn queue_in(&self, wq: &Workqueue, here: Here, f: impl FnOnce() + Send + 'static) -> bool {
         if !wq.admit() {
             return false;
         }
-        let here = Here::now();
-        if !self.steers() {
+        if !steers(wq) {
             wq.submit(Job::once(f), wq.pick_here(here), here.index());
             return true;
         }
@@ -120,7 +141,7 @@ impl Group<'_> {
         });
         wq.submit(
             job,
-            |layout| self.place(layout, here, runnable),
+            |layout| self.place(wq, layout, here, runnable),
             here.index(),
         );
         true
@@ -132,17 +153,23 @@ impl Group<'_> {
     /// Returns `true` when this call queued it, and `false` in every case where
     /// [`Workqueue::queue_work`] does: already pending (that execution runs once for both
     /// requests, wherever it was queued), being cancelled, refused during a drain or in a child
-    /// process of `fork()`.
+    /// process of `fork()`, and once the workqueue is dropped.
     pub fn queue_work(&self, work: &Work) -> bool {
-        let wq = self.wq;
         let here = Here::now();
-        if !self.steers() {
+        self.gate
+            .with(here.index(), |wq| self.queue_work_in(wq, here, work))
+            .unwrap_or(false)
+    }
+
+    /// [`Group::queue_work`] on its workqueue, inside the gate.
+    fn queue_work_in(&self, wq: &Workqueue, here: Here, work: &Work) -> bool {
+        if !steers(wq) {
             return wq.queue_work_to(work, wq.pick_here(here), here.index());
         }
         let runnable = self.state.runnable();
         wq.queue_work_with(
             work,
-            |layout| self.place(layout, here, runnable),
+            |layout| self.place(wq, layout, here, runnable),
             here.index(),
             |item| item.group.put(Ticket::new(&self.state)),
         )
@@ -150,26 +177,25 @@ impl Group<'_> {
 
     /// The pod (its id under the workqueue's scope) the group's items are steered to now:
     /// where they last ran. `None` before any of them ran, 50 ms (the expiry, see [`Group`])
-    /// after its last item, and on a workqueue that does not steer. An item may still go elsewhere
-    /// while the home is loaded (see [`Group`]).
+    /// after its last item, on a workqueue that does not steer, and once the workqueue is
+    /// dropped. An item may still go elsewhere while the home is loaded (see [`Group`]).
     pub fn home(&self) -> Option<usize> {
-        if !self.steers() {
+        let steering = self
+            .gate
+            .with(crate::here::cpu_or_thread(), steers)
+            .unwrap_or(false);
+        if !steering {
             return None;
         }
         self.state.snapshot().home_at(pool::clock())
-    }
-
-    /// Whether the workqueue steers its groups' items.
-    fn steers(&self) -> bool {
-        self.wq.shared.steer.enabled()
     }
 
     /// (G2) The pod in `layout` for an item issued at `here` while the group had `runnable`
     /// items queued or running: `policy::steer`'s decision from the group's published home,
     /// its runnable items and the home pool's load (read without a lock), else the pod of
     /// `here`'s CPU, where an ungrouped item goes.
-    fn place(&self, layout: &Layout, here: Here, runnable: usize) -> usize {
-        let wq = &self.wq.shared;
+    fn place(&self, wq: &Workqueue, layout: &Layout, here: Here, runnable: usize) -> usize {
+        let wq = &wq.shared;
         let plain = layout.pod_for(here.cpu(), &wq.rotation);
         let Some(pools) = wq.pools.get(layout.set) else {
             return plain;
@@ -194,10 +220,18 @@ impl Group<'_> {
     }
 }
 
-impl fmt::Debug for Group<'_> {
+/// Whether the workqueue steers its groups' items.
+fn steers(wq: &Workqueue) -> bool {
+    wq.shared.steer.enabled()
+}
+
+impl fmt::Debug for Group {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = self
+            .gate
+            .with(crate::here::cpu_or_thread(), |wq| wq.name().to_owned());
         f.debug_struct("Group")
-            .field("workqueue", &self.wq.name())
+            .field("workqueue", &name)
             .field("home", &self.home())
             .field("runnable", &self.state.runnable())
             .finish()

@@ -9,15 +9,18 @@
 //! outcome in; a task dropped unrun (refused, or never run) puts [`JoinError::Cancelled`] in.
 
 use std::any::Any;
+use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 
+use crate::here::Here;
 use crate::pool::drop_payload;
 use crate::workqueue::api::oneshot::OneShot;
+use crate::workqueue::api::try_error::TryQueueError;
 use crate::workqueue::api::workqueue::Workqueue;
 use crate::workqueue::item::flush::Stripe;
 use crate::workqueue::item::state;
@@ -25,15 +28,64 @@ use crate::workqueue::task::spawned::{SpawnJob, Spawned};
 use crate::workqueue::task::{self, Job};
 
 /// Why a [`JoinHandle`] has no value.
+///
+/// It is `Send + Sync + 'static`, so `?` takes it into `Box<dyn Error + Send + Sync>` or
+/// `anyhow::Error`; [`JoinError::into_panic`] gives a panic's payload back for
+/// [`std::panic::resume_unwind`].
 #[non_exhaustive]
 pub enum JoinError {
-    /// The closure panicked; this is the panic's payload (as [`std::panic::catch_unwind`]
-    /// gives it: `&str` or `String` for `panic!` with a message). The panic is also counted in
-    /// the workqueue's statistics, as for any item.
-    Panicked(Box<dyn Any + Send + 'static>),
+    /// The closure panicked; this holds the panic's payload and message. The panic is also
+    /// counted in the workqueue's statistics, as for any item.
+    Panicked(Panic),
     /// The closure was dropped without running: the workqueue refused it (a drain in
     /// progress, or a workqueue built by the parent process of a `fork()`).
     Cancelled,
+}
+
+/// A spawned closure's panic: its payload (as [`std::panic::catch_unwind`] gives it: `&str`
+/// or `String` for `panic!` with a message) and that message.
+///
+/// The payload is only `Send`; it is kept behind a lock that only
+/// [`Panic::into_payload`] takes, by value, so that the error is `Sync` too.
+pub struct Panic {
+    /// The payload's message, when it is a `&str` or a `String`.
+    message: Option<Cow<'static, str>>,
+    /// The payload.
+    payload: Mutex<Box<dyn Any + Send + 'static>>,
+}
+
+impl Panic {
+    /// A panic of `payload`.
+    pub(crate) fn new(payload: Box<dyn Any + Send + 'static>) -> Panic {
+        let message = match payload.downcast_ref::<&'static str>() {
+            Some(s) => Some(Cow::Borrowed(*s)),
+            None => payload.downcast_ref::<String>().cloned().map(Cow::Owned),
+        };
+        Panic {
+            message,
+            payload: Mutex::new(payload),
+        }
+    }
+
+    /// The panic's message, when its payload is a `&str` or a `String`.
+    pub fn message(&self) -> Option<&str> {
+        self.message.as_deref()
+    }
+
+    /// The payload, to resume the panic with [`std::panic::resume_unwind`] or to downcast.
+    pub fn into_payload(self) -> Box<dyn Any + Send + 'static> {
+        self.payload
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl fmt::Debug for Panic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Panic")
+            .field(&self.message().unwrap_or("<non-string payload>"))
+            .finish()
+    }
 }
 
 impl JoinError {
@@ -50,11 +102,42 @@ impl JoinError {
     /// The panic's message, when the payload is a `&str` or a `String`.
     pub fn panic_message(&self) -> Option<&str> {
         match self {
-            JoinError::Panicked(p) => p
-                .downcast_ref::<&str>()
-                .copied()
-                .or_else(|| p.downcast_ref::<String>().map(String::as_str)),
+            JoinError::Panicked(p) => p.message(),
             JoinError::Cancelled => None,
+        }
+    }
+
+    /// The panic's payload, to resume it on this thread with [`std::panic::resume_unwind`].
+    ///
+    /// # Panics
+    ///
+    /// When the closure did not panic ([`JoinError::Cancelled`]); see
+    /// [`JoinError::try_into_panic`].
+    ///
+    /// ```
+    /// use podq::Workqueue;
+    ///
+    /// let wq = Workqueue::builder("resume").build()?;
+    /// let err = wq.spawn(|| panic!("deep")).join().unwrap_err();
+    /// let caught = std::panic::catch_unwind(|| std::panic::resume_unwind(err.into_panic()));
+    /// assert_eq!(*caught.unwrap_err().downcast::<&str>().unwrap(), "deep");
+    /// # Ok::<(), podq::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn into_panic(self) -> Box<dyn Any + Send + 'static> {
+        self.try_into_panic()
+            .expect("JoinError::into_panic of a closure that did not panic")
+    }
+
+    /// The panic's payload, or the error itself when the closure did not panic.
+    ///
+    /// # Errors
+    ///
+    /// `self` when it is [`JoinError::Cancelled`].
+    pub fn try_into_panic(self) -> Result<Box<dyn Any + Send + 'static>, JoinError> {
+        match self {
+            JoinError::Panicked(p) => Ok(p.into_payload()),
+            other => Err(other),
         }
     }
 }
@@ -214,7 +297,8 @@ where
         let Some(f) = self.slot.take_func() else {
             return false;
         };
-        let outcome = catch_unwind(AssertUnwindSafe(f)).map_err(JoinError::Panicked);
+        let outcome =
+            catch_unwind(AssertUnwindSafe(f)).map_err(|p| JoinError::Panicked(Panic::new(p)));
         task::count_completion(counters, outcome.is_err());
         match self.slot.complete(outcome) {
             None => false,
@@ -235,8 +319,8 @@ where
 /// panicked.
 fn drop_contained<T>(outcome: Outcome<T>) -> bool {
     match outcome {
-        Err(JoinError::Panicked(payload)) => {
-            drop_payload(payload);
+        Err(JoinError::Panicked(panic)) => {
+            drop_payload(panic.into_payload());
             false
         }
         other => match catch_unwind(AssertUnwindSafe(move || drop(other))) {
@@ -279,10 +363,30 @@ impl Workqueue {
         self.queue_job(job);
         handle
     }
+
+    /// Queues a closure that returns a value as [`Workqueue::spawn`] does, but never waits:
+    /// when the workqueue cannot take it now, it says why and gives the closure back unrun.
+    ///
+    /// # Errors
+    ///
+    /// A [`TryQueueError`] holding the closure, for the reasons of [`Workqueue::try_queue`].
+    pub fn try_spawn<F, T>(&self, f: F) -> Result<JoinHandle<T>, TryQueueError<F>>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        if let Err(reason) = self.try_room() {
+            return Err(TryQueueError::new(f, reason));
+        }
+        let (handle, job) = spawned(f);
+        let here = Here::now();
+        self.submit(job, self.pick_here(here), here.index());
+        Ok(handle)
+    }
 }
 
 /// A new spawned closure: its handle, and the job that runs it.
-fn spawned<F, T>(f: F) -> (JoinHandle<T>, Job)
+pub(super) fn spawned<F, T>(f: F) -> (JoinHandle<T>, Job)
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,

@@ -4,6 +4,7 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -20,7 +21,7 @@ use crate::workqueue::task::work_item::{self, WorkInner};
 /// (it runs once for both requests; every case of `false` is listed at
 /// [`Workqueue::queue_work`](crate::Workqueue::queue_work)). It may be queued while it runs;
 /// the new execution then starts when the running one ends, so the closure never runs on two
-/// workers at once.
+/// workers at once. An item that queues itself again is made with [`Work::with_self`].
 ///
 /// ```
 /// use std::sync::atomic::{AtomicUsize, Ordering};
@@ -38,10 +39,27 @@ use crate::workqueue::task::work_item::{self, WorkInner};
 /// assert_eq!(runs.load(Ordering::Relaxed), 1);
 /// # Ok::<(), podq::Error>(())
 /// ```
-#[derive(Clone)]
 pub struct Work {
     /// The shared item.
     pub(crate) inner: Arc<WorkInner>,
+}
+
+impl Clone for Work {
+    fn clone(&self) -> Work {
+        // Relaxed: a count of references, as `Arc`'s own (see `Drop`).
+        self.inner.handles.fetch_add(1, Ordering::Relaxed);
+        Work {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+impl Drop for Work {
+    fn drop(&mut self) {
+        // Release: a run that reads the count at zero (`Work::with_self`) sees what the
+        // handles did before they went.
+        self.inner.handles.fetch_sub(1, Ordering::Release);
+    }
 }
 
 /// What [`Work::flushed`] returns.
@@ -72,9 +90,9 @@ impl Future for Flushed {
 
 impl Work {
     /// A new item running `f` each time it is queued.
-    pub fn new(f: impl FnMut() + Send + 'static) -> Work {
+    pub fn new(mut f: impl FnMut() + Send + 'static) -> Work {
         Work {
-            inner: Arc::new(WorkInner::new(f)),
+            inner: Arc::new(WorkInner::new(move |_: &Arc<WorkInner>| f())),
         }
     }
 

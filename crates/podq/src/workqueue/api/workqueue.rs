@@ -16,6 +16,7 @@ use crate::scope::AffinityScope;
 use crate::topology::Topology;
 use crate::workqueue::api::builder::WorkqueueBuilder;
 use crate::workqueue::api::flush::{flush_wait, until_empty};
+use crate::workqueue::api::owner_gate::OwnerGate;
 use crate::workqueue::item::flush::Flush;
 use crate::workqueue::layout::follow;
 use crate::workqueue::layout::{Layout, Layouts, Reform, Shape};
@@ -42,7 +43,8 @@ use crate::workqueue::task::{self, timer, Task};
 /// * at most `max_active` items run at once, the rest wait in FIFO order;
 ///   [`Workqueue::ordered`] runs one at a time, in queueing order;
 /// * a panicking item is caught and counted; its worker goes on;
-/// * dropping the workqueue runs everything already queued, then lets its pools go;
+/// * dropping the workqueue runs everything already queued, then lets its pools go
+///   ([`Workqueue::shutdown_timeout`] bounds that wait);
 /// * its pods follow the CPUs the process may use, and [`Workqueue::set_scope`] changes
 ///   them, while work flows: nothing queued is lost (see [`crate::limits`]);
 /// * in a child process of `fork()`, new workqueues work fully, and the parent's refuse work
@@ -71,6 +73,12 @@ pub struct Workqueue {
     pub(super) shared: Arc<WqShared>,
     /// Its layouts: the pods, placement and pools now, and every earlier one.
     pub(super) layouts: Arc<Layouts>,
+    /// The gate of its owned handles (groups), made by the first [`Workqueue::group`]; it
+    /// holds a copy of this handle, which the drop takes away (G7).
+    pub(super) owned: OnceLock<Arc<OwnerGate<Workqueue>>>,
+    /// Its drop lets its `Arc`s go and does nothing else: the gate's copy, or a workqueue
+    /// whose `shutdown_timeout` handed the rest to the reaper (E7).
+    pub(super) inert: bool,
 }
 
 /// Source of workqueue ids, before [`fork::tag_id`] adds the generation; starts at 1 so that
@@ -142,7 +150,12 @@ impl Workqueue {
         if follows {
             follow::follow(&layouts);
         }
-        let wq = Workqueue { shared, layouts };
+        let wq = Workqueue {
+            shared,
+            layouts,
+            owned: OnceLock::new(),
+            inert: false,
+        };
         crate::live::register(&wq.shared, &wq.layouts);
         Ok(wq)
     }
@@ -217,6 +230,10 @@ impl Drop for Workqueue {
     /// Runs everything already queued (delayed items whose delay has not ended are queued
     /// now), then lets the pools go; they stop their workers once no workqueue uses them.
     ///
+    /// It waits for everything queued, without a bound; [`Workqueue::shutdown_timeout`] bounds
+    /// the wait and cancels what has not started. Its [`Group`](crate::Group)s stop taking
+    /// work first: their calls return `false` from then on.
+    ///
     /// Dropped from one of its own items, it does not wait (it would wait for itself): the
     /// queued items still run, and the `podq/reaper` thread waits for them and then lets the
     /// pools go.
@@ -225,10 +242,17 @@ impl Drop for Workqueue {
     /// leaks what it holds (its pools, the items queued on it): their workers are the
     /// parent's, and their locks may be held by the parent's threads.
     fn drop(&mut self) {
+        if self.inert {
+            return;
+        }
         if self.foreign() {
             std::mem::forget(Arc::clone(&self.layouts));
             std::mem::forget(Arc::clone(&self.shared));
             return;
+        }
+        // G7: no group call after this one; those inside have counted their items.
+        if let Some(gate) = self.owned.get() {
+            drop(gate.close());
         }
         // No re-formation after this: the drain below sees every layout there will be.
         self.layouts.reform_state().closed = true;

@@ -8,6 +8,7 @@
 
 use crate::sync::atomic::{AtomicU64, Ordering};
 use crate::sync::{Condvar, Mutex};
+use crate::workqueue::task::admission::Wakers;
 
 /// The largest `max_backlog`: the waiting count's bits of the word, less one.
 pub(crate) const MAX_BACKLOG: u64 = (1 << WAITING_BITS) - 1;
@@ -36,11 +37,12 @@ pub(crate) struct Backlog {
     /// sleeper that came before it, and a sleeper sees a leave that came before it, each in
     /// the value its own read-modify-write returns (B2).
     word: AtomicU64,
-    /// The sleepers' lock: a sleeper holds it from its registration to its sleep; a leaver
-    /// notifies under it.
-    lock: Mutex<()>,
+    /// The sleepers' lock, with the wakers of the futures that wait for room
+    /// (`task/admission.rs`): a sleeper holds it from its registration to its sleep, a future
+    /// from its registration to its last look; a leaver notifies and wakes under it.
+    pub(super) lock: Mutex<Wakers>,
     /// Where queue calls sleep until there is room.
-    room: Condvar,
+    pub(super) room: Condvar,
 }
 
 impl Backlog {
@@ -50,7 +52,7 @@ impl Backlog {
         Backlog {
             limit: (limit as u64).clamp(1, MAX_BACKLOG),
             word: AtomicU64::new(0),
-            lock: Mutex::new(()),
+            lock: Mutex::new(Wakers::default()),
             room: Condvar::new(),
         }
     }
@@ -93,6 +95,15 @@ impl Backlog {
         self.word.fetch_add(WAITING_ONE, Ordering::Relaxed);
     }
 
+    /// B2 and B4: raises or lowers (`SLEEPER_ONE` or its negation) the count of sleepers.
+    pub(super) fn add_sleeper(&self, delta: i64) {
+        if delta >= 0 {
+            self.word.fetch_add(SLEEPER_ONE, Ordering::Relaxed);
+        } else {
+            self.word.fetch_sub(SLEEPER_ONE, Ordering::Relaxed);
+        }
+    }
+
     /// B2: counts one more waiting execution, sleeping until there is room.
     pub(crate) fn enter(&self) {
         if self.try_enter() {
@@ -107,7 +118,7 @@ impl Backlog {
     }
 
     /// B3: an execution waits no more (it starts, or is taken back unrun); wakes one
-    /// sleeping queuer if the word shows one.
+    /// sleeping queuer and one waiting future if the word shows a sleeper.
     pub(crate) fn leave(&self) {
         let prev = self.word.fetch_sub(WAITING_ONE, Ordering::Relaxed);
         debug_assert!(waiting_of(prev) > 0, "leave without an entry");
@@ -115,8 +126,9 @@ impl Backlog {
             // One execution left, so there is room for one: one sleeper. A sleeper that finds
             // the room taken by a queue call that did not sleep sleeps again; that call's
             // execution leaves later and wakes the next.
-            let _guard = self.lock.lock();
+            let mut wakers = self.lock.lock();
             self.room.notify_one();
+            wakers.wake_one();
         }
     }
 }

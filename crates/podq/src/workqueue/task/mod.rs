@@ -21,6 +21,7 @@
 //! * `steering.rs`: a group's state and ticket, and the workqueue's steering counters.
 
 pub(crate) mod active;
+pub(crate) mod admission;
 pub(crate) mod backlog;
 pub(crate) mod dispatch;
 pub(crate) mod once_fn;
@@ -185,7 +186,7 @@ impl Task {
                     let _marker = Marker::enter(wq_id, item_addr(&item));
                     // Only the runner takes this lock: RUNNING excludes every other runner.
                     let mut func = item.func.lock();
-                    ended_in_panic(catch_unwind(AssertUnwindSafe(|| (*func)())))
+                    ended_in_panic(catch_unwind(AssertUnwindSafe(|| (*func)(&item))))
                 };
                 count_completion(counters, panicked);
                 drop(ticket);
@@ -219,6 +220,23 @@ impl Task {
     /// Whether this task is an execution of `work` (for cancel).
     pub(crate) fn is_work(&self, work: &Arc<WorkInner>) -> bool {
         self.job.work().is_some_and(|w| Arc::ptr_eq(w, work))
+    }
+
+    /// An execution taken out of a queue that will never start (a bounded shutdown's, E7):
+    /// counts it as cancelled in its pod, then uncounts it; a work item's claim ends (its group
+    /// ticket dropped, G5), a spawned closure's handle gives `Cancelled`, a closure is dropped.
+    pub(crate) fn cancel_unstarted(self) {
+        self.acct
+            .counted
+            .pod()
+            .counters
+            .mine()
+            .cancelled
+            .fetch_add(1, Ordering::Relaxed);
+        if let Some(item) = self.unqueue() {
+            drop(item.group.take());
+            item.state.release_claim();
+        }
     }
 
     /// Ends the accounting of an execution taken out of a queue without running: frees its

@@ -22,7 +22,8 @@
 //! [`PackedJob`] keeps any job of a task (a closure, a work item's `Arc`, a spawned closure's
 //! slot) in the same buffer, its vtable saying which: a task needs no word for `Job`'s tag.
 //!
-//! This and `pod_ref.rs` are the files of the workqueue that may use `unsafe`.
+//! This, `pod_ref.rs` and `api/owner_gate.rs` are the files of the workqueue that may use
+//! `unsafe`.
 #![allow(unsafe_code)]
 
 use std::marker::PhantomData;
@@ -522,7 +523,7 @@ mod tests {
         use super::PackedJob;
         use crate::workqueue::task::work_item::WorkInner;
         use crate::workqueue::task::Job;
-        let work = Arc::new(WorkInner::new(|| {}));
+        let work = Arc::new(WorkInner::new(|_| {}));
         let item = Arc::clone(&work);
         let packed = PackedJob::pack(Job::Work(Arc::clone(&item)));
         assert_eq!(packed.kind(), "work");

@@ -19,7 +19,8 @@
 //! * no execution is counted in a pod after that: counting needs the `Workqueue` (gone) or
 //!   one of its timer entries (fired by the drop before the drain).
 //!
-//! This and `once_fn.rs` are the files of the workqueue that may use `unsafe`.
+//! This, `once_fn.rs` and `api/owner_gate.rs` are the files of the workqueue that may use
+//! `unsafe`.
 #![allow(unsafe_code)]
 
 use std::fmt;

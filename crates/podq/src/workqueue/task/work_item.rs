@@ -15,6 +15,9 @@ use crate::workqueue::task::steering::Ticket;
 use crate::workqueue::task::timer::{self, Fire, TimerKey};
 use crate::workqueue::task::Task;
 
+/// A work item's closure, given the item it runs as.
+pub(crate) type ItemFn = dyn FnMut(&Arc<WorkInner>) + Send + 'static;
+
 /// The shared part of a [`Work`](crate::Work): its state, its closure, where it was last
 /// queued.
 pub(crate) struct WorkInner {
@@ -25,8 +28,12 @@ pub(crate) struct WorkInner {
     home_id: AtomicU64,
     /// A: pod it was last queued to; a hint for cancel, which falls back to every pool.
     home_pod: AtomicUsize,
-    /// The closure; locked only by the one worker running the item.
-    pub(crate) func: Mutex<Box<dyn FnMut() + Send + 'static>>,
+    /// The closure, given the item it runs as; locked only by the one worker running the
+    /// item.
+    pub(crate) func: Mutex<Box<ItemFn>>,
+    /// The user's handles (`Work` values) of the item, which `Work::with_self` reads; the
+    /// queued executions hold the item without one.
+    pub(crate) handles: AtomicUsize,
     /// The group ticket of the pending execution, when a group queued it (`steering.rs`, G4).
     pub(crate) group: GroupSlot<Ticket>,
 }
@@ -50,12 +57,13 @@ pub(crate) enum Grabbed {
 
 impl WorkInner {
     /// A new item running `f` each time it is queued.
-    pub(crate) fn new(f: impl FnMut() + Send + 'static) -> WorkInner {
+    pub(crate) fn new(f: impl FnMut(&Arc<WorkInner>) + Send + 'static) -> WorkInner {
         WorkInner {
             state: ItemState::default(),
             home_id: AtomicU64::new(0),
             home_pod: AtomicUsize::new(0),
             func: Mutex::new(Box::new(f)),
+            handles: AtomicUsize::new(1),
             group: GroupSlot::new(),
         }
     }
