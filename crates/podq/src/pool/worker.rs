@@ -83,8 +83,17 @@ pub(super) fn start_retry<T: Runnable>(shared: &Arc<Shared<T>>) {
 }
 
 /// Acts on what the core asked for when work waits with every worker busy: start a worker now,
-/// or have the stall watchdog watch the pool.
+/// or have the stall watchdog watch the pool. Inline: most pushes ask for nothing.
+#[inline]
 pub(super) fn grow_pool<T: Runnable>(shared: &Arc<Shared<T>>, grow: Grow) {
+    if !matches!(grow, Grow::No) {
+        grow_now(shared, grow);
+    }
+}
+
+/// [`grow_pool`] once the core asked for a worker or a watch.
+#[inline(never)]
+fn grow_now<T: Runnable>(shared: &Arc<Shared<T>>, grow: Grow) {
     match grow {
         Grow::No => {}
         Grow::Spawn => {
