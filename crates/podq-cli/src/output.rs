@@ -17,6 +17,18 @@ pub(crate) fn print(text: &str) -> Result<(), CliError> {
     finish(out.write_all(text.as_bytes()).and_then(|()| out.flush()))
 }
 
+/// A JSON report as the CLI prints it: pretty, with a final newline.
+///
+/// # Errors
+///
+/// [`CliError::Failed`] when `value` cannot be written as JSON.
+pub(crate) fn json_text(value: &serde_json::Value) -> Result<String, CliError> {
+    let mut text = serde_json::to_string_pretty(value)
+        .map_err(|err| CliError::Failed(format!("cannot write the JSON report: {err}")))?;
+    text.push('\n');
+    Ok(text)
+}
+
 /// Turns the outcome of a write to stdout into the CLI's result: `BrokenPipe` is success,
 /// anything else a failure naming stdout.
 ///

@@ -74,10 +74,7 @@ pub(crate) fn run(args: &BenchArgs) -> Result<(), CliError> {
         plot::draw(path, &rows, &settings, &machine)?;
     }
     let out = if settings.json {
-        let mut text = serde_json::to_string_pretty(&report::json(&machine, &settings, &rows))
-            .map_err(|err| CliError::Failed(format!("cannot write the JSON report: {err}")))?;
-        text.push('\n');
-        text
+        crate::output::json_text(&report::json(&machine, &settings, &rows))?
     } else {
         report::text(&machine, &settings, &rows)
     };

@@ -223,10 +223,7 @@ pub(crate) fn run(
             "notes": notes,
             "cells": cells,
         });
-        let mut text = serde_json::to_string_pretty(&value)
-            .map_err(|err| CliError::Failed(format!("cannot write the JSON report: {err}")))?;
-        text.push('\n');
-        text
+        crate::output::json_text(&value)?
     } else {
         let mut out = format!(
             "against {file}: {model}, rebuilt as {description}; platform of {family} ({why}): \

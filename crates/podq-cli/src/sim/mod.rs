@@ -122,10 +122,7 @@ pub(crate) fn run(args: &SimArgs) -> Result<(), CliError> {
         calibration: calibration.as_ref(),
     };
     let out = if settings.json {
-        let mut text = serde_json::to_string_pretty(&report.json())
-            .map_err(|err| CliError::Failed(format!("cannot write the JSON report: {err}")))?;
-        text.push('\n');
-        text
+        crate::output::json_text(&report.json())?
     } else {
         report.text()
     };

@@ -39,10 +39,7 @@ pub(crate) fn run(settings: &Settings) -> Result<(), CliError> {
             "calibration": section_json(&fitted),
             "leave_one_machine_out": section_json(&held_out),
         });
-        let mut text = serde_json::to_string_pretty(&value)
-            .map_err(|err| CliError::Failed(format!("cannot write the JSON report: {err}")))?;
-        text.push('\n');
-        text
+        crate::output::json_text(&value)?
     } else {
         let mut out = format!(
             "published tables, profile kernel, {} items per producer, seed {}\n",
