@@ -45,7 +45,7 @@ pub mod uncertainty;
 pub use cost::{Caches, Costs, Distance, Param, Platform};
 pub use engine::simulate;
 pub use machine::SimMachine;
-pub use outcome::{LocalityCounts, Outcome, Percentiles, PullCounts, WalksFrom};
+pub use outcome::{HeldCounts, LocalityCounts, Outcome, Percentiles, PullCounts, WalksFrom};
 pub use profile::{Mechanism, Profile, PROFILES};
 pub use rng::Rng;
 pub use scenario::{

@@ -110,6 +110,22 @@ pub struct WalksFrom {
     pub memory: u64,
 }
 
+/// What the held slots did in one run (all 0 without them): the counts of `podq::PoolStats`'
+/// `ran_by_queuer` and `taken_from_queuer`, and the held items the bound sent to the queue.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HeldCounts {
+    /// Items held by the worker whose running item queued them, and run by it (H3).
+    pub ran_by_queuer: u64,
+    /// Held items that another worker took after its spin (H5) or the watchdog pushed (H6).
+    pub taken_from_queuer: u64,
+    /// Held items that went to the back of the queue because their holder had run
+    /// `podq::policy::held::MAX_IN_A_ROW` in a row while others waited (H3).
+    pub bounded: u64,
+    /// The most held items one worker ran in a row while items waited in its pool's queue:
+    /// at most `MAX_IN_A_ROW` when the bound holds.
+    pub most_in_a_row_while_waiting: u32,
+}
+
 /// One simulated run.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Outcome {
@@ -134,6 +150,8 @@ pub struct Outcome {
     pub pull: PullCounts,
     /// What the `locality` workload saw (`None` for the others).
     pub locality: Option<LocalityCounts>,
+    /// What the held slots did.
+    pub held: HeldCounts,
 }
 
 #[cfg(test)]

@@ -43,6 +43,10 @@ pub struct Mechanism {
     /// adjacent-line prefetcher fetches as one; `None`: the pool lock's
     /// [`Costs::lines_per_handover`](crate::Costs::lines_per_handover) (the kernel's one lock).
     pub queue_lock_lines: Option<u32>,
+    /// Each worker up to the eager size holds the newest item that its running item queues to
+    /// its own pool and runs it next, as `podq::policy::held` decides (podq's held slots, steps
+    /// H1-H7; `engine/held.rs`); otherwise such an item is pushed as any other.
+    pub holds: bool,
 }
 
 /// A runtime's costs and mechanisms.
@@ -96,6 +100,7 @@ impl Profile {
                 pulls: false,
                 waiter_spins: 0,
                 queue_lock_lines: None,
+                holds: false,
             },
         }
     }
@@ -126,6 +131,7 @@ impl Profile {
                 pulls: true,
                 waiter_spins: BENCH_WAITER_SPINS,
                 queue_lock_lines: Some(1),
+                holds: true,
             },
         }
     }

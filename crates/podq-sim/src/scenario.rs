@@ -33,6 +33,23 @@ pub enum Workload {
     /// ([`Caches`](crate::Caches)); with [`Scenario::steer`] the groups' items are steered as
     /// `podq::policy::steer` decides.
     Locality,
+    /// Chains of items, each queueing the next from the worker it runs on: each producer runs
+    /// [`Scenario::items`] chains of `depth` links one after the other, waiting for a chain's
+    /// last link before it queues the next chain's first (`podq bench --workload chain`).
+    Chain {
+        /// Links per chain (at least 1).
+        depth: u64,
+    },
+    /// Items that queue their own continuation `yields` times from the worker they run on:
+    /// each producer queues [`Scenario::items`] of them at once (`podq bench --workload
+    /// yield`).
+    Yield {
+        /// Continuations per item.
+        yields: u64,
+    },
+    /// One item per producer that queues [`Scenario::items`] items from its worker, then does
+    /// its own work and returns (`podq bench --workload spawn-local`).
+    SpawnLocal,
 }
 
 /// Groups per pod of the scope when [`Locality::groups`] (`--groups` of `podq bench` and `podq
@@ -99,20 +116,48 @@ impl Workload {
             Workload::Rpc => "rpc",
             Workload::Fanout => "fanout",
             Workload::Locality => "locality",
+            Workload::Chain { .. } => "chain",
+            Workload::Yield { .. } => "yield",
+            Workload::SpawnLocal => "spawn-local",
         }
     }
 
     /// Whether each item's wait from its queue call to its start is reported (`flood`,
-    /// `skew`, and `rpc`'s per-hop latency): every workload but the closed loop.
+    /// `skew`, and `rpc`'s per-hop latency): every workload but the closed loop and those of
+    /// [`Workload::is_spawned`].
     pub fn is_open(self) -> bool {
-        !matches!(self, Workload::Queue)
+        !matches!(self, Workload::Queue) && !self.is_spawned()
+    }
+
+    /// Whether running items queue the items of the workload (`chain`, `yield`,
+    /// `spawn-local`), which a podq worker holds (`engine/held.rs`).
+    pub fn is_spawned(self) -> bool {
+        matches!(
+            self,
+            Workload::Chain { .. } | Workload::Yield { .. } | Workload::SpawnLocal
+        )
+    }
+
+    /// Items run per producer when each queues `items` ([`Scenario::items`]): two per round
+    /// trip for `rpc` (a request and a response), `depth` per chain, `yields + 1` per
+    /// yielding item, `items + 1` for `spawn-local` (the one item and those it queues), else
+    /// `items`.
+    pub fn runs_per_producer(self, items: u64) -> u64 {
+        match self {
+            Workload::Chain { depth } => items.saturating_mul(depth),
+            Workload::Yield { yields } => items.saturating_mul(yields.saturating_add(1)),
+            Workload::SpawnLocal => items.saturating_add(1),
+            _ => items.saturating_mul(self.items_per_item()),
+        }
     }
 
     /// Items run per item of [`Scenario::items`] and producer: 2 for `rpc` (a request and a
-    /// response per round trip), else 1.
+    /// response per round trip), else 1 (see [`Workload::runs_per_producer`] for the
+    /// workloads whose items queue items).
     pub fn items_per_item(self) -> u64 {
         match self {
             Workload::Rpc => 2,
+            Workload::Chain { .. } | Workload::Yield { .. } | Workload::SpawnLocal => 1,
             Workload::Queue
             | Workload::Flood
             | Workload::Skew
@@ -126,7 +171,13 @@ impl Workload {
     pub fn default_work_ns(self) -> u64 {
         match self {
             Workload::Skew | Workload::Fanout => CPU_BOUND_WORK_NS,
-            Workload::Queue | Workload::Flood | Workload::Rpc | Workload::Locality => 0,
+            Workload::Queue
+            | Workload::Flood
+            | Workload::Rpc
+            | Workload::Locality
+            | Workload::Chain { .. }
+            | Workload::Yield { .. }
+            | Workload::SpawnLocal => 0,
         }
     }
 }
@@ -155,7 +206,8 @@ pub struct Scenario {
     /// Producer threads, one pinned to each of the lowest CPUs ([`Workload::Skew`] runs one,
     /// [`Scenario::producers`]).
     pub threads: usize,
-    /// Items per producer (rpc: round trips per pair).
+    /// Items per producer (rpc: round trips per pair; chain: chains; spawn-local: the items
+    /// its one item queues).
     pub items: u64,
     /// Work per item, in nanoseconds.
     pub work_ns: u64,
@@ -201,7 +253,10 @@ impl Scenario {
             | Workload::Flood
             | Workload::Rpc
             | Workload::Fanout
-            | Workload::Locality => self.threads,
+            | Workload::Locality
+            | Workload::Chain { .. }
+            | Workload::Yield { .. }
+            | Workload::SpawnLocal => self.threads,
         }
     }
 }

@@ -21,7 +21,7 @@ mod plot;
 mod queue;
 mod report;
 mod rpc;
-mod spawned;
+pub(crate) mod spawned;
 mod sweep;
 pub(crate) mod system;
 mod tally;

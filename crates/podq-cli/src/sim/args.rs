@@ -9,6 +9,7 @@ use podq_sim::scenario::{MAX_GROUPS, MAX_SET_KB};
 use podq_sim::{Locality, ShardRule, Workload, DEFAULT_LOAD, DEFAULT_SET_KB, PROFILES};
 
 use crate::bench::args::DEFAULT_ITEMS;
+use crate::bench::spawned;
 use crate::bench::system::KERNEL_ORDER;
 use crate::error::CliError;
 
@@ -29,8 +30,11 @@ pub(crate) struct SimArgs {
     /// Workload: queue (the kernel's test_workqueue closed loop), flood (open loop), skew
     /// (the open loop from one producer on the first CPU, CPU-bound items), fanout (teams of
     /// senders queueing CPU-bound messages; --items messages per team), rpc (pairs of items
-    /// queueing each other; --items round trips per pair) or locality (paced items of groups,
-    /// each group's working set hot where it last ran; steered with --steer).
+    /// queueing each other; --items round trips per pair), locality (paced items of groups,
+    /// each group's working set hot where it last ran; steered with --steer), chain (--items
+    /// chains of --depth links, each link queueing the next), yield (--items items, each
+    /// queueing its continuation --yields times) or spawn-local (one item queueing --items
+    /// items, then doing its own work).
     #[arg(long, value_name = "NAME", default_value = "queue")]
     pub(crate) workload: String,
     /// Scopes to simulate, comma-separated [default: cpu,smt,cache_shard,cache,numa,system].
@@ -39,9 +43,17 @@ pub(crate) struct SimArgs {
     /// Producer threads, one pinned per CPU in ascending order [default: every CPU].
     #[arg(long, value_name = "N")]
     pub(crate) threads: Option<String>,
-    /// Work items per producer thread.
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_ITEMS.to_string())]
-    pub(crate) items: String,
+    /// Work items per producer thread (chain: chains per producer; spawn-local: items the one
+    /// item of each producer queues) [default: 50000; chain: 100; yield: 200; spawn-local:
+    /// 10000].
+    #[arg(long, value_name = "N")]
+    pub(crate) items: Option<String>,
+    /// Links per chain (chain only) [default: 1000].
+    #[arg(long, value_name = "N")]
+    pub(crate) depth: Option<String>,
+    /// Continuations each item queues (yield only) [default: 1000].
+    #[arg(long, value_name = "N")]
+    pub(crate) yields: Option<String>,
     /// Simulated work per item, in nanoseconds [default: 10000 for skew and fanout, 0 for the
     /// others].
     #[arg(long, value_name = "NS")]
@@ -164,13 +176,21 @@ impl Settings {
             "rpc" => Workload::Rpc,
             "fanout" => Workload::Fanout,
             "locality" => Workload::Locality,
+            "chain" => Workload::Chain {
+                depth: spawned::DEFAULT_DEPTH,
+            },
+            "yield" => Workload::Yield {
+                yields: spawned::DEFAULT_YIELDS,
+            },
+            "spawn-local" => Workload::SpawnLocal,
             other => {
                 return Err(CliError::Usage(format!(
                     "unknown workload '{other}': expected one of queue, flood, skew, fanout, \
-                     rpc, locality"
+                     rpc, locality, chain, yield, spawn-local"
                 )))
             }
         };
+        let workload = parse_spawned(args, workload)?;
         let scopes = match &args.scopes {
             Some(list) => parse_scopes(list)?,
             None => KERNEL_ORDER.to_vec(),
@@ -266,7 +286,10 @@ impl Settings {
             shard_sizes,
             shard_by,
             threads,
-            items: parse_count("--items", &args.items)?,
+            items: match &args.items {
+                Some(text) => parse_count("--items", text)?,
+                None => default_items(workload),
+            },
             work_ns,
             show_pull: pulls != [pull_default],
             pulls,
@@ -279,6 +302,47 @@ impl Settings {
             plot: args.plot.clone(),
             json: args.json,
         })
+    }
+}
+
+/// `--items` when it is not given, as `podq bench`'s: chains per producer for `chain`, items
+/// per producer for `yield`, items the one item queues for `spawn-local`, else
+/// [`DEFAULT_ITEMS`].
+fn default_items(workload: Workload) -> u64 {
+    match workload {
+        Workload::Chain { .. } => spawned::CHAINS,
+        Workload::Yield { .. } => spawned::YIELDING_ITEMS,
+        Workload::SpawnLocal => spawned::SPAWNED_ITEMS,
+        _ => DEFAULT_ITEMS,
+    }
+}
+
+/// `--depth` (links per chain) and `--yields` (continuations per item), each at least 1 and
+/// refused for a workload other than its own.
+fn parse_spawned(args: &SimArgs, workload: Workload) -> Result<Workload, CliError> {
+    let workload = match (workload, &args.depth) {
+        (Workload::Chain { .. }, Some(text)) => Workload::Chain {
+            depth: parse_count("--depth", text)?,
+        },
+        (_, Some(_)) => {
+            return Err(CliError::Usage(
+                "--depth applies to the chain workload only; give --workload chain or leave \
+                 --depth out"
+                    .into(),
+            ))
+        }
+        (workload, None) => workload,
+    };
+    match (workload, &args.yields) {
+        (Workload::Yield { .. }, Some(text)) => Ok(Workload::Yield {
+            yields: parse_count("--yields", text)?,
+        }),
+        (_, Some(_)) => Err(CliError::Usage(
+            "--yields applies to the yield workload only; give --workload yield or leave \
+             --yields out"
+                .into(),
+        )),
+        (workload, None) => Ok(workload),
     }
 }
 

@@ -2,7 +2,7 @@
 //! `"system": "sim"` and the profile.
 
 use podq::AffinityScope;
-use podq_sim::{Profile, SimMachine, Workload};
+use podq_sim::{Outcome, Profile, Scenario, SimMachine, Workload};
 use serde_json::{json, Value};
 
 use super::args::Settings;
@@ -98,9 +98,20 @@ impl Report<'_> {
         let first = self.rows.first().map(|r| r.scenario);
         if let Some(s) = first {
             let (each, unit) = match s.workload {
-                Workload::Rpc => ("pair", "round trips"),
-                Workload::Fanout => ("team", "messages"),
-                _ => ("producer thread", "items"),
+                Workload::Rpc => ("pair", "round trips".to_owned()),
+                Workload::Fanout => ("team", "messages".to_owned()),
+                Workload::Chain { depth } => {
+                    ("producer thread", format!("chains of {depth} links"))
+                }
+                Workload::Yield { yields } => (
+                    "producer thread",
+                    format!("items, each queueing its continuation {yields} times"),
+                ),
+                Workload::SpawnLocal => (
+                    "producer thread",
+                    "items queued by one item from its worker".to_owned(),
+                ),
+                _ => ("producer thread", "items".to_owned()),
             };
             out.push_str(&format!(
                 "sim: profile {}, {}: {} x {} {unit}, {} ns of work per item, \
@@ -212,6 +223,19 @@ impl Report<'_> {
                 o.queue.p50, o.queue.p99, start.p50, start.p99
             ),
         };
+        if row.scenario.workload.is_spawned() {
+            line = format!(
+                "{head}\tper_item={:.0} ns{}\tby_queuer={:.0} %\ttaken_over={}",
+                1e9 / o.items_per_sec,
+                row.range.map_or_else(String::new, |(lo, hi)| format!(
+                    " ({:.0}-{:.0})",
+                    1e9 / hi,
+                    1e9 / lo
+                )),
+                100.0 * by_queuer(&row.scenario, &row.outcome),
+                o.held.taken_from_queuer
+            );
+        }
         if let Some(loc) = o.locality {
             line.push_str(&format!(
                 "\trun_p50={}\trun_p99={} ns\tbusy={:.0}%\tpace={} ns",
@@ -319,6 +343,20 @@ impl Report<'_> {
         if s.scope == AffinityScope::CacheShard {
             map.insert("shard_size".into(), s.shard_size.into());
         }
+        if s.workload.is_spawned() {
+            match s.workload {
+                Workload::Chain { depth } => map.insert("depth".into(), depth.into()),
+                Workload::Yield { yields } => map.insert("yields".into(), yields.into()),
+                _ => None,
+            };
+            map.insert("ns_per_item".into(), (1e9 / o.items_per_sec).into());
+            map.insert(
+                "by_queuer".into(),
+                by_queuer(&row.scenario, &row.outcome).into(),
+            );
+            map.insert("taken_from_queuer".into(), o.held.taken_from_queuer.into());
+            map.insert("held_bounded".into(), o.held.bounded.into());
+        }
         if s.pull {
             let c = &o.pull;
             map.insert(
@@ -402,6 +440,13 @@ impl Report<'_> {
         }
         value
     }
+}
+
+/// The share of the items of `s` run by the worker whose running item queued them, as `o`
+/// counts them (`PoolStats::ran_by_queuer` over the items, as the bench's `by_queuer`).
+pub(crate) fn by_queuer(s: &Scenario, o: &Outcome) -> f64 {
+    let items = s.workload.runs_per_producer(s.items) * s.producers() as u64;
+    o.held.ran_by_queuer as f64 / items.max(1) as f64
 }
 
 /// `values` as `on` and `off`, in order, comma-separated.

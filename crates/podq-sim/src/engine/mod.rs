@@ -17,12 +17,14 @@
 
 mod cpus;
 mod fanout;
+mod held;
 mod locality;
 mod locks;
 mod pace;
 mod pull;
 mod push;
 mod sets;
+mod spawned;
 mod threads;
 
 use std::cmp::Reverse;
@@ -33,9 +35,11 @@ use podq::policy::{stall, Placement};
 use podq::{AffinityScope, Pods};
 
 use self::cpus::{mask_of, Cpu, Mask};
+use self::held::{Held, HELD_EVENT};
 use self::locality::LocalityState;
 use self::locks::Lock;
 use self::pull::PullGroup;
+use self::spawned::Spawned;
 use self::threads::{Role, Thread};
 use crate::cost::Costs;
 use crate::machine::SimMachine;
@@ -79,6 +83,8 @@ struct Item {
     sender: bool,
     /// Its group (`locality`), or [`NO_GROUP`].
     group: u32,
+    /// The queue calls it makes when it runs (`chain`, `yield`, `spawn-local`; `spawned.rs`).
+    left: u64,
 }
 
 /// The group of an item that belongs to none.
@@ -209,6 +215,10 @@ struct Engine<'m> {
     pod_of: Vec<u32>,
     /// The `locality` workload's groups, caches and steering.
     locality: Option<Box<LocalityState>>,
+    /// The held slots (podq's H1-H7).
+    held: Held,
+    /// The `chain`, `yield` and `spawn-local` workloads' own counts.
+    spawned: Spawned,
 }
 
 /// Simulates `scenario` on `machine` with `profile`.
@@ -265,7 +275,7 @@ impl<'m> Engine<'m> {
     ) -> Engine<'m> {
         let n = machine.len();
         let producers = scenario.producers();
-        let total_items = scenario.items * scenario.workload.items_per_item() * producers as u64;
+        let total_items = scenario.workload.runs_per_producer(scenario.items) * producers as u64;
         let mut engine = Engine {
             machine,
             costs: profile.costs,
@@ -300,6 +310,8 @@ impl<'m> Engine<'m> {
                 .map(|c| placement.pod_for(Some(machine.id(c)), || 0) as u32)
                 .collect(),
             locality: None,
+            held: Held::new(pods.len()),
+            spawned: Spawned::new(scenario, producers),
         };
         if scenario.workload == Workload::Locality {
             let pod_cpus: Vec<usize> = pods.pods().iter().map(|p| p.cpus().len()).collect();
@@ -415,7 +427,9 @@ impl<'m> Engine<'m> {
         while let Some(Reverse(event)) = self.heap.pop() {
             self.now = event.time;
             self.events += 1;
-            if event.target & POOL_EVENT != 0 {
+            if event.target & HELD_EVENT != 0 {
+                self.held_look((event.target & !HELD_EVENT) as usize);
+            } else if event.target & POOL_EVENT != 0 {
                 self.watchdog_look((event.target & !POOL_EVENT) as usize);
             } else if self.threads[event.target as usize].token != event.token {
                 continue;
@@ -458,6 +472,7 @@ impl<'m> Engine<'m> {
                 let busy = self.busy_fraction(end);
                 self.locality.as_deref_mut().map(|l| l.counts(busy))
             },
+            held: self.held.counts,
         }
     }
 

@@ -23,6 +23,8 @@ pub(super) struct Job {
     pub(super) sender: bool,
     /// The group of the item it queues (`locality`), or `NO_GROUP`.
     pub(super) group: u32,
+    /// The queue calls the item it queues makes when it runs (`Item::left`).
+    pub(super) left: u64,
 }
 
 impl Engine<'_> {
@@ -46,6 +48,20 @@ impl Engine<'_> {
         {
             *left -= 1;
         }
+        self.start_push_with(tid, pool, pair, sender, group, 0);
+    }
+
+    /// [`Engine::start_push_of`] of an item that makes `left` queue calls when it runs, with
+    /// no producer's count of items left to queue changed.
+    pub(super) fn start_push_with(
+        &mut self,
+        tid: u32,
+        pool: u32,
+        pair: u32,
+        sender: bool,
+        group: u32,
+        left: u64,
+    ) {
         self.threads[tid as usize].job = Job {
             pool,
             pair,
@@ -53,6 +69,7 @@ impl Engine<'_> {
             watch: false,
             sender,
             group,
+            left,
         };
         self.threads[tid as usize].phase = Phase::Push;
         let lock = self.push_lock(tid, pool);
@@ -131,6 +148,7 @@ impl Engine<'_> {
             in_head: false,
             sender: job.sender,
             group: job.group,
+            left: job.left,
         });
         if let Some(at) = p.lane_of(lane) {
             p.lane_waiting[at] += 1;

@@ -190,6 +190,13 @@ impl Engine<'_> {
             let t = &self.threads[tid as usize];
             let (phase, cpu) = (t.phase, t.cpu);
             match (t.role, phase) {
+                (Role::Producer { .. }, Phase::Start | Phase::Push | Phase::Queued)
+                    if self.workload.is_spawned() =>
+                {
+                    if self.spawned_producer(tid) {
+                        return;
+                    }
+                }
                 (Role::Producer { left, senders, .. }, Phase::Start) => {
                     let fanout = self.workload == Workload::Fanout;
                     if (fanout && senders == 0) || (!fanout && left == 0) {
@@ -292,7 +299,7 @@ impl Engine<'_> {
                     self.set_phase(tid, Phase::Start);
                 }
                 (Role::Worker { pool, .. }, Phase::Take) => {
-                    if self.yields(tid) {
+                    if self.yields(tid) || self.back_at_take(tid) {
                         return;
                     }
                     let lock = self.pools[pool as usize].head;
@@ -372,6 +379,11 @@ impl Engine<'_> {
                                 return;
                             }
                         }
+                        Workload::Chain { .. } | Workload::Yield { .. } | Workload::SpawnLocal => {
+                            if self.spawned_ran(tid, item) {
+                                return;
+                            }
+                        }
                         Workload::Rpc => {
                             if self.items_done == self.total_items {
                                 self.end = Some(self.now);
@@ -393,7 +405,7 @@ impl Engine<'_> {
                 (Role::Worker { .. }, Phase::Queued) => {
                     self.queue_call_returned(tid);
                     self.set_phase(tid, Phase::Take);
-                    if self.fanout_next(tid) {
+                    if self.fanout_next(tid) || self.spawned_next(tid) {
                         return;
                     }
                 }
@@ -510,10 +522,16 @@ impl Engine<'_> {
                 if coming {
                     p.workers.coming -= 1;
                 }
-                let popped = p.pop();
+                let mut popped = p.pop();
+                if popped.is_none() && spun {
+                    popped = self
+                        .take_over_held(tid, pool as usize)
+                        .map(|item| (item, false));
+                }
                 let item = popped.map(|(item, _)| item);
                 if item.is_some() {
-                    p.started += 1;
+                    self.took_from_queue(tid);
+                    self.pools[pool as usize].started += 1;
                 }
                 let mut action = None;
                 let next = if let Some((item, refilled)) = popped {
@@ -533,6 +551,7 @@ impl Engine<'_> {
                     if self.asks_siblings(tid, pool as usize) {
                         Phase::PullRelease
                     } else if self.costs.spin_ns > 0.0 && !spun {
+                        self.mark_held(tid, pool as usize);
                         Phase::SpinRelease
                     } else {
                         let p = &mut self.pools[pool as usize];
@@ -570,7 +589,7 @@ impl Engine<'_> {
     /// costs.
     ///
     /// [`Costs::item_lines`]: crate::Costs::item_lines
-    fn item_lines(&self, from: u32, to: u32) -> f64 {
+    pub(super) fn item_lines(&self, from: u32, to: u32) -> f64 {
         let line = self
             .machine
             .platform()
@@ -582,13 +601,14 @@ impl Engine<'_> {
     fn work_of(&self, item: Option<Item>) -> f64 {
         match item {
             Some(Item { sender: true, .. }) => 0.0,
+            Some(item) if self.works_last(item) => 0.0,
             _ => self.work_ns,
         }
     }
 
     /// The time running `item` takes a worker of `pool` on dense CPU `cpu`: a grouped item's
     /// walk and work (`locality`), else [`Engine::work_of`].
-    fn run_of(&mut self, item: Option<Item>, pool: u32, cpu: u32) -> f64 {
+    pub(super) fn run_of(&mut self, item: Option<Item>, pool: u32, cpu: u32) -> f64 {
         match item {
             Some(Item { group, .. }) if group != NO_GROUP => self.locality_start(group, pool, cpu),
             _ => self.work_of(item),
@@ -613,14 +633,14 @@ impl Engine<'_> {
     }
 
     /// `tid`'s queue call has returned: its latency is recorded.
-    fn queue_call_returned(&mut self, tid: u32) {
+    pub(super) fn queue_call_returned(&mut self, tid: u32) {
         let t0 = self.threads[tid as usize].job.t0;
         let latency = u32::try_from(self.now - t0).unwrap_or(u32::MAX);
         self.latencies.push(latency);
     }
 
     /// A producer has queued and seen run all its items.
-    fn producer_finished(&mut self) {
+    pub(super) fn producer_finished(&mut self) {
         self.producers_left -= 1;
         if self.producers_left == 0 && self.workload == Workload::Queue {
             self.end = Some(self.now);
@@ -629,7 +649,7 @@ impl Engine<'_> {
 
     /// Sets `tid`'s phase.
     #[inline]
-    fn set_phase(&mut self, tid: u32, phase: Phase) {
+    pub(super) fn set_phase(&mut self, tid: u32, phase: Phase) {
         self.threads[tid as usize].phase = phase;
     }
 

@@ -1,0 +1,322 @@
+//! podq's held slots (steps H1-H7 of `crates/podq/src/pool/README.md`), for the profiles whose
+//! [`Mechanism::holds`](crate::Mechanism::holds) is set: a worker holds the newest item its
+//! running item queues to its own pool and runs it next, with no lock, no hand-over to
+//! another CPU and no wake-up. Every decision is `podq::policy::held`'s: whether the holder
+//! runs its held item next or sends it to the back of the queue ([`held::runs_held`], the
+//! bound of [`held::MAX_IN_A_ROW`] runs in a row while other items wait), and whether a worker
+//! back from its spin (H5) or the stall watchdog (H6) takes an item over
+//! ([`held::taken_over`]: two looks saw the same item held).
+//!
+//! What the model leaves out: a put into the slot (one swap of a line of the holder's own
+//! CPU) costs nothing, and a held item that the bound sends back goes to the queue inside the
+//! worker's next take, without its lane lock. A worker claims its slot at its first hold
+//! (H1), which is the same as at its start, as simulated workers never exit; cancel and
+//! re-formation (H7) are not simulated.
+
+use podq::policy::held;
+use podq::policy::stall::BLOCK_CHECK_INTERVAL;
+
+use super::threads::{Phase, Role};
+use super::{Engine, Event, Item, NO_GROUP};
+use crate::outcome::HeldCounts;
+use std::cmp::Reverse;
+
+/// Marks an event target that is the watchdog's look at a pool's held slots (H6).
+pub(super) const HELD_EVENT: u32 = 1 << 30;
+
+/// One worker's held slot.
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    /// The item it holds.
+    item: Option<Item>,
+    /// Items its holder ever put in it: what a look compares.
+    puts: u64,
+    /// What the watchdog's last look saw (`Some(puts)` when it held an item).
+    looked: Option<u64>,
+    /// Held items its holder ran in a row.
+    in_a_row: u32,
+    /// Held items its holder ran in a row while items waited in the pool's queue: the bound's
+    /// effect, for [`HeldCounts::most_in_a_row_while_waiting`].
+    while_waiting: u32,
+}
+
+impl Slot {
+    /// What a look sees in it: `Some(puts)` while it holds an item.
+    fn seen(&self) -> Option<u64> {
+        self.item.map(|_| self.puts)
+    }
+}
+
+/// The held slots of every pool, and what the workers noted of them.
+#[derive(Clone, Debug)]
+pub(super) struct Held {
+    /// Each pool's slots, in the order their workers claimed them.
+    slots: Vec<Vec<Slot>>,
+    /// The slot each thread owns, by thread id, if any.
+    slot_of: Vec<Option<u32>>,
+    /// What each thread saw in its pool's slots when it began to spin (H4), by thread id.
+    marks: Vec<Vec<Option<u64>>>,
+    /// Whether the watchdog looks at each pool's slots.
+    watched: Vec<bool>,
+    /// The counts so far.
+    pub(super) counts: HeldCounts,
+}
+
+impl Held {
+    /// No slot claimed yet in `pools` pools.
+    pub(super) fn new(pools: usize) -> Held {
+        Held {
+            slots: vec![Vec::new(); pools],
+            slot_of: Vec::new(),
+            marks: Vec::new(),
+            watched: vec![false; pools],
+            counts: HeldCounts::default(),
+        }
+    }
+
+    /// The slot thread `tid` owns.
+    fn slot_of(&self, tid: u32) -> Option<usize> {
+        self.slot_of
+            .get(tid as usize)
+            .copied()
+            .flatten()
+            .map(|i| i as usize)
+    }
+}
+
+impl Engine<'_> {
+    /// The running item on worker `tid` queues an item of producer `pair` that makes `left`
+    /// queue calls when it runs: to the pool of the CPU it runs on, held when that is its own
+    /// pool and it owns a slot (H2: the item held before is pushed instead), else pushed.
+    /// The queue call returns in [`Phase::Queued`].
+    pub(super) fn queue_from_worker(&mut self, tid: u32, pair: u32, left: u64) {
+        let t = &self.threads[tid as usize];
+        let cpu = t.cpu;
+        let pool = self.pod_of[cpu as usize];
+        let Role::Worker { pool: own, .. } = t.role else {
+            unreachable!("only a worker's running item queues from a worker")
+        };
+        let index = if self.mech.holds && own == pool {
+            self.claim_slot(tid, pool as usize)
+        } else {
+            None
+        };
+        let Some(index) = index else {
+            self.start_push_with(tid, pool, pair, false, NO_GROUP, left);
+            return;
+        };
+        let item = Item {
+            producer: pair,
+            queued_at: self.now,
+            lane: self.push_lock(tid, pool),
+            from: cpu,
+            in_head: false,
+            sender: false,
+            group: NO_GROUP,
+            left,
+        };
+        let slot = &mut self.held.slots[pool as usize][index];
+        let before = slot.item.replace(item);
+        slot.puts += 1;
+        if !self.held.watched[pool as usize] {
+            self.held.watched[pool as usize] = true;
+            self.watch_held(pool as usize);
+        }
+        match before {
+            Some(before) => {
+                self.start_push_with(tid, pool, before.producer, false, NO_GROUP, before.left)
+            }
+            None => {
+                let t = &mut self.threads[tid as usize];
+                t.job.t0 = self.now;
+                t.phase = Phase::Queued;
+                self.after(tid, 0.0);
+            }
+        }
+    }
+
+    /// (H1) The slot worker `tid` of `pool` owns, claimed now if it owns none and the pool has
+    /// fewer slots than its eager size.
+    fn claim_slot(&mut self, tid: u32, pool: usize) -> Option<usize> {
+        if let Some(index) = self.held.slot_of(tid) {
+            return Some(index);
+        }
+        let slots = &mut self.held.slots[pool];
+        if slots.len() >= self.pools[pool].limits.eager_workers {
+            return None;
+        }
+        slots.push(Slot {
+            item: None,
+            puts: 0,
+            looked: None,
+            in_a_row: 0,
+            while_waiting: 0,
+        });
+        let index = slots.len() - 1;
+        if self.held.slot_of.len() <= tid as usize {
+            self.held.slot_of.resize(tid as usize + 1, None);
+        }
+        self.held.slot_of[tid as usize] = Some(index as u32);
+        Some(index)
+    }
+
+    /// (H3) Worker `tid`, back at its queue, runs its held item, unless it has run
+    /// [`held::MAX_IN_A_ROW`] in a row while items wait: then the held item goes to the back
+    /// of the queue and the worker takes from the queue as ever. `true` when it runs it.
+    pub(super) fn run_held(&mut self, tid: u32) -> bool {
+        let Some(index) = self.held.slot_of(tid) else {
+            return false;
+        };
+        let Role::Worker { pool, .. } = self.threads[tid as usize].role else {
+            return false;
+        };
+        let waiting = !self.pools[pool as usize].queue.is_empty();
+        let slot = &mut self.held.slots[pool as usize][index];
+        let Some(mut item) = slot.item.take() else {
+            slot.in_a_row = 0;
+            return false;
+        };
+        let in_a_row = slot.in_a_row;
+        let look = held::must_look(in_a_row);
+        if held::runs_held(in_a_row, look && waiting) {
+            slot.in_a_row = if look { 0 } else { in_a_row + 1 };
+            slot.while_waiting = if waiting { slot.while_waiting + 1 } else { 0 };
+            let c = &mut self.held.counts;
+            c.ran_by_queuer += 1;
+            c.most_in_a_row_while_waiting = c.most_in_a_row_while_waiting.max(slot.while_waiting);
+            self.pools[pool as usize].started += 1;
+            self.run_item(tid, item);
+            return true;
+        }
+        slot.in_a_row = 0;
+        slot.while_waiting = 0;
+        self.held.counts.bounded += 1;
+        // To the back of its CPU's lane, as any push of the worker.
+        item.lane = self.push_lock(tid, pool);
+        item.in_head = false;
+        let p = &mut self.pools[pool as usize];
+        p.queue.push_back(item);
+        if let Some(at) = p.lane_of(item.lane) {
+            p.lane_waiting[at] += 1;
+        }
+        false
+    }
+
+    /// Worker `tid` has taken an item from its queue: its held runs in a row while items
+    /// waited end.
+    pub(super) fn took_from_queue(&mut self, tid: u32) {
+        if let Some(index) = self.held.slot_of(tid) {
+            if let Role::Worker { pool, .. } = self.threads[tid as usize].role {
+                self.held.slots[pool as usize][index].while_waiting = 0;
+            }
+        }
+    }
+
+    /// Worker `tid` runs `item`, taken with no lock: its lines come from where it was queued.
+    fn run_item(&mut self, tid: u32, item: Item) {
+        let cpu = self.threads[tid as usize].cpu;
+        let pool = match &mut self.threads[tid as usize].role {
+            Role::Worker {
+                pool,
+                item: slot,
+                spun,
+                asked,
+                pulled,
+                ..
+            } => {
+                *slot = Some(item);
+                (*spun, *asked, *pulled) = (false, false, false);
+                *pool
+            }
+            Role::Producer { .. } => unreachable!("only workers run items"),
+        };
+        self.set_phase(tid, Phase::Ran);
+        let work = self.run_of(Some(item), pool, cpu);
+        let lines = self.item_lines(item.from, cpu);
+        self.after(tid, lines + self.costs.worker_item_ns + work);
+    }
+
+    /// (H4) Worker `tid` of `pool`, about to spin, notes what every slot of its pool holds;
+    /// nothing when none holds an item.
+    pub(super) fn mark_held(&mut self, tid: u32, pool: usize) {
+        if !self.mech.holds {
+            return;
+        }
+        if self.held.marks.len() <= tid as usize {
+            self.held.marks.resize(tid as usize + 1, Vec::new());
+        }
+        let slots = &self.held.slots[pool];
+        let mark = &mut self.held.marks[tid as usize];
+        mark.clear();
+        if slots.iter().any(|s| s.item.is_some()) {
+            mark.extend(slots.iter().map(Slot::seen));
+        }
+    }
+
+    /// (H5) Worker `tid` of `pool`, back from its spin with its queue empty, takes an item that
+    /// another worker's slot held throughout the spin.
+    pub(super) fn take_over_held(&mut self, tid: u32, pool: usize) -> Option<Item> {
+        let mark = std::mem::take(self.held.marks.get_mut(tid as usize)?);
+        if mark.is_empty() {
+            return None;
+        }
+        let own = self.held.slot_of(tid);
+        let slots = &mut self.held.slots[pool];
+        let index = (0..slots.len()).find(|&i| {
+            own != Some(i) && held::taken_over(mark.get(i).copied().flatten(), slots[i].seen())
+        })?;
+        self.held.counts.taken_from_queuer += 1;
+        slots[index].in_a_row = 0;
+        slots[index].item.take()
+    }
+
+    /// Schedules the watchdog's next look at `pool`'s slots, [`BLOCK_CHECK_INTERVAL`] from now.
+    fn watch_held(&mut self, pool: usize) {
+        self.seq += 1;
+        self.heap.push(Reverse(Event {
+            time: self.now + BLOCK_CHECK_INTERVAL.as_nanos() as u64,
+            seq: self.seq,
+            target: HELD_EVENT | pool as u32,
+            token: 0,
+        }));
+    }
+
+    /// (H6) The watchdog's look at `pool`'s slots: every item held since its last look is
+    /// pushed from the watchdog's thread (which wakes or starts a worker as any push); it
+    /// looks again while items are held, unless a put has it look already.
+    pub(super) fn held_look(&mut self, pool: usize) {
+        self.held.watched[pool] = false;
+        let mut taken = Vec::new();
+        let mut still = false;
+        for slot in &mut self.held.slots[pool] {
+            let now = slot.seen();
+            let then = std::mem::replace(&mut slot.looked, now);
+            if held::taken_over(then, now) {
+                if let Some(item) = slot.item.take() {
+                    slot.looked = None;
+                    taken.push(item);
+                    continue;
+                }
+            }
+            still |= now.is_some();
+        }
+        for item in taken {
+            self.held.counts.taken_from_queuer += 1;
+            let p = &mut self.pools[pool];
+            p.queue.push_back(Item {
+                in_head: false,
+                ..item
+            });
+            if let Some(at) = p.lane_of(item.lane) {
+                p.lane_waiting[at] += 1;
+            }
+            self.notify_spinner(pool, item.from);
+            let action = self.decide(pool);
+            self.perform(action, pool, item.from, false);
+        }
+        if still && !self.held.watched[pool] {
+            self.held.watched[pool] = true;
+            self.watch_held(pool);
+        }
+    }
+}
