@@ -439,6 +439,15 @@ fn json_row(row: &Row, settings: &Settings) -> Value {
     if row.workload.shape() == Shape::Spawned {
         map.insert("ns_per_item".into(), ns_per_item(s).into());
     }
+    match row.workload {
+        Workload::Chain => {
+            map.insert("depth".into(), settings.depth.into());
+        }
+        Workload::Yield => {
+            map.insert("yields".into(), settings.yields.into());
+        }
+        _ => {}
+    }
     if let Some(share) = s.by_queuer {
         map.insert("by_queuer".into(), share.into());
     }

@@ -10,6 +10,7 @@ use podq_sim::{Locality, Profile, Scenario, ShardRule, SimMachine, Workload};
 use serde_json::{json, Value};
 
 use super::args::Settings;
+use crate::bench::spawned;
 use crate::error::CliError;
 
 /// Most items per producer a prediction simulates (the bench's own count when fewer).
@@ -41,6 +42,15 @@ pub(crate) fn family_of(model: &str) -> (&'static str, &'static str) {
     }
 }
 
+/// Items per producer of a prediction of `workload` that runs at most [`MAX_ITEMS`] items
+/// per producer (at least one item, chain or yielding item).
+fn most_items(workload: Workload) -> u64 {
+    let per_item = workload
+        .runs_per_producer(1)
+        .saturating_sub(u64::from(workload == Workload::SpawnLocal));
+    (MAX_ITEMS / per_item.max(1)).max(1)
+}
+
 /// One predicted row beside its measurement.
 struct Compared {
     scenario: Scenario,
@@ -48,6 +58,9 @@ struct Compared {
     range: Option<(f64, f64)>,
     median: f64,
     best: f64,
+    /// The predicted and the measured share of items run by their queuer (`chain`, `yield`,
+    /// `spawn-local`).
+    by_queuer: Option<(f64, f64)>,
 }
 
 /// Runs `podq sim --against FILE`.
@@ -120,6 +133,16 @@ pub(crate) fn run(
             Some("skew") => Workload::Skew,
             Some("fanout") => Workload::Fanout,
             Some("rpc") => Workload::Rpc,
+            Some("chain") => Workload::Chain {
+                depth: row["depth"]
+                    .as_u64()
+                    .unwrap_or(spawned::DEFAULT_DEPTH)
+                    .max(1),
+            },
+            Some("yield") => Workload::Yield {
+                yields: row["yields"].as_u64().unwrap_or(spawned::DEFAULT_YIELDS),
+            },
+            Some("spawn-local") => Workload::SpawnLocal,
             _ => continue,
         };
         let (Some(scope), Some(threads), Some(items), Some(median)) = (
@@ -141,7 +164,7 @@ pub(crate) fn run(
             shard_size: row["shard_size"].as_u64().unwrap_or(8) as usize,
             shard_rule: ShardRule::Cores,
             threads: threads as usize,
-            items: items.min(MAX_ITEMS),
+            items: items.min(most_items(workload)),
             work_ns: row["work_ns"]
                 .as_u64()
                 .or(work_ns)
@@ -151,11 +174,16 @@ pub(crate) fn run(
             steer: false,
             locality: Locality::default(),
         });
-        measured.push((median, row["items_per_sec_max"].as_f64().unwrap_or(median)));
+        measured.push((
+            median,
+            row["items_per_sec_max"].as_f64().unwrap_or(median),
+            row["by_queuer"].as_f64(),
+        ));
     }
     if scenarios.is_empty() {
         return Err(fail(
-            "no podq row of the queue, flood, skew, fanout or rpc workload to predict",
+            "no podq row of the queue, flood, skew, fanout, rpc, chain, yield or spawn-local \
+             workload to predict",
         ));
     }
     let outcomes = super::simulate_all(&machine, &profile, &scenarios)?;
@@ -182,12 +210,13 @@ pub(crate) fn run(
         .zip(&outcomes)
         .zip(ranges)
         .zip(&measured)
-        .map(|(((s, o), range), &(median, best))| Compared {
+        .map(|(((s, o), range), &(median, best, by_queuer))| Compared {
             scenario: *s,
             predicted: o.items_per_sec,
             range,
             median,
             best,
+            by_queuer: by_queuer.map(|measured| (super::report::by_queuer(s, o), measured)),
         })
         .collect();
     let basis = match &calibration {
@@ -210,6 +239,8 @@ pub(crate) fn run(
                     "measured_max": r.best.round() as u64,
                     "error": r.predicted / r.median - 1.0,
                     "error_against_best": r.predicted / r.best - 1.0,
+                    "predicted_by_queuer": r.by_queuer.map(|b| b.0),
+                    "measured_by_queuer": r.by_queuer.map(|b| b.1),
                 })
             })
             .collect();
@@ -267,6 +298,14 @@ pub(crate) fn run(
                 100.0 * (r.predicted / r.median - 1.0),
                 100.0 * (r.predicted / r.best - 1.0)
             ));
+            if let Some((predicted, measured)) = r.by_queuer {
+                out.pop();
+                out.push_str(&format!(
+                    "  by_queuer {:.1} % (measured {:.1} %)\n",
+                    100.0 * predicted,
+                    100.0 * measured
+                ));
+            }
         }
         out
     };
