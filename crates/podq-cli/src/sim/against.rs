@@ -269,7 +269,7 @@ pub(crate) fn run(
             out.push_str(&c.text());
         }
         out.push_str(&format!(
-            "{:<8} {:<22} {:>10} {:>23} {:>10} {:>10} {:>7} {:>7}\n",
+            "{:<11} {:<22} {:>10} {:>23} {:>10} {:>10} {:>7} {:>7}\n",
             "workload", "scope", "predicted", "range", "measured", "best", "error", "vs best"
         ));
         for r in &rows {
@@ -288,7 +288,7 @@ pub(crate) fn run(
                 .range
                 .map_or("-".to_owned(), |(lo, hi)| format!("{lo:.0}-{hi:.0}"));
             out.push_str(&format!(
-                "{:<8} {:<22} {:>10.0} {:>23} {:>10.0} {:>10.0} {:>+6.1}% {:>+6.1}%\n",
+                "{:<11} {:<22} {:>10.0} {:>23} {:>10.0} {:>10.0} {:>+6.1}% {:>+6.1}%\n",
                 s.workload.name(),
                 label,
                 r.predicted,
