@@ -118,6 +118,8 @@ pub struct HeldCounts {
     pub ran_by_queuer: u64,
     /// Held items that another worker took after its spin (H5) or the watchdog pushed (H6).
     pub taken_from_queuer: u64,
+    /// Of those, the ones the watchdog took (H6) rather than a worker back from its spin (H5).
+    pub taken_by_watchdog: u64,
     /// Held items that went to the back of the queue because their holder had run
     /// `podq::policy::held::MAX_IN_A_ROW` in a row while others waited (H3).
     pub bounded: u64,

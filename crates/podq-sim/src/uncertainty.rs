@@ -8,7 +8,7 @@ use crate::engine::simulate;
 use crate::machine::SimMachine;
 use crate::profile::Profile;
 use crate::rng::Rng;
-use crate::scenario::Scenario;
+use crate::scenario::{Scenario, Workload};
 use crate::SimError;
 
 /// Draws of moved parameters per range, besides the nominal one: each moves every parameter
@@ -25,6 +25,15 @@ pub const DEFAULT_PERCENT: f64 = 20.0;
 /// Items per producer of the draws at most: a range is the nominal result times the draws'
 /// ratios to a nominal run of this size, so that ranges cost a fixed time per configuration.
 pub const DRAW_ITEMS: u64 = 2_000;
+
+/// Items per producer of a draw of `s`: at most [`DRAW_ITEMS`], and for `chain`, whose
+/// producers run their chains one after the other, at most [`DRAW_ITEMS`] links.
+fn draw_items(s: &Scenario) -> u64 {
+    match s.workload {
+        Workload::Chain { depth } => s.items.min((DRAW_ITEMS / depth.max(1)).max(1)),
+        _ => s.items.min(DRAW_ITEMS),
+    }
+}
 
 /// Items/sec of each scenario under each draw: `runs[d][s]`, draw 0 the nominal profile, all
 /// at no more than [`DRAW_ITEMS`] per producer.
@@ -137,7 +146,7 @@ pub fn spread(
                 continue;
             }
             let scenario = Scenario {
-                items: s.items.min(DRAW_ITEMS),
+                items: draw_items(s),
                 seed: s.seed.wrapping_add(*draw as u64),
                 ..*s
             };

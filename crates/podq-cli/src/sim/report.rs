@@ -355,6 +355,7 @@ impl Report<'_> {
                 by_queuer(&row.scenario, &row.outcome).into(),
             );
             map.insert("taken_from_queuer".into(), o.held.taken_from_queuer.into());
+            map.insert("taken_by_watchdog".into(), o.held.taken_by_watchdog.into());
             map.insert("held_bounded".into(), o.held.bounded.into());
         }
         if s.pull {

@@ -302,6 +302,7 @@ impl Engine<'_> {
         }
         for item in taken {
             self.held.counts.taken_from_queuer += 1;
+            self.held.counts.taken_by_watchdog += 1;
             let p = &mut self.pools[pool];
             p.queue.push_back(Item {
                 in_head: false,

@@ -299,6 +299,7 @@ impl Engine<'_> {
                     self.set_phase(tid, Phase::Start);
                 }
                 (Role::Worker { pool, .. }, Phase::Take) => {
+                    // (H3) Its held item first, with no lock.
                     if self.yields(tid) || self.back_at_take(tid) {
                         return;
                     }
@@ -524,6 +525,7 @@ impl Engine<'_> {
                 }
                 let mut popped = p.pop();
                 if popped.is_none() && spun {
+                    // (H5) Back from its spin with the queue still empty.
                     popped = self
                         .take_over_held(tid, pool as usize)
                         .map(|item| (item, false));
@@ -551,6 +553,7 @@ impl Engine<'_> {
                     if self.asks_siblings(tid, pool as usize) {
                         Phase::PullRelease
                     } else if self.costs.spin_ns > 0.0 && !spun {
+                        // (H4) What every slot holds as the spin begins.
                         self.mark_held(tid, pool as usize);
                         Phase::SpinRelease
                     } else {
