@@ -7,10 +7,12 @@
 //! back from its spin (H5) or the stall watchdog (H6) takes an item over
 //! ([`held::taken_over`]: two looks saw the same item held).
 //!
-//! What the model leaves out: a put into the slot (one swap of a line of the holder's own
-//! CPU) costs nothing, and a held item that the bound sends back goes to the queue inside the
-//! worker's next take, without its lane lock. A worker claims its slot at its first hold
-//! (H1), which is the same as at its start, as simulated workers never exit; cancel and
+//! Only the queue calls of `chain`, `yield` and `spawn-local` items (`spawned.rs`) are held;
+//! `rpc` and `fanout` hops are pushed as before. What the model leaves out: a put into the
+//! slot (one swap of a line of the holder's own CPU) costs nothing, a held item that the bound
+//! sends back goes to the queue at the worker's next take without its lane lock, and the
+//! watchdog's push runs on no simulated CPU. A worker claims its slot at its first hold (H1),
+//! which is the same as at its start, as simulated workers never exit; cancel and
 //! re-formation (H7) are not simulated.
 
 use podq::policy::held;
