@@ -64,8 +64,8 @@ pub enum SimError {
         /// CPUs of the machine.
         cpus: usize,
     },
-    /// No item per producer.
-    #[error("0 items per producer: give at least 1")]
+    /// No item per producer (or a `chain` of no link).
+    #[error("0 items per producer: give at least 1 (and chains of at least 1 link)")]
     Items,
     /// The scope's pods cannot be formed.
     #[error(transparent)]

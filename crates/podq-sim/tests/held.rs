@@ -85,6 +85,16 @@ fn a_held_item_whose_queuer_runs_on_is_taken_by_another_worker() {
 }
 
 #[test]
+fn a_chain_of_no_link_is_refused() {
+    let s = Scenario {
+        workload: Workload::Chain { depth: 0 },
+        ..Scenario::kernel_test(AffinityScope::System, 1)
+    };
+    let err = simulate(&machine(2), &Profile::podq(), &s).unwrap_err();
+    assert!(matches!(err, podq_sim::SimError::Items), "{err}");
+}
+
+#[test]
 fn every_item_of_the_spawning_workloads_runs_and_one_seed_replays() {
     for profile in [Profile::kernel(), Profile::podq()] {
         for workload in [

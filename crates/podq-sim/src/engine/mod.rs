@@ -241,7 +241,7 @@ pub fn simulate(
             cpus,
         });
     }
-    if scenario.items == 0 {
+    if scenario.workload.runs_per_producer(scenario.items) == 0 {
         return Err(SimError::Items);
     }
     if scenario.pull && !profile.mechanism.pulls {
