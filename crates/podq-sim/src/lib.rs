@@ -2,14 +2,16 @@
 //!
 //! It answers "what would this scope, shard size or policy do on a machine I do not have?"
 //! by running the kernel's `test_workqueue` (the `queue` workload), an open-loop `flood`, a
-//! one-producer `skew`, the hackbench-like `fanout`, request/response `rpc` or the grouped
-//! `locality` (with podq's steering, `podq::policy::steer`) on a modelled
-//! machine: CPUs, cores, cache domains and nodes from any [`podq::Topology`],
+//! one-producer `skew`, the hackbench-like `fanout`, request/response `rpc`, the grouped
+//! `locality` (with podq's steering, `podq::policy::steer`) or `chain`, `yield` and
+//! `spawn-local`, whose items queue items (held by podq's workers, `podq::policy::held`), on a
+//! modelled machine: CPUs, cores, cache domains and nodes from any [`podq::Topology`],
 //! producers, pools with their locks and queues, workers, wake-ups and items.
 //!
 //! * The decisions are podq's own: the engine asks `podq::policy` where a queue call goes and
-//!   when a pool wakes or grows, and for pull which sibling an idle worker searches and whether
-//!   the gate lets it, with simulated counts, times and seeded coins ([`engine`]).
+//!   when a pool wakes or grows, for pull which sibling an idle worker searches and whether
+//!   the gate lets it, and whether a worker runs the item it holds or another takes it over,
+//!   with simulated counts, times and seeded coins ([`engine`]).
 //! * The costs are named physical parameters ([`Costs`]): cache-line moves by distance
 //!   ([`Platform`], from public core-to-core measurements), lock hand-over, wake-up,
 //!   context switch, per-item bookkeeping.

@@ -5,8 +5,9 @@
 //! times: where a queue call goes ([`Placement`]), whether a push or a worker wakes an idle
 //! worker or grows the pool ([`growth`]), the stall watchdog's look ([`stall`]), and with pull
 //! which sibling an idle worker searches, whether the gate lets it, and what a kicked sibling
-//! does (`podq::policy::pull`, in `pull.rs`). The engine only says how long each step takes
-//! (the [`Costs`]) and in which order steps happen.
+//! does (`podq::policy::pull`, in `pull.rs`), and whether a worker runs the item it holds or
+//! another takes it (`podq::policy::held`, in `held.rs`). The engine only says how long each
+//! step takes (the [`Costs`]) and in which order steps happen.
 //!
 //! A thread is a small state machine (`threads::Phase`); an event resumes one thread at one time
 //! (or looks at one pool, for the watchdog). A lock is a FIFO of spinning waiters: a holder's
