@@ -323,3 +323,60 @@ impl Engine<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use podq::policy::Placement;
+    use podq::{AffinityScope, Pods, Topology};
+
+    use super::super::threads::Thread;
+    use super::*;
+    use crate::machine::SimMachine;
+    use crate::profile::Profile;
+    use crate::scenario::{Scenario, Workload};
+
+    /// (H4, H5) A worker back from its spin takes over an item that another worker's slot held
+    /// throughout the spin, and nothing that was put again meanwhile, held only later, or held
+    /// in its own slot.
+    #[test]
+    fn a_worker_back_from_its_spin_takes_only_an_item_held_throughout_it() {
+        let topo = Topology::from_machine("sockets=1,nodes=1,caches=1,cores=4,smt=1").unwrap();
+        let machine = SimMachine::new(topo, "test");
+        let pods = Pods::new(machine.topology(), AffinityScope::System, 8).unwrap();
+        let placement = Placement::new(&pods, &machine.topology().cpu_set(), |_| 0).unwrap();
+        let scenario = Scenario {
+            workload: Workload::SpawnLocal,
+            ..Scenario::kernel_test(AffinityScope::System, 1)
+        };
+        let profile = Profile::podq();
+        let mut e = Engine::new(&machine, &profile, &scenario, &pods, &placement);
+        let holder = e.new_thread(Thread::worker(0, 1));
+        let spinner = e.new_thread(Thread::worker(0, 2));
+
+        // Nothing held as the spin begins: nothing to take, even once an item is held.
+        e.mark_held(spinner, 0);
+        e.queue_from_worker(holder, 0, 0);
+        assert!(e.take_over_held(spinner, 0).is_none());
+
+        // Held throughout: taken, and counted.
+        e.mark_held(spinner, 0);
+        let taken = e
+            .take_over_held(spinner, 0)
+            .expect("held throughout the spin");
+        assert_eq!(taken.from, 1);
+        assert_eq!(e.held.counts.taken_from_queuer, 1);
+        assert_eq!(e.held.slots[0][0].seen(), None);
+
+        // Put again during the spin (its holder came back): left to its holder.
+        e.queue_from_worker(holder, 0, 0);
+        e.mark_held(spinner, 0);
+        e.held.slots[0][0].item = None;
+        e.queue_from_worker(holder, 0, 0);
+        assert!(e.take_over_held(spinner, 0).is_none());
+
+        // Its own slot is never taken over by itself.
+        e.mark_held(holder, 0);
+        assert!(e.take_over_held(holder, 0).is_none());
+        assert_eq!(e.held.counts.taken_from_queuer, 1);
+    }
+}
