@@ -1,6 +1,9 @@
-//! Measures, on the machine at hand, the operating-system costs the `kernel` profile takes
-//! as fixed rather than fitted (`src/calibrated.rs`):
-//! `cargo run --release -p podq-sim --example measure_os -- [ROUNDS]`.
+//! Measures, on the machine at hand, the user-space analogues of the `kernel` profile's
+//! operating-system costs: `cargo run --release -p podq-sim --example measure_os -- [ROUNDS]`.
+//! The critical section is the profile's fixed `critical_section_ns` (`src/calibrated.rs`);
+//! the wake call and the switch are printed beside the fitted `wake_call_ns` and `switch_ns`
+//! as a check of their size (the fitted switch also holds the workqueue's and the
+//! completion's work around it).
 //!
 //! - `wake_call_ns`: the waker's `FUTEX_WAKE` of a thread asleep on its own CPU less the
 //!   same call finding no waiter: `try_to_wake_up` without the system call.
