@@ -43,7 +43,7 @@ const FIXED: Costs = Costs {
 pub(crate) const KERNEL: Costs = Costs {
     wake_call_ns: 1164.726790270597,
     switch_ns: 3302.8748240271752,
-    // `kernel_fit::derive`.
+    // `kernel_fit::derive_wake_idle`.
     wake_idle_ns: 1164.726790270597 + 3302.8748240271752,
     producer_item_ns: 10765.948008219877,
     ..FIXED
@@ -53,7 +53,7 @@ pub(crate) const KERNEL: Costs = Costs {
 const GRACE_ONLY: Costs = Costs {
     wake_call_ns: 1167.36245820798,
     switch_ns: 5107.467494105574,
-    // `kernel_fit::derive`.
+    // `kernel_fit::derive_wake_idle`.
     wake_idle_ns: 1167.36245820798 + 5107.467494105574,
     producer_item_ns: 8639.954420264436,
     ..FIXED
@@ -63,7 +63,7 @@ const GRACE_ONLY: Costs = Costs {
 const XEON_ONLY: Costs = Costs {
     wake_call_ns: 1285.0590750114902,
     switch_ns: 1174.7061239039222,
-    // `kernel_fit::derive`.
+    // `kernel_fit::derive_wake_idle`.
     wake_idle_ns: 1285.0590750114902 + 1174.7061239039222,
     producer_item_ns: 12308.221551514913,
     ..FIXED

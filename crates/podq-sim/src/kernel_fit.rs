@@ -22,7 +22,7 @@ use crate::SimError;
 /// the switch that follows (with the workqueue's and the completion's work around it), and
 /// the test's own bookkeeping per item (with `process_one_work`'s outside the lock). What a
 /// wake-up costs an idle CPU besides its idle exit is not a parameter of its own
-/// ([`derive`]).
+/// ([`derive_wake_idle`]).
 pub const FREE: [(Param, f64, f64); 3] = [
     (Param::WakeCall, 200.0, 3_000.0),
     (Param::Switch, 200.0, 12_000.0),
@@ -34,7 +34,7 @@ pub const FREE: [(Param, f64, f64); 3] = [
 /// `try_to_wake_up` (the task's enqueue, which the waker leaves to it through the wake list
 /// and an interrupt) and a switch from its idle task to the woken one: `wake_call_ns +
 /// switch_ns`.
-pub fn derive(costs: &mut Costs) {
+pub fn derive_wake_idle(costs: &mut Costs) {
     costs.wake_idle_ns = costs.wake_call_ns + costs.switch_ns;
 }
 
@@ -109,7 +109,7 @@ pub fn fit(start: &Costs, tables: &[Table], items: u64, evaluations: usize) -> (
         for (&(p, _, _), v) in FREE.iter().zip(to_values(&bounds, unit)) {
             costs.set(p, v);
         }
-        derive(&mut costs);
+        derive_wake_idle(&mut costs);
         costs
     };
     let eval = |costs: &Costs| objective(costs, tables, items).unwrap_or(f64::INFINITY);
@@ -151,7 +151,7 @@ fn neighbours(costs: &Costs) -> Vec<(Param, f64, Costs)> {
             if value != costs.get(param) {
                 let mut moved = *costs;
                 moved.set(param, value);
-                derive(&mut moved);
+                derive_wake_idle(&mut moved);
                 out.push((param, value, moved));
             }
         }
