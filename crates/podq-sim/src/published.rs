@@ -77,6 +77,47 @@ impl Table {
     }
 }
 
+impl Table {
+    /// The CPUs of each pod of `scope` on `machine` (this table's), cut as the table's were.
+    fn pod_sets(
+        &self,
+        machine: &SimMachine,
+        scope: AffinityScope,
+    ) -> Result<Vec<podq::CpuSet>, SimError> {
+        let shard_size = self.scenario(scope, 1, 1).shard_size;
+        let pods = match (scope, self.shard_rule) {
+            (AffinityScope::CacheShard, ShardRule::Cpus) => {
+                podq::Pods::cache_shards_by_cpu(machine.topology(), shard_size)?
+            }
+            _ => podq::Pods::new(machine.topology(), scope, shard_size)?,
+        };
+        Ok(pods.pods().iter().map(|p| p.cpus().clone()).collect())
+    }
+}
+
+/// The distinct published values of `tables` a fit can use: items/sec and the p50 of each
+/// scope whose pods differ from every other scope's of its table (scopes with the same pods
+/// are one simulation, so their cells are one value each, however they were published).
+///
+/// # Errors
+///
+/// What forming a table's pods reports.
+pub fn distinct_values(tables: &[Table]) -> Result<usize, SimError> {
+    let mut values = 0;
+    for table in tables {
+        let machine = table.sim_machine();
+        let mut seen: Vec<Vec<podq::CpuSet>> = Vec::new();
+        for &(scope, _, _) in &table.cells {
+            let sets = table.pod_sets(&machine, scope)?;
+            if !seen.contains(&sets) {
+                seen.push(sets);
+                values += 2;
+            }
+        }
+    }
+    Ok(values)
+}
+
 /// One published cell next to its simulation.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CellCheck {
@@ -127,13 +168,7 @@ pub fn check_with(
         let mut done: Vec<(Vec<podq::CpuSet>, crate::Outcome)> = Vec::new();
         for &(scope, published, published_p50) in &table.cells {
             let scenario = table.scenario(scope, items, seed);
-            let pods = match (scope, table.shard_rule) {
-                (AffinityScope::CacheShard, ShardRule::Cpus) => {
-                    podq::Pods::cache_shards_by_cpu(machine.topology(), scenario.shard_size)?
-                }
-                _ => podq::Pods::new(machine.topology(), scope, scenario.shard_size)?,
-            };
-            let sets: Vec<podq::CpuSet> = pods.pods().iter().map(|p| p.cpus().clone()).collect();
+            let sets = table.pod_sets(&machine, scope)?;
             let outcome = match done.iter().find(|(s, _)| *s == sets) {
                 Some((_, outcome)) => *outcome,
                 None => {

@@ -4,7 +4,8 @@
 //! tables (the calibration), then leaving one machine out (each table predicted with the costs
 //! fitted on the other alone), with the error per cell and the orders kept or lost.
 
-use podq_sim::published::{check, leave_one_out, order_flips, CellCheck};
+use podq_sim::kernel_fit::FREE;
+use podq_sim::published::{check, distinct_values, leave_one_out, order_flips, CellCheck, TABLES};
 use podq_sim::Profile;
 use serde_json::{json, Value};
 
@@ -36,6 +37,7 @@ pub(crate) fn run(settings: &Settings) -> Result<(), CliError> {
             "profile": "kernel",
             "items_per_thread": settings.items,
             "seed": settings.seed,
+            "fitted": FREE.iter().map(|&(p, _, _)| p.name()).collect::<Vec<_>>(),
             "calibration": section_json(&fitted),
             "leave_one_machine_out": section_json(&held_out),
         });
@@ -45,6 +47,7 @@ pub(crate) fn run(settings: &Settings) -> Result<(), CliError> {
             "published tables, profile kernel, {} items per producer, seed {}\n",
             settings.items, settings.seed
         );
+        out.push_str(&rule_text().map_err(failed)?);
         out.push_str("calibration: costs fitted on both tables\n");
         out.push_str(&section_text(&fitted));
         out.push_str(
@@ -55,6 +58,26 @@ pub(crate) fn run(settings: &Settings) -> Result<(), CliError> {
         out
     };
     crate::output::print(&out)
+}
+
+/// The fit's parameters against the distinct published values of each fit (the parameter
+/// rule: at most half as many parameters as values).
+fn rule_text() -> Result<String, podq_sim::SimError> {
+    let names: Vec<&str> = FREE.iter().map(|&(p, _, _)| p.name()).collect();
+    let mut per_fit = vec![format!("{} on both tables", distinct_values(&TABLES)?)];
+    for table in &TABLES {
+        per_fit.push(format!(
+            "{} on {} alone",
+            distinct_values(std::slice::from_ref(table))?,
+            table.machine
+        ));
+    }
+    Ok(format!(
+        "fitted: {} shared costs ({}) on distinct published values: {}\n",
+        FREE.len(),
+        names.join(", "),
+        per_fit.join(", ")
+    ))
 }
 
 /// The largest items/sec error of `cells`, as a fraction.

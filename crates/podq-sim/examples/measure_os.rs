@@ -1,0 +1,237 @@
+//! Measures, on the machine at hand, the user-space analogues of the `kernel` profile's
+//! operating-system costs: `cargo run --release -p podq-sim --example measure_os -- [ROUNDS]`.
+//! The critical section is the profile's fixed `critical_section_ns` (`src/calibrated.rs`);
+//! the wake call and the switch are printed beside the fitted `wake_call_ns` and `switch_ns`
+//! as a check of their size (the fitted switch also holds the workqueue's and the
+//! completion's work around it).
+//!
+//! - `wake_call_ns`: the waker's `FUTEX_WAKE` of a thread asleep on its own CPU less the
+//!   same call finding no waiter: `try_to_wake_up` without the system call.
+//! - `switch_ns`: half the round trip of two threads pinned to one CPU that wake each other
+//!   by futex, less the wake call: a sleep and the switch to the next thread.
+//! - `critical_section_ns`: an uncontended lock, a list append and removal and three count
+//!   updates on one thread, the user-space analogue of `__queue_work`'s work under the lock.
+//!
+//! Each figure is the least of five medians, so that a burst of load on a shared machine
+//! does not enter it. Linux only.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn pin(cpu: usize) {
+    // SAFETY: a zeroed `cpu_set_t` is a valid empty set; the calls only read it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        assert_eq!(
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set),
+            0,
+            "cannot pin to CPU {cpu}"
+        );
+    }
+}
+
+fn futex_wait(word: &AtomicU32, expected: u32) {
+    // SAFETY: `word` is a live, aligned u32; the kernel only reads it.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+            expected,
+            std::ptr::null::<libc::timespec>(),
+        );
+    }
+}
+
+fn futex_wake(word: &AtomicU32) {
+    // SAFETY: as `futex_wait`.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+            1,
+        );
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// The median `FUTEX_WAKE` call that wakes a thread asleep on the waker's own CPU. The
+/// sleeper is `SCHED_IDLE`, so the wake-up does not preempt the waker and the call is
+/// `try_to_wake_up`'s own path, without an interrupt to another CPU (which a virtual
+/// machine's hypervisor would inflate).
+fn wake_call(rounds: usize) -> f64 {
+    // 0: the sleeper is about to sleep; 1: woken; 2: stop.
+    let word = Arc::new(AtomicU32::new(1));
+    let sleeper = {
+        let word = Arc::clone(&word);
+        std::thread::spawn(move || {
+            pin(0);
+            // SAFETY: a zeroed `sched_param` is priority 0, what SCHED_IDLE requires.
+            unsafe {
+                let param: libc::sched_param = std::mem::zeroed();
+                libc::sched_setscheduler(0, libc::SCHED_IDLE, &param);
+            }
+            loop {
+                match word.load(Ordering::Acquire) {
+                    2 => return,
+                    1 => {
+                        word.store(0, Ordering::Release);
+                        while word.load(Ordering::Acquire) == 0 {
+                            futex_wait(&word, 0);
+                        }
+                    }
+                    _ => std::hint::spin_loop(),
+                }
+            }
+        })
+    };
+    pin(0);
+    let mut samples = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        while word.load(Ordering::Acquire) != 0 {
+            std::thread::yield_now();
+        }
+        // Long enough for the sleeper to be in the futex; yielding rather than sleeping,
+        // so that the CPU does not idle (an idle exit, in a virtual machine a return from
+        // the hypervisor, would enter the call's time).
+        let wait = Instant::now();
+        while wait.elapsed() < Duration::from_micros(50) {
+            std::thread::yield_now();
+        }
+        word.store(1, Ordering::Release);
+        let start = Instant::now();
+        futex_wake(&word);
+        samples.push(start.elapsed().as_nanos() as f64);
+    }
+    while word.load(Ordering::Acquire) != 0 {
+        std::thread::yield_now();
+    }
+    word.store(2, Ordering::Release);
+    futex_wake(&word);
+    sleeper.join().unwrap();
+    median(samples)
+}
+
+/// The median `FUTEX_WAKE` call that finds no waiter: the system call's own cost, which the
+/// kernel's wake-ups (`wake_up_process` from inside the kernel) do not pay.
+fn empty_wake(rounds: usize) -> f64 {
+    let word = AtomicU32::new(0);
+    let mut samples = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        let start = Instant::now();
+        futex_wake(&word);
+        samples.push(start.elapsed().as_nanos() as f64);
+    }
+    median(samples)
+}
+
+/// The median of one pass, in a loop of 1,000, of what `__queue_work` does under the pool
+/// lock, in user space on one thread: take and release an uncontended lock, append an item
+/// to a list and take one off, and update three counts.
+fn critical_section(rounds: usize) -> f64 {
+    const BATCH: usize = 1_000;
+    let lock = Ticket::default();
+    let mut list = std::collections::VecDeque::with_capacity(16);
+    let mut counts = [0u64; 3];
+    let mut samples = Vec::with_capacity(rounds);
+    for r in 0..rounds {
+        let start = Instant::now();
+        for i in 0..BATCH {
+            lock.take();
+            list.push_back(std::hint::black_box(r + i));
+            std::hint::black_box(list.pop_front());
+            for c in &mut counts {
+                *c = std::hint::black_box(*c + 1);
+            }
+            lock.give();
+        }
+        samples.push(start.elapsed().as_nanos() as f64 / BATCH as f64);
+    }
+    median(samples)
+}
+
+/// A ticket spin lock in one line, as the kernel's queued spin lock is one word.
+#[derive(Default)]
+struct Ticket {
+    next: AtomicU32,
+    serving: AtomicU32,
+}
+
+impl Ticket {
+    fn take(&self) {
+        let mine = self.next.fetch_add(1, Ordering::Relaxed);
+        while self.serving.load(Ordering::Acquire) != mine {
+            std::hint::spin_loop();
+        }
+    }
+
+    fn give(&self) {
+        self.serving.fetch_add(1, Ordering::Release);
+    }
+}
+
+/// Half the median round trip of two threads on CPU 0 that wake each other by futex.
+fn half_round_trip_one_cpu(rounds: usize) -> f64 {
+    let turn = Arc::new(AtomicU32::new(0));
+    let other = {
+        let turn = Arc::clone(&turn);
+        std::thread::spawn(move || {
+            pin(0);
+            for _ in 0..rounds {
+                while turn.load(Ordering::Acquire) != 1 {
+                    futex_wait(&turn, 0);
+                }
+                turn.store(0, Ordering::Release);
+                futex_wake(&turn);
+            }
+        })
+    };
+    pin(0);
+    let mut samples = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        let start = Instant::now();
+        turn.store(1, Ordering::Release);
+        futex_wake(&turn);
+        while turn.load(Ordering::Acquire) != 0 {
+            futex_wait(&turn, 1);
+        }
+        samples.push(start.elapsed().as_nanos() as f64 / 2.0);
+    }
+    other.join().unwrap();
+    median(samples)
+}
+
+fn least_of_five(mut f: impl FnMut() -> f64) -> f64 {
+    (0..5).map(|_| f()).fold(f64::INFINITY, f64::min)
+}
+
+fn main() {
+    let rounds: usize = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2_000);
+    pin(0);
+    let call = least_of_five(|| empty_wake(rounds));
+    let wake = least_of_five(|| wake_call(rounds));
+    let half = least_of_five(|| half_round_trip_one_cpu(rounds));
+    let critical = least_of_five(|| critical_section(rounds / 10));
+    println!("FUTEX_WAKE, no waiter     {call:.0}");
+    println!("FUTEX_WAKE, a sleeper     {wake:.0}   (on the same CPU)");
+    println!("half round trip           {half:.0}   (two threads on one CPU waking each other)");
+    println!(
+        "wake_call_ns              {:.0}   (the wake less the empty call)",
+        wake - call
+    );
+    println!(
+        "switch_ns                 {:.0}   (the half round trip less the wake)",
+        half - wake
+    );
+    println!("critical_section_ns       {critical:.1}");
+}
