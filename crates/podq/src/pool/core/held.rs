@@ -215,14 +215,10 @@ impl<T> Core<T> {
         None
     }
 
-    /// Whether tasks wait in the queue: in a lane, or in the head (assumed so when another
-    /// worker holds the head lock).
+    /// Whether tasks wait in the queue: in a lane, or in the head as the last worker to look
+    /// there left it (`Core::head_waits`), read without the head lock.
     fn others_wait(&self) -> bool {
-        self.lanes_len() > 0
-            || self
-                .head
-                .try_lock()
-                .is_none_or(|head| self.in_head(&head) > 0)
+        self.lanes_len() > 0 || self.head_waits.load(Ordering::Relaxed)
     }
 
     /// (H4) A worker about to spin notes what every slot holds; nothing when no slot holds a
