@@ -156,6 +156,82 @@ fn the_watchdog_takes_the_task_of_a_holder_that_blocks() {
     });
 }
 
+/// (H2, H6) A holder puts a second task into its full slot, then blocks until that task has
+/// run, while the watchdog looks only while a watch is registered: by a put into an empty
+/// slot, or by a look that found a task held. The put into the full slot registers nothing, and
+/// a later look takes its task all the same. Were a task held with no look due, the watchdog
+/// would wait for a registration forever, and the holder for its task. One preemption fewer
+/// than the others, as the watchdog's looks repeat.
+#[test]
+fn a_task_put_into_a_full_slot_is_watched() {
+    podq_loom::check(PREEMPTION_BOUND - 1, || {
+        let core = spinning_core(2, 0);
+        let watch = Arc::new((Mutex::new(false), Condvar::new()));
+        let gate = Arc::new((Mutex::new(false), Condvar::new()));
+        let ran = Ran::new(3);
+        let opener = {
+            let (gate, done) = (Arc::clone(&gate), Ran::task(&ran));
+            Box::new(move || {
+                *gate.0.lock() = true;
+                gate.1.notify_all();
+                done();
+            }) as Item
+        };
+        let target = addr(&opener);
+        let holder = {
+            let (core, watch, gate) = (Arc::clone(&core), Arc::clone(&watch), Arc::clone(&gate));
+            let (first, done) = (Ran::task(&ran), Ran::task(&ran));
+            Box::new(move || {
+                let index = SLOT.with(Cell::get).expect("a worker with a held slot");
+                for item in [first, opener] {
+                    let hold = core.hold(index, item);
+                    if hold.watch {
+                        *watch.0.lock() = true;
+                        watch.1.notify_all();
+                    }
+                    if let Some(before) = hold.before {
+                        push(&core, before);
+                    }
+                }
+                let mut open = gate.0.lock();
+                while !*open {
+                    open = gate.1.wait(open);
+                }
+                drop(open);
+                done();
+            }) as Item
+        };
+        push(&core, holder);
+        // The watchdog: each registered watch looks until a look ends it, until it has taken
+        // the opener.
+        let mut took = false;
+        while !took {
+            let mut registered = watch.0.lock();
+            while !*registered {
+                registered = watch.1.wait(registered);
+            }
+            *registered = false;
+            drop(registered);
+            loop {
+                let look = core.look_held();
+                for task in look.taken {
+                    took |= addr(&task) == target;
+                    push(&core, task);
+                }
+                if took || !look.keep {
+                    break;
+                }
+                // The next look comes later (`BLOCK_CHECK_INTERVAL`): the others go first.
+                thread::yield_now();
+            }
+        }
+        ran.wait_for_all();
+        core.shutdown();
+        core.wait_for_exit();
+        assert_eq!(ran.total(), 3);
+    });
+}
+
 /// (H7) Cancel takes a held task out (it never runs) or misses it (its holder runs it):
 /// exactly one of the two.
 #[test]

@@ -87,6 +87,7 @@ impl<T> Core<T> {
     pub(super) fn hand_on(&self, mut head: MutexGuard<'_, Head<T>>, item: T) -> (T, Grow) {
         head.started += 1;
         let waiting = self.in_head(&head);
+        self.note_head_waits(waiting > 0);
         if waiting == 0 || !self.hint.help() {
             return (item, Grow::No);
         }

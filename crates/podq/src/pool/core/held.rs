@@ -150,11 +150,19 @@ impl<T> Core<T> {
     }
 
     /// (H2) The worker that owns slot `index` holds `item`, queued by the task it runs: the
-    /// task the slot held before comes back for the caller to push. Then, after the put's
-    /// `SeqCst` store, reads whether the watchdog watches, and registers the watch if nobody
-    /// does (the pair with H6's look).
+    /// task the slot held before comes back for the caller to push. After a put into an empty
+    /// slot (its `SeqCst` swap), reads whether the watchdog watches, and registers the watch if
+    /// nobody does (the pair with H6's look). A put into a full slot does neither: the slot
+    /// held a task throughout, the put that filled it had the slots watched, and a look that
+    /// finds a task held watches on.
     pub(crate) fn hold(&self, index: usize, item: T) -> Hold<T> {
         let before = self.held.slots[index].cell.put(item);
+        if before.is_some() {
+            return Hold {
+                before,
+                watch: false,
+            };
+        }
         after_seqcst_rmw();
         let watched = &self.held.watched;
         let watch = !watched.load(Ordering::SeqCst) && !watched.swap(true, Ordering::Relaxed);
@@ -207,14 +215,10 @@ impl<T> Core<T> {
         None
     }
 
-    /// Whether tasks wait in the queue: in a lane, or in the head (assumed so when another
-    /// worker holds the head lock).
+    /// Whether tasks wait in the queue: in a lane, or in the head as the last worker to look
+    /// there left it (`Core::head_waits`), read without the head lock.
     fn others_wait(&self) -> bool {
-        self.lanes_len() > 0
-            || self
-                .head
-                .try_lock()
-                .is_none_or(|head| self.in_head(&head) > 0)
+        self.lanes_len() > 0 || self.head_waits.load(Ordering::Relaxed)
     }
 
     /// (H4) A worker about to spin notes what every slot holds; nothing when no slot holds a

@@ -44,6 +44,7 @@ pub(crate) mod queue;
 use std::time::Duration;
 
 use crate::policy::growth::{self as policy, Limits, Workers};
+use crate::sync::atomic::{AtomicBool, Ordering};
 use crate::sync::{Arc, CachePadded, Condvar, Mutex, MutexGuard};
 
 use held::Held;
@@ -172,6 +173,11 @@ pub(crate) struct Core<T> {
     exited: Condvar,
     /// The workers' held slots (H1-H7), one per worker up to the eager size.
     held: Held<T>,
+    /// A: whether tasks were left in the head when a worker last looked under the head lock
+    /// (W2, W4): what H3 reads instead of taking the head lock, so that a worker running held
+    /// tasks writes no line that the others' takes write. Written only when it changes, on
+    /// lines of its own. Relaxed: a hint, as the head is read again under its lock at W2.
+    head_waits: CachePadded<AtomicBool>,
     /// I: the most workers at once, and how many start without the watchdog.
     limits: Limits,
     /// I: how long a worker stays idle before it retires.
@@ -209,6 +215,7 @@ impl<T> Core<T> {
             })),
             exited: Condvar::new(),
             held: Held::new(config.limits.eager_workers),
+            head_waits: CachePadded::new(AtomicBool::new(false)),
             limits: config.limits,
             idle_timeout: config.idle_timeout,
             spin_rounds: config.spin_rounds,
@@ -305,6 +312,15 @@ impl<T> Core<T> {
         let _ = self.push_to_lane(self.wrap(lane), item);
     }
 
+    /// Records whether tasks are left in the head (called under the head lock), writing the
+    /// hint only when it changes.
+    #[inline]
+    fn note_head_waits(&self, waits: bool) {
+        if self.head_waits.load(Ordering::Relaxed) != waits {
+            self.head_waits.store(waits, Ordering::Relaxed);
+        }
+    }
+
     /// The worker's step: takes the next item, or pulls one from `siblings`, or parks until
     /// there is one, or says to exit (W1-W12). `lane_here` gives the lane of the CPU the worker
     /// runs on (wrapped to the lanes there are), where it counts itself while it spins.
@@ -357,6 +373,7 @@ impl<T> Core<T> {
                 let (item, grow) = self.hand_on(head, item);
                 return Next::Run { item, grow };
             }
+            self.note_head_waits(false);
             // (O3) Empty: the pool no longer offers work to its siblings.
             siblings.drained();
             // (H5) Empty after a spin: a task that another worker held throughout the spin.

@@ -66,6 +66,7 @@ impl<T> Core<T> {
     pub(crate) fn steal(&self) -> Stolen<T> {
         let mut head = self.lock_head();
         let Some(item) = self.take(&mut head) else {
+            self.note_head_waits(false);
             return Stolen::Empty;
         };
         let more = self.in_head(&head) > 0 || self.lanes_len() > 0;

@@ -231,7 +231,7 @@ impl Flush {
     /// it announced itself in the stripe's `leaving` count before it (E6), and otherwise
     /// touches only `wait`, which is never freed.
     #[inline]
-    fn leave_from(&self, pod: &PodCounters, stripe: &Stripe, colour: usize) {
+    pub(crate) fn leave_from(&self, pod: &PodCounters, stripe: &Stripe, colour: usize) {
         let wait = self.wait;
         // Relaxed: a stale 0 only means no announcement; the SeqCst read below decides.
         let announced = wait.flushers.load(Ordering::Relaxed) != 0;

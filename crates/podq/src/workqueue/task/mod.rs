@@ -137,7 +137,9 @@ impl Task {
         };
         let Task { job, acct, .. } = self;
         let job = job.unpack();
-        let counters = acct.counted.pod().counters.mine();
+        // The run's stripe, read once: its start, its end and its uncounting (E5) go there.
+        let at = crate::here::cpu_or_thread();
+        let counters = acct.counted.pod().counters.stripe(at);
         let wq_id = acct.counted.pod().wq.id;
         // B3: it waits no more.
         if let Some(backlog) = &acct.counted.pod().wq.backlog {
@@ -175,7 +177,7 @@ impl Task {
                 if item.state.start() == Start::Discarded {
                     drop(ticket);
                     counters.cancelled.fetch_add(1, Ordering::Relaxed);
-                    release(item, acct, wq_id);
+                    release(item, acct, wq_id, at);
                     return;
                 }
                 if let Some(ticket) = &ticket {
@@ -207,8 +209,8 @@ impl Task {
             }
         };
         match item {
-            Some(item) => release(item, acct, wq_id),
-            None => acct.retire(),
+            Some(item) => release(item, acct, wq_id, at),
+            None => acct.retire_at(at),
         }
     }
 
@@ -268,18 +270,19 @@ fn ended_in_panic(result: std::thread::Result<()>) -> bool {
     }
 }
 
-/// Ends the accounting of an execution of `item` (`acct.retire`), then drops the task's handle
-/// of the item. It may be the last handle (the user let go of the item while it was queued):
-/// that drops the user's closure, after the accounting, because the closure may hold the
-/// workqueue's last handle, whose drop waits for the workqueue's executions. The drop runs
+/// Ends the accounting of an execution of `item` (`acct.retire_at`, on the run's stripe
+/// `at`), then drops the task's handle of the item. It may be the last handle (the user let
+/// go of the item while it was queued): that drops the user's closure, after the accounting,
+/// because the closure may hold the workqueue's last handle, whose drop waits for the
+/// workqueue's executions. The drop runs
 /// inside the workqueue's marker, so such a drop knows it runs on one of the workqueue's own
 /// workers and does not wait for the items behind it (F3). The closure's captures may
 /// panic in their drop: the panic hook has reported it, it is caught here so that the worker
 /// goes on, and counted in the workqueue's `drop_panics`.
-fn release(item: Arc<WorkInner>, acct: Acct, wq_id: u64) {
+fn release(item: Arc<WorkInner>, acct: Acct, wq_id: u64, at: usize) {
     // Nobody else holds a handle, so nobody can make one: this task drops the closure.
     let wq = (Arc::strong_count(&item) == 1).then(|| Arc::clone(&acct.counted.pod().wq));
-    acct.retire();
+    acct.retire_at(at);
     let _marker = Marker::enter(wq_id, 0);
     if let Err(payload) = catch_unwind(AssertUnwindSafe(move || drop(item))) {
         drop_payload(payload);
@@ -311,6 +314,11 @@ impl Acct {
     /// last, so that a flush that returns sees everything about this execution done (and the
     /// workqueue may go as soon as it is uncounted).
     pub(crate) fn retire(self) {
+        self.retire_at(crate::here::cpu_or_thread());
+    }
+
+    /// [`Acct::retire`], uncounting on the stripe for `at` (see `Counted::leave_at`).
+    pub(crate) fn retire_at(self, at: usize) {
         let Acct { counted } = self;
         if counted.holds_slot() {
             let wq = &counted.pod().wq;
@@ -318,7 +326,7 @@ impl Acct {
                 active.release(|next| dispatch::activate(wq, next));
             }
         }
-        drop(counted);
+        counted.leave_at(at);
     }
 }
 

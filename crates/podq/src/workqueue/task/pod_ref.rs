@@ -24,6 +24,7 @@
 #![allow(unsafe_code)]
 
 use std::fmt;
+use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
@@ -123,6 +124,19 @@ impl Counted {
                 .as_ptr()
                 .map_addr(|addr| addr & !(COLOUR | SLOT))
         }
+    }
+}
+
+impl Counted {
+    /// E5 as the drop does, on the pod's stripe for `at` (the CPU or thread index that the
+    /// caller read when the run began, so that a run reads it once).
+    #[inline]
+    pub(crate) fn leave_at(self, at: usize) {
+        let this = ManuallyDrop::new(self);
+        let pod = this.pod();
+        pod.wq
+            .flush
+            .leave_from(&pod.counters, pod.counters.stripe(at), this.colour());
     }
 }
 

@@ -85,9 +85,11 @@ impl<T> HeldCell<T> {
         }
     }
 
-    /// (H2) The owner puts `task`; returns the task held before, if any. The new word is
-    /// stored with a `SeqCst` swap: the put's half of the pair with the watchdog's look (H6),
-    /// which reads the slot after its own `SeqCst` write.
+    /// (H2) The owner puts `task`; returns the task held before, if any. Into an empty slot
+    /// the new word is stored with a `SeqCst` swap: the put's half of the pair with the
+    /// watchdog's look (H6), which reads the slot after its own `SeqCst` write. Into a full one
+    /// it is a `Release` store: the slot holds a task throughout (`FULL`, `BUSY`, `FULL`), so
+    /// there is no pair to make (H2).
     pub(crate) fn put(&self, task: T) -> Option<T> {
         let mut word = self.settled();
         loop {
@@ -109,10 +111,15 @@ impl<T> HeldCell<T> {
                 }
             }
             // SAFETY: the slot was `EMPTY` (only the owner, this caller, reaches it) or this
-            // owner moved it to `BUSY`; nobody else reaches the cell until the swap below.
+            // owner moved it to `BUSY`; nobody else reaches the cell until the store below.
             let before = self.cell.with_mut(|cell| unsafe { (*cell).replace(task) });
-            self.word
-                .swap(self::word((word >> 2) + 1, FULL), Ordering::SeqCst);
+            let full = self::word((word >> 2) + 1, FULL);
+            if word & STATE == FULL {
+                // Release: whoever takes it next (Acquire) sees the task written.
+                self.word.store(full, Ordering::Release);
+            } else {
+                self.word.swap(full, Ordering::SeqCst);
+            }
             return before;
         }
     }
