@@ -17,7 +17,7 @@ mod harness;
 mod locality;
 mod machine;
 mod measurement;
-mod peers;
+pub(crate) mod peers;
 mod plot;
 mod queue;
 mod report;
@@ -27,7 +27,7 @@ mod sweep;
 pub(crate) mod system;
 mod tally;
 pub(crate) mod topology_record;
-mod workload;
+pub(crate) mod workload;
 mod workqueue;
 
 use std::io::IsTerminal;
