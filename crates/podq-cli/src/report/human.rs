@@ -44,8 +44,12 @@ pub(crate) fn percent(share: f64) -> String {
     format!("{:.0} %", share * 100.0)
 }
 
-/// A duration to the second: `45 s`, `2 min 40 s`, `1 h 5 min`.
+/// A duration to the tenth of a second below 10 s, else to the second: `0.4 s`, `45 s`,
+/// `2 min 40 s`, `1 h 5 min`.
 pub(crate) fn duration(d: Duration) -> String {
+    if d.as_secs_f64() < 9.95 {
+        return format!("{:.1} s", d.as_secs_f64());
+    }
     let s = d.as_secs_f64().round() as u64;
     match s {
         0..=59 => format!("{s} s"),
@@ -84,6 +88,7 @@ mod tests {
         assert_eq!(percent(0.76), "76 %");
         assert_eq!(duration(Duration::from_secs(160)), "2 min 40 s");
         assert_eq!(duration(Duration::from_secs(180)), "3 min");
-        assert_eq!(duration(Duration::from_millis(4_400)), "4 s");
+        assert_eq!(duration(Duration::from_millis(4_420)), "4.4 s");
+        assert_eq!(duration(Duration::from_secs(45)), "45 s");
     }
 }

@@ -5,19 +5,25 @@
 //! measures exactly what `podq bench` does, every system starts in a fresh process, and a step
 //! that fails leaves the others standing.
 //!
-//! Sizing: two short trial runs (one run of every configuration, at the step's base item count
-//! and at four times it) give the time a run takes as a fixed part plus a part per item; the
-//! step's runs then get the item count that fills what is left of its share. What one step
-//! over- or undershoots, the next steps' shares absorb, since each share is taken from the time
-//! left ([`super::budget::Clock`]).
+//! Sizing: trial runs (one run of every configuration), from the step's base item count up,
+//! each larger, until one takes a sixteenth of the step's share; the last two give the time a
+//! run takes as a fixed part plus a part per item, and the step's runs then get the item count
+//! that fills what is left of its share. What one step over- or undershoots, the next steps'
+//! shares absorb, since each share is taken from the time left ([`super::budget::Clock`]); a
+//! step that runs far beyond its share is stopped and reported as failed.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::io::Read;
+use std::process::{Command, Output, Stdio};
+use std::thread;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
 use super::plan::Step;
+
+/// How often a running step is checked against its limit.
+const POLL: Duration = Duration::from_millis(20);
 
 /// Most items per producer a step runs, whatever its share: the bench keeps one start time per
 /// item, and more than this says nothing more.
@@ -25,6 +31,15 @@ const MAX_ITEMS: u64 = 2_000_000;
 
 /// Shares below this run the base item count once, without trial runs.
 const TRIAL_FLOOR: Duration = Duration::from_millis(1500);
+
+/// Most trial runs of a step.
+const MAX_TRIALS: usize = 6;
+
+/// A step's runs are stopped once they take this many times its share...
+const OVERRUN: u32 = 3;
+
+/// ... or this long, whichever is longer.
+const MIN_LIMIT: Duration = Duration::from_secs(10);
 
 /// How many runs of every configuration a share of `share` affords: 5 from 40 s, 3 from 6 s,
 /// else 1.
@@ -37,7 +52,8 @@ pub(crate) fn runs_for(share: Duration) -> u64 {
 }
 
 /// The items per producer that fill `left` with `runs` runs, given a run at `small` items that
-/// took `t_small` and one at `large` items that took `t_large`; at least `small`.
+/// took `t_small` and one at `large` items that took `t_large` (with `small` 0, the fixed part
+/// is taken as none: the count errs low); at least `small`.
 pub(crate) fn items_for(
     left: Duration,
     runs: u64,
@@ -72,12 +88,12 @@ struct Invocation {
     took: Duration,
 }
 
-/// Runs `podq bench` with `args`.
-fn bench(exe: &Path, args: &[String]) -> Invocation {
+/// Runs `podq bench` with `args`, stopping it after `limit`.
+fn bench(exe: &Path, args: &[String], limit: Duration) -> Invocation {
     let mut command = vec!["bench".to_owned()];
     command.extend(args.iter().cloned());
     let started = Instant::now();
-    let result = run_json(exe, &command);
+    let result = run_json_within(exe, &command, Some(limit));
     Invocation {
         command,
         result,
@@ -88,11 +104,54 @@ fn bench(exe: &Path, args: &[String]) -> Invocation {
 /// Runs this binary with `args`, which print JSON on stdout, and reads it; or the last line it
 /// printed on stderr.
 pub(crate) fn run_json(exe: &Path, args: &[String]) -> Result<Value, String> {
-    let output = Command::new(exe)
+    run_json_within(exe, args, None)
+}
+
+/// [`run_json`], stopping the child after `limit` when one is given.
+fn run_json_within(exe: &Path, args: &[String], limit: Option<Duration>) -> Result<Value, String> {
+    let mut child = Command::new(exe)
         .args(args)
         .stdin(Stdio::null())
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .map_err(|err| format!("cannot start {}: {err}", exe.display()))?;
+    let started = Instant::now();
+    // Read both pipes while the child runs, so that a large report never blocks it.
+    let read = |pipe: Option<Box<dyn Read + Send>>| {
+        thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let stdout = read(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let stderr = read(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let mut stopped = false;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Ok(status),
+            Ok(None) if limit.is_some_and(|l| started.elapsed() > l) && !stopped => {
+                let _ = child.kill();
+                stopped = true;
+            }
+            Ok(None) => thread::sleep(POLL),
+            Err(err) => break Err(format!("cannot wait for podq {}: {err}", args[0])),
+        }
+    };
+    let output = Output {
+        status: status?,
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    };
+    if stopped {
+        return Err(format!(
+            "stopped after {:.0} s, far beyond its share of the budget",
+            started.elapsed().as_secs_f64()
+        ));
+    }
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         let line = stderr
@@ -153,24 +212,38 @@ pub(crate) fn run(exe: &Path, step: &Step, share: Duration, files: &Files) -> Va
     let (items, runs, trials) = if share < TRIAL_FLOOR {
         (base, 1, Vec::new())
     } else {
-        let small = bench(exe, &with(base, 1, false));
-        let large = bench(exe, &with(4 * base, 1, false));
-        let trials = vec![
-            json!({"items_per_thread": base, "seconds": secs(small.took)}),
-            json!({"items_per_thread": 4 * base, "seconds": secs(large.took)}),
-        ];
-        if let Err(err) = small.result.and(large.result) {
-            return failed(step, &small.command, &err, started, trials);
+        // Trial runs, each larger, until one takes a sixteenth of the share: long enough that
+        // the machine's noise does not decide the item count, and all of them together about
+        // an eighth of the share.
+        let target = share / 16;
+        let mut trials: Vec<(u64, Duration)> = Vec::new();
+        let mut items = base;
+        loop {
+            let trial = bench(exe, &with(items, 1, false), share);
+            if let Err(err) = trial.result {
+                return failed(step, &trial.command, &err, started, &trials);
+            }
+            trials.push((items, trial.took));
+            if trial.took >= target || trials.len() == MAX_TRIALS || items >= MAX_ITEMS {
+                break;
+            }
+            let growth = (target.as_secs_f64() / trial.took.as_secs_f64().max(1e-3)).clamp(2.0, 16.0);
+            items = ((items as f64 * growth) as u64).min(MAX_ITEMS);
         }
         let left = share.saturating_sub(started.elapsed());
         let runs = runs_for(left);
-        let items = items_for(left, runs, (base, small.took), (4 * base, large.took));
+        let last = trials[trials.len() - 1];
+        let before = if trials.len() > 1 { trials[trials.len() - 2] } else { (0, Duration::ZERO) };
+        let items = items_for(left, runs, before, last).max(base);
         (items, runs, trials)
     };
-    let measured = bench(exe, &with(items, runs, true));
+    // A step whose runs take far longer than its share (a machine that slowed down in the
+    // middle) is stopped, so that one step cannot spend the others' time.
+    let limit = (share * OVERRUN).max(MIN_LIMIT);
+    let measured = bench(exe, &with(items, runs, true), limit);
     let report = match measured.result {
         Ok(report) => report,
-        Err(err) => return failed(step, &measured.command, &err, started, trials),
+        Err(err) => return failed(step, &measured.command, &err, started, &trials),
     };
     let bench_file = Files::bench(&step.id);
     let written = crate::output::json_text(&report)
@@ -205,7 +278,7 @@ pub(crate) fn run(exe: &Path, step: &Step, share: Duration, files: &Files) -> Va
         "runs": runs,
         "share_s": secs(share),
         "seconds": secs(started.elapsed()),
-        "trials": trials,
+        "trials": trials_json(&trials),
         "plot": Files::plot(&step.id),
         "bench_file": bench_file,
         "bench": report,
@@ -219,7 +292,7 @@ fn failed(
     command: &[String],
     err: &str,
     started: Instant,
-    trials: Vec<Value>,
+    trials: &[(u64, Duration)],
 ) -> Value {
     json!({
         "id": step.id,
@@ -229,8 +302,16 @@ fn failed(
         "command": display_command(command, Path::new("")),
         "error": err,
         "seconds": secs(started.elapsed()),
-        "trials": trials,
+        "trials": trials_json(trials),
     })
+}
+
+/// The trial runs as report.json lists them.
+fn trials_json(trials: &[(u64, Duration)]) -> Value {
+    trials
+        .iter()
+        .map(|&(items, took)| json!({"items_per_thread": items, "seconds": secs(took)}))
+        .collect()
 }
 
 /// `podq bench ...` as a user would type it again: without `--json`, the plot's folder written
