@@ -53,13 +53,17 @@ fn a_tiny_budget_writes_every_section_with_the_documented_schema() {
     assert_eq!(report["complete"], true);
     assert_eq!(report["budget_s"], 1.0);
     assert!(report["elapsed_s"].as_f64().is_some_and(|s| s > 0.0));
-    assert!(report["started_utc"].as_str().is_some_and(|s| s.ends_with(" UTC")));
+    assert!(report["started_utc"]
+        .as_str()
+        .is_some_and(|s| s.ends_with(" UTC")));
     let machine = &report["machine"];
     assert!(machine["cpus"].as_u64().is_some_and(|n| n >= 1));
     assert!(machine["topology"]["description"].is_string());
     assert!(machine["fallbacks"].is_array());
     assert!(report["topology"]["pods"]["cache_shard"].is_array());
-    assert!(report["topology_text"].as_str().is_some_and(|t| t.contains("cache_shard")));
+    assert!(report["topology_text"]
+        .as_str()
+        .is_some_and(|t| t.contains("cache_shard")));
     assert!(report["notes"].is_array());
 
     let planned: Vec<&str> = report["planned"]
@@ -72,7 +76,11 @@ fn a_tiny_budget_writes_every_section_with_the_documented_schema() {
         assert!(planned.contains(&id), "{id} is planned: {planned:?}");
     }
     let steps = report["steps"].as_array().expect("steps");
-    assert_eq!(steps.len(), planned.len(), "every planned step has an entry");
+    assert_eq!(
+        steps.len(),
+        planned.len(),
+        "every planned step has an entry"
+    );
     for (step, id) in steps.iter().zip(&planned) {
         assert_eq!(step["id"], *id);
         assert_eq!(step["status"], "done", "{step}");
@@ -82,7 +90,10 @@ fn a_tiny_budget_writes_every_section_with_the_documented_schema() {
         let command = step["command"].as_str().expect("the bench command");
         assert!(command.starts_with("podq bench --workload "), "{command}");
         let results = step["bench"]["results"].as_array().expect("bench results");
-        let systems: Vec<&str> = results.iter().filter_map(|r| r["system"].as_str()).collect();
+        let systems: Vec<&str> = results
+            .iter()
+            .filter_map(|r| r["system"].as_str())
+            .collect();
         assert!(systems.contains(&"podq"), "{id}: {systems:?}");
         for peer in PEERS {
             assert!(systems.contains(&peer), "{id} measures {peer}: {systems:?}");
@@ -107,21 +118,30 @@ fn a_tiny_budget_writes_every_section_with_the_documented_schema() {
     }
 
     let md = std::fs::read_to_string(out.join("report.md")).expect("report.md is written");
-    for heading in ["# podq report: ", "## Machine", "## Summary", "## Workloads"] {
+    for heading in [
+        "# podq report: ",
+        "## Machine",
+        "## Summary",
+        "## Workloads",
+    ] {
         assert!(md.contains(heading), "report.md has {heading}");
     }
     for step in steps {
         let title = step["title"].as_str().unwrap_or_default();
-        assert!(md.contains(&format!("### {title}\n")), "report.md has {title}");
+        assert!(
+            md.contains(&format!("### {title}\n")),
+            "report.md has {title}"
+        );
         let plot = step["plot"].as_str().unwrap_or_default();
         assert!(md.contains(&format!("]({plot})")), "report.md shows {plot}");
     }
     assert!(md.contains("podq sim --against"), "predictions are shown");
     assert!(!md.contains("Partial report"));
-    // Human numbers only: no raw float such as 1600000.0 anywhere.
+    // Human numbers only: no raw figure such as 1600000.0 or 1600000 anywhere (a human one has
+    // at most four digits before its point or unit).
     let raw = md
         .split(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .find(|word| word.ends_with(".0") && word.len() > 2);
+        .find(|word| word.split('.').next().is_some_and(|whole| whole.len() > 4));
     assert!(raw.is_none(), "a raw number in report.md: {raw:?}");
 
     // --render writes report.md again from report.json alone, and fills a page's markers.
@@ -148,10 +168,22 @@ fn a_tiny_budget_writes_every_section_with_the_documented_schema() {
 #[test]
 fn bad_input_is_one_line_naming_it_with_exit_code_2() {
     for (args, needle) in [
-        (&["report", "--budget", "5x"][..], "--budget '5x': expected a duration such as"),
-        (&["report", "--budget", "0"][..], "--budget '0': give more than zero"),
-        (&["report", "--page", "x.txt"][..], "--page x.txt: give a Markdown file"),
-        (&["report", "--render", "--budget", "1m"][..], "--budget with --render"),
+        (
+            &["report", "--budget", "5x"][..],
+            "--budget '5x': expected a duration such as",
+        ),
+        (
+            &["report", "--budget", "0"][..],
+            "--budget '0': give more than zero",
+        ),
+        (
+            &["report", "--page", "x.txt"][..],
+            "--page x.txt: give a Markdown file",
+        ),
+        (
+            &["report", "--render", "--budget", "1m"][..],
+            "--budget with --render",
+        ),
     ] {
         let run = podq(args);
         assert_eq!(run.code, Some(2), "{args:?}: {}", run.stderr);

@@ -12,8 +12,8 @@
 //! shares absorb, since each share is taken from the time left ([`super::budget::Clock`]); a
 //! step that runs far beyond its share is stopped and reported as failed.
 
-use std::path::{Path, PathBuf};
 use std::io::Read;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -127,8 +127,18 @@ fn run_json_within(exe: &Path, args: &[String], limit: Option<Duration>) -> Resu
             bytes
         })
     };
-    let stdout = read(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
-    let stderr = read(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let stdout = read(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let stderr = read(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
     let mut stopped = false;
     let status = loop {
         match child.try_wait() {
@@ -224,16 +234,24 @@ pub(crate) fn run(exe: &Path, step: &Step, share: Duration, files: &Files) -> Va
                 return failed(step, &trial.command, &err, started, &trials);
             }
             trials.push((items, trial.took));
-            if trial.took >= target || trials.len() == MAX_TRIALS || items >= MAX_ITEMS {
+            // Two trials at least, unless the first alone took a quarter of the share: one
+            // cannot tell a step's fixed part (locality's warm-up) from its items.
+            let enough = trial.took >= target && (trials.len() >= 2 || trial.took >= share / 4);
+            if enough || trials.len() == MAX_TRIALS || items >= MAX_ITEMS {
                 break;
             }
-            let growth = (target.as_secs_f64() / trial.took.as_secs_f64().max(1e-3)).clamp(2.0, 16.0);
+            let growth =
+                (target.as_secs_f64() / trial.took.as_secs_f64().max(1e-3)).clamp(2.0, 16.0);
             items = ((items as f64 * growth) as u64).min(MAX_ITEMS);
         }
         let left = share.saturating_sub(started.elapsed());
         let runs = runs_for(left);
         let last = trials[trials.len() - 1];
-        let before = if trials.len() > 1 { trials[trials.len() - 2] } else { (0, Duration::ZERO) };
+        let before = if trials.len() > 1 {
+            trials[trials.len() - 2]
+        } else {
+            (0, Duration::ZERO)
+        };
         let items = items_for(left, runs, before, last).max(base);
         (items, runs, trials)
     };

@@ -107,6 +107,19 @@ pub(crate) fn label(row: &Value) -> String {
     }
 }
 
+/// The verdict's word when there is no spread of runs to go by: medians (or one run's
+/// figures) within [`LEVEL`] are level.
+fn without_spread(r: f64, runs: u64) -> &'static str {
+    match (runs > 1, (r - 1.0).abs() <= LEVEL, r > 1.0) {
+        (true, true, _) => "level (medians within 5 %)",
+        (true, false, true) => "ahead by more than 5 % (medians; no spread to judge by)",
+        (true, false, false) => "behind by more than 5 % (medians; no spread to judge by)",
+        (false, true, _) => "level (one run; within 5 %)",
+        (false, false, true) => "ahead (one run, no spread to judge by)",
+        (false, false, false) => "behind (one run, no spread to judge by)",
+    }
+}
+
 /// Whether `row` is podq's default configuration, or the same with pull or steering `off`.
 fn is_default(row: &Value, pull: &str, steer: &str) -> bool {
     row["system"] == "podq"
@@ -170,13 +183,14 @@ pub(crate) fn compare(step: &Value) -> Comparison {
                 )
             } else {
                 format!(
-                    "podq's default reaches {} of the best peer, {}",
+                    "podq's default runs at {} the rate of the best peer, {}",
                     ratio(r),
                     p.label
                 )
             };
+            let runs = step["runs"].as_u64().unwrap_or(1);
             let level_word = match (d.range, p.range) {
-                (Some(a), Some(b)) if step["runs"].as_u64().unwrap_or(1) > 1 => {
+                (Some(a), Some(b)) if runs > 1 => {
                     if a.0 <= b.1 && b.0 <= a.1 {
                         "level: their runs' ranges overlap"
                     } else if r > 1.0 {
@@ -185,9 +199,7 @@ pub(crate) fn compare(step: &Value) -> Comparison {
                         "behind, beyond the spread of the runs"
                     }
                 }
-                _ if (r - 1.0).abs() <= LEVEL => "level (one run; within 5 %)",
-                _ if r > 1.0 => "ahead (one run, no spread to judge by)",
-                _ => "behind (one run, no spread to judge by)",
+                _ => without_spread(r, runs),
             };
             format!("{what}: {level_word}.")
         }
@@ -278,7 +290,9 @@ mod tests {
         let ahead = compare(&step(3, (2e6, 1.9e6, 2.1e6), (1e6, 0.9e6, 1.1e6)));
         assert_eq!(ahead.ratio, Some(2.0));
         assert!(
-            ahead.verdict.contains("2.00x of the best peer, rayon"),
+            ahead
+                .verdict
+                .contains("runs at 2.00x the rate of the best peer, rayon"),
             "{}",
             ahead.verdict
         );
