@@ -17,19 +17,18 @@
 //! and the ownership of the block, not a timing assumption, is what keeps its data intact.
 //!
 //! Reported: items/sec (all items over the wall time until the last has run), the queue call's
-//! latency and the time from queueing to starting, as `flood` reports them.
+//! latency and the time from queueing to starting, as `flood` reports them (it is `flood`'s
+//! [`open_loop`] with these items).
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
-use std::thread;
-use std::time::Instant;
+use std::time::Duration;
 
 use crossbeam_channel::{bounded, Receiver, Sender};
 
-use super::executor::Executor;
-use super::harness::{merge_histograms, nanos, new_histogram, run_producers, StartGate};
-use super::measurement::{Measurement, Percentiles};
-use super::tally::Tally;
+use super::executor::{burn, Executor};
+use super::flood::open_loop;
+use super::measurement::Measurement;
 use crate::error::CliError;
 
 /// Bytes per block: a page, the unit a filesystem checksums and a block device writes.
@@ -78,7 +77,8 @@ fn fill(block: &mut [u8], producer: usize, item: usize) {
     }
 }
 
-/// Runs the checksum workload on `executor`: `items` per thread, one thread per CPU of `cpus`.
+/// Runs the checksum workload on `executor`: `items` per thread, one thread per CPU of `cpus`,
+/// each item busy for `work` after its checksum (`--work-ns`, none by default).
 ///
 /// # Errors
 ///
@@ -88,58 +88,32 @@ pub(crate) fn run<E: Executor>(
     executor: &E,
     cpus: &[usize],
     items: u64,
+    work: Duration,
 ) -> Result<Measurement, CliError> {
-    let timer = thread::current();
     // Every checksum is folded in here, so that no item's work can be left out as unused.
     let folded = Arc::new(AtomicU32::new(0));
-    let producer = |index: usize, gate: &StartGate| {
-        let tally = match Tally::new(items, timer.clone(), "checksum") {
-            Ok(tally) => Arc::new(tally),
-            Err(err) => {
-                gate.wait();
-                return Err(err);
-            }
-        };
-        let ring = Ring::new();
-        let mut latency = new_histogram();
-        gate.wait();
-        for n in 0..tally.len() {
-            let mut block = ring.take()?;
-            fill(&mut block, index, n);
-            let mine = Arc::clone(&tally);
-            let back = ring.back.clone();
-            let folded = Arc::clone(&folded);
-            let t0 = Instant::now();
-            let queued = executor.spawn(move || {
-                mine.start(n, t0);
-                folded.fetch_xor(crc32c::crc32c(&block), Ordering::Relaxed);
-                // The ring has room for every one of its blocks, so this never waits.
-                let _ = back.send(block);
-                mine.finish();
-            });
-            let t1 = Instant::now();
-            if !queued {
-                return Err(CliError::Failed(format!(
-                    "item {n} of a producer was refused"
-                )));
-            }
-            latency.saturating_record(nanos(t1 - t0));
-        }
-        Ok((latency, tally))
+    let next = |(index, ring): &mut (usize, Ring), n: usize| {
+        let mut block = ring.take()?;
+        fill(&mut block, *index, n);
+        let back = ring.back.clone();
+        let folded = Arc::clone(&folded);
+        Ok(move || {
+            folded.fetch_xor(crc32c::crc32c(&block), Ordering::Relaxed);
+            // The ring has room for every one of its blocks, so this never waits.
+            let _ = back.send(block);
+            burn(work);
+        })
     };
-    let wait_all = |results: &[(_, Arc<Tally>)]| results.iter().for_each(|(_, t)| t.wait_all_run());
-    let (results, wall) = run_producers(executor, cpus, producer, wait_all)?;
+    let measured = open_loop(
+        executor,
+        cpus,
+        items,
+        "checksum",
+        |index| (index, Ring::new()),
+        next,
+    );
     std::hint::black_box(folded.load(Ordering::Relaxed));
-
-    let latency = merge_histograms(results.iter().map(|(histogram, _)| histogram))?;
-    let mut queue_to_start = new_histogram();
-    for (_, tally) in &results {
-        tally.record_into(&mut queue_to_start);
-    }
-    Ok(Measurement {
-        queue_to_start: Some(Percentiles::of(&queue_to_start)),
-        ..Measurement::of_run(items, cpus.len(), wall, &latency)
-    })
+    measured
 }
 
 #[cfg(test)]
@@ -180,7 +154,7 @@ mod tests {
         let cpus = test_cpus();
         // More items than the ring has blocks: producers must wait for returned blocks.
         let items = 3 * RING_BLOCKS as u64 + 7;
-        let measured = run(&peer, &cpus, items).unwrap();
+        let measured = run(&peer, &cpus, items, Duration::ZERO).unwrap();
         assert_eq!(measured.items, items * cpus.len() as u64);
         assert!(measured.items_per_sec > 0.0);
         assert!(measured.queue_to_start.is_some());

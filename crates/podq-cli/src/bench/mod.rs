@@ -245,8 +245,7 @@ fn drive<E: Executor>(
         Workload::Chain => spawned::chain(executor, cpus, items, settings.depth, work),
         Workload::Yield => spawned::yielding(executor, cpus, items, settings.yields, work),
         Workload::SpawnLocal => spawned::spawn_local(executor, cpus, items, work),
-        // Its items' work is the checksum itself: `--work-ns` does not apply.
-        Workload::Checksum => checksum::run(executor, cpus, items),
+        Workload::Checksum => checksum::run(executor, cpus, items, work),
         // Its items need their groups: `drive_locality`.
         Workload::Locality => Err(CliError::Failed(
             "the locality workload is driven with its groups".into(),

@@ -72,14 +72,14 @@ impl Progress {
     /// Step `index` (from 0), named `id`, begins.
     pub(crate) fn begin(&self, index: usize, id: &str) {
         *self.step.lock().unwrap_or_else(PoisonError::into_inner) =
-            format!("step {}/{} {id}", index + 1, self.total);
+            format!("{}/{} {id}", index + 1, self.total);
     }
 
     /// Step `index`, named `id`, ended with `status` after `took`.
     pub(crate) fn end(&self, index: usize, id: &str, status: &str, took: Duration) {
         if self.bar.is_none() {
             eprintln!(
-                "podq report: step {}/{} {id}: {status} in {}, {} left",
+                "podq report: {}/{} {id}: {status} in {}, {} left",
                 index + 1,
                 self.total,
                 duration(took),

@@ -285,30 +285,21 @@ mod tests {
         })
     }
 
+    /// Asserts that `c`'s verdict says `text`.
+    fn says(c: &Comparison, text: &str) {
+        assert!(c.verdict.contains(text), "'{text}' in: {}", c.verdict);
+    }
+
     #[test]
     fn ahead_behind_and_level_follow_the_spread() {
         let ahead = compare(&step(3, (2e6, 1.9e6, 2.1e6), (1e6, 0.9e6, 1.1e6)));
         assert_eq!(ahead.ratio, Some(2.0));
-        assert!(
-            ahead
-                .verdict
-                .contains("runs at 2.00x the rate of the best peer, rayon"),
-            "{}",
-            ahead.verdict
-        );
-        assert!(
-            ahead.verdict.contains("ahead, beyond the spread"),
-            "{}",
-            ahead.verdict
-        );
+        says(&ahead, "runs at 2.00x the rate of the best peer, rayon");
+        says(&ahead, "ahead, beyond the spread");
         let level = compare(&step(3, (1.2e6, 0.9e6, 1.3e6), (1e6, 0.8e6, 1.25e6)));
-        assert!(level.verdict.contains("level"), "{}", level.verdict);
+        says(&level, "level: their runs' ranges overlap");
         let behind = compare(&step(1, (0.5e6, 0.5e6, 0.5e6), (1e6, 1e6, 1e6)));
-        assert!(
-            behind.verdict.contains("behind (one run"),
-            "{}",
-            behind.verdict
-        );
+        says(&behind, "behind (one run");
     }
 
     #[test]
@@ -327,16 +318,7 @@ mod tests {
         ]}});
         let c = compare(&locality);
         assert_eq!(c.ratio, Some(2.0));
-        assert!(
-            c.verdict
-                .contains("400 us (median) against 800 us on tokio"),
-            "{}",
-            c.verdict
-        );
-        assert!(
-            c.verdict.contains("steering off, its items run in 500 us"),
-            "{}",
-            c.verdict
-        );
+        says(&c, "400 us (median) against 800 us on tokio");
+        says(&c, "steering off, its items run in 500 us");
     }
 }
