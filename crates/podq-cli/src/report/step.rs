@@ -6,9 +6,9 @@
 //! that fails leaves the others standing.
 //!
 //! Sizing: trial runs (one run of every configuration), from the step's base item count up,
-//! each larger, until one takes a sixteenth of the step's share; the last two give the time a
-//! run takes as a fixed part plus a part per item, and the step's runs then get the item count
-//! that fills what is left of its share. What one step over- or undershoots, the next steps'
+//! each larger, until one takes a sixteenth of the step's share and the last two agree; those
+//! give the time a run takes as a fixed part plus a part per item, and the step's runs then get
+//! the item count that fills what is left of its share. What one step over- or undershoots, the next steps'
 //! shares absorb, since each share is taken from the time left ([`super::budget::Clock`]); a
 //! step that runs far beyond its share is stopped and reported as failed.
 
@@ -222,9 +222,10 @@ pub(crate) fn run(exe: &Path, step: &Step, share: Duration, files: &Files) -> Va
     let (items, runs, trials) = if share < TRIAL_FLOOR {
         (base, 1, Vec::new())
     } else {
-        // Trial runs, each larger, until one takes a sixteenth of the share: long enough that
-        // the machine's noise does not decide the item count, and all of them together about
-        // an eighth of the share.
+        // Trial runs, each larger, until one takes a sixteenth of the share and the last two
+        // agree (the larger took noticeably longer: [`consistent`]): long enough that the
+        // machine's noise does not decide the item count, and all of them together about an
+        // eighth of the share. A first trial that alone took a quarter of the share is enough.
         let target = share / 16;
         let mut trials: Vec<(u64, Duration)> = Vec::new();
         let mut items = base;
@@ -234,20 +235,23 @@ pub(crate) fn run(exe: &Path, step: &Step, share: Duration, files: &Files) -> Va
                 return failed(step, &trial.command, &err, started, &trials);
             }
             trials.push((items, trial.took));
-            // Two trials at least, unless the first alone took a quarter of the share: one
-            // cannot tell a step's fixed part (locality's warm-up) from its items.
-            let enough = trial.took >= target && (trials.len() >= 2 || trial.took >= share / 4);
+            let agree = trials.len() >= 2 && consistent(&trials);
+            let enough = trial.took >= target && (agree || trial.took >= share / 4);
             if enough || trials.len() == MAX_TRIALS || items >= MAX_ITEMS {
                 break;
             }
+            // Past the target, only the fixed part hides the items: grow faster.
+            let least = if trial.took >= target { 4.0 } else { 2.0 };
             let growth =
-                (target.as_secs_f64() / trial.took.as_secs_f64().max(1e-3)).clamp(2.0, 16.0);
+                (target.as_secs_f64() / trial.took.as_secs_f64().max(1e-3)).clamp(least, 16.0);
             items = ((items as f64 * growth) as u64).min(MAX_ITEMS);
         }
         let left = share.saturating_sub(started.elapsed());
         let runs = runs_for(left);
         let last = trials[trials.len() - 1];
-        let before = if trials.len() > 1 {
+        // Without two trials that agree, the time is taken as all per item: the count errs low,
+        // and the steps after this one get what it leaves.
+        let before = if trials.len() > 1 && consistent(&trials) {
             trials[trials.len() - 2]
         } else {
             (0, Duration::ZERO)
@@ -324,6 +328,18 @@ fn failed(
     })
 }
 
+/// Whether the last two of `trials` agree: the larger took at least [`GROWN`] times as long,
+/// so their difference is the items' and not the machine's noise.
+fn consistent(trials: &[(u64, Duration)]) -> bool {
+    match trials {
+        [.., (_, before), (_, last)] => last.as_secs_f64() >= GROWN * before.as_secs_f64(),
+        _ => false,
+    }
+}
+
+/// How much longer the larger of two trials must take for their difference to count.
+const GROWN: f64 = 1.3;
+
 /// The trial runs as report.json lists them.
 fn trials_json(trials: &[(u64, Duration)]) -> Value {
     trials
@@ -397,6 +413,14 @@ mod tests {
             flat > 100,
             "a noisy pair is sized by the larger run's time: {flat}"
         );
+    }
+
+    #[test]
+    fn trials_agree_only_when_the_larger_took_clearly_longer() {
+        let ms = Duration::from_millis;
+        assert!(consistent(&[(100, ms(200)), (400, ms(500))]));
+        assert!(!consistent(&[(10_000, ms(866)), (20_000, ms(910))]));
+        assert!(!consistent(&[(100, ms(200))]));
     }
 
     #[test]
