@@ -84,8 +84,8 @@ fn fill(block: &mut [u8], producer: usize, item: usize) {
 ///
 /// [`CliError::Failed`] when a producer cannot be started or pinned, the start times do not fit
 /// in memory, or the system refuses an item.
-pub(crate) fn run<E: Executor>(
-    executor: &E,
+pub(crate) fn run(
+    executor: &impl Executor,
     cpus: &[usize],
     items: u64,
     work: Duration,
