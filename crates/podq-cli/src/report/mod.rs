@@ -17,6 +17,8 @@ mod step;
 mod verdict;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use podq::Topology;
@@ -77,6 +79,14 @@ pub(crate) fn run(args: &ReportArgs) -> Result<(), CliError> {
     let mut report = start_report(&settings, &plan, &exe);
     write(&settings.out, &report)?;
 
+    // SIGINT and SIGTERM stop the step running (its child too) and end the report as partial,
+    // rather than leave a child measuring on its own.
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // Without the handler a signal ends the report at once, which still leaves the report
+        // of the steps done: nothing is lost but the child's end.
+        let _ = signal_hook::flag::register(signal, Arc::clone(&stop));
+    }
     let progress = Progress::start(clock, plan.steps.len());
     let weight: usize = plan.steps.iter().map(|s| s.configurations).sum();
     let mut remaining = weight;
@@ -87,7 +97,7 @@ pub(crate) fn run(args: &ReportArgs) -> Result<(), CliError> {
         progress.begin(index, &step.id);
         let share = clock.share(step.configurations, remaining);
         remaining -= step.configurations;
-        let entry = step::run(&exe, step, share, &files);
+        let entry = step::run(&exe, step, share, &files, &stop);
         progress.end(
             index,
             &step.id,
@@ -102,6 +112,15 @@ pub(crate) fn run(args: &ReportArgs) -> Result<(), CliError> {
         }
         report["elapsed_s"] = secs(clock.elapsed()).into();
         write(&settings.out, &report)?;
+        if stop.load(Ordering::Relaxed) {
+            progress.finish();
+            return Err(CliError::Failed(format!(
+                "stopped by a signal after {} of {} steps; the partial report is in {}",
+                index + 1,
+                plan.steps.len(),
+                settings.out.display()
+            )));
+        }
     }
     progress.finish();
     report["complete"] = true.into();

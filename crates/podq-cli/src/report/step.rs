@@ -15,6 +15,7 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -88,12 +89,12 @@ struct Invocation {
     took: Duration,
 }
 
-/// Runs `podq bench` with `args`, stopping it after `limit`.
-fn bench(exe: &Path, args: &[String], limit: Duration) -> Invocation {
+/// Runs `podq bench` with `args`, stopping it after `limit` or once `stop` is set.
+fn bench(exe: &Path, args: &[String], limit: Duration, stop: &AtomicBool) -> Invocation {
     let mut command = vec!["bench".to_owned()];
     command.extend(args.iter().cloned());
     let started = Instant::now();
-    let result = run_json_within(exe, &command, Some(limit));
+    let result = run_json_within(exe, &command, Some((limit, stop)));
     Invocation {
         command,
         result,
@@ -107,8 +108,12 @@ pub(crate) fn run_json(exe: &Path, args: &[String]) -> Result<Value, String> {
     run_json_within(exe, args, None)
 }
 
-/// [`run_json`], stopping the child after `limit` when one is given.
-fn run_json_within(exe: &Path, args: &[String], limit: Option<Duration>) -> Result<Value, String> {
+/// [`run_json`], stopping the child after the limit or once the flag is set, when given.
+fn run_json_within(
+    exe: &Path,
+    args: &[String],
+    limit: Option<(Duration, &AtomicBool)>,
+) -> Result<Value, String> {
     let mut child = Command::new(exe)
         .args(args)
         .stdin(Stdio::null())
@@ -139,15 +144,28 @@ fn run_json_within(exe: &Path, args: &[String], limit: Option<Duration>) -> Resu
             .take()
             .map(|p| Box::new(p) as Box<dyn Read + Send>),
     );
-    let mut stopped = false;
+    let mut stopped = None;
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break Ok(status),
-            Ok(None) if limit.is_some_and(|l| started.elapsed() > l) && !stopped => {
-                let _ = child.kill();
-                stopped = true;
+            Ok(None) => {
+                if let (None, Some((limit, stop))) = (&stopped, limit) {
+                    stopped = if stop.load(Ordering::Relaxed) {
+                        Some("by a signal".to_owned())
+                    } else if started.elapsed() > limit {
+                        Some(format!(
+                            "after {:.0} s, far beyond its share of the budget",
+                            started.elapsed().as_secs_f64()
+                        ))
+                    } else {
+                        None
+                    };
+                    if stopped.is_some() {
+                        let _ = child.kill();
+                    }
+                }
+                thread::sleep(POLL);
             }
-            Ok(None) => thread::sleep(POLL),
             Err(err) => break Err(format!("cannot wait for podq {}: {err}", args[0])),
         }
     };
@@ -156,11 +174,8 @@ fn run_json_within(exe: &Path, args: &[String], limit: Option<Duration>) -> Resu
         stdout: stdout.join().unwrap_or_default(),
         stderr: stderr.join().unwrap_or_default(),
     };
-    if stopped {
-        return Err(format!(
-            "stopped after {:.0} s, far beyond its share of the budget",
-            started.elapsed().as_secs_f64()
-        ));
+    if let Some(why) = stopped {
+        return Err(format!("stopped {why}"));
     }
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
@@ -198,8 +213,14 @@ impl Files {
 }
 
 /// Runs `step` within `share`, writing its plot and bench report under `files`, and returns
-/// its entry of report.json.
-pub(crate) fn run(exe: &Path, step: &Step, share: Duration, files: &Files) -> Value {
+/// its entry of report.json; a `stop` set meanwhile (a signal) stops it, as failed.
+pub(crate) fn run(
+    exe: &Path,
+    step: &Step,
+    share: Duration,
+    files: &Files,
+    stop: &AtomicBool,
+) -> Value {
     let started = Instant::now();
     let with = |items: u64, runs: u64, plot: bool| {
         let mut args = step.args.clone();
@@ -230,7 +251,7 @@ pub(crate) fn run(exe: &Path, step: &Step, share: Duration, files: &Files) -> Va
         let mut trials: Vec<(u64, Duration)> = Vec::new();
         let mut items = base;
         loop {
-            let trial = bench(exe, &with(items, 1, false), share);
+            let trial = bench(exe, &with(items, 1, false), share, stop);
             if let Err(err) = trial.result {
                 return failed(step, &trial.command, &err, started, &trials);
             }
@@ -262,7 +283,7 @@ pub(crate) fn run(exe: &Path, step: &Step, share: Duration, files: &Files) -> Va
     // A step whose runs take far longer than its share (a machine that slowed down in the
     // middle) is stopped, so that one step cannot spend the others' time.
     let limit = (share * OVERRUN).max(MIN_LIMIT);
-    let measured = bench(exe, &with(items, runs, true), limit);
+    let measured = bench(exe, &with(items, runs, true), limit, stop);
     let report = match measured.result {
         Ok(report) => report,
         Err(err) => return failed(step, &measured.command, &err, started, &trials),
