@@ -1,5 +1,5 @@
-//! `podq`: see the pods of a machine (`podq topo`), measure them (`podq bench`) and predict
-//! them on other machines (`podq sim`).
+//! `podq`: see the pods of a machine (`podq topo`), measure them (`podq bench`), predict
+//! them on other machines (`podq sim`), and measure a whole machine in one go (`podq report`).
 //!
 //! Every failure is one line on stderr (`podq: ...`) that names the bad input and the valid
 //! choices, with exit code 2 for bad usage and 1 for input that cannot be used. Even a bug
@@ -14,6 +14,7 @@ use clap::{CommandFactory, Parser, Subcommand};
 mod bench;
 mod error;
 mod output;
+mod report;
 mod sim;
 mod topo;
 
@@ -40,6 +41,9 @@ enum Command {
     Bench(Box<bench::BenchArgs>),
     /// Predict every scope and shard size on any machine with a calibrated simulator.
     Sim(Box<sim::SimArgs>),
+    /// Measure this machine within a time budget: every workload, scope and peer, written as
+    /// report.md, report.json and plots.
+    Report(report::ReportArgs),
 }
 
 fn main() -> ExitCode {
@@ -60,6 +64,7 @@ fn main() -> ExitCode {
         Command::Topo(args) => topo::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::Sim(args) => sim::run(&args),
+        Command::Report(args) => report::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

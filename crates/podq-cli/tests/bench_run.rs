@@ -3,6 +3,8 @@
 //! workloads with pull on and off, the locality workload with steering on and off, a
 //! shard-size sweep and the SVG plot.
 
+mod cli_support;
+
 use std::process::Command;
 
 use serde_json::Value;
@@ -269,18 +271,7 @@ fn every_workload_reports_its_rows_with_pull_on_and_off() {
     let threads = u64_of(&json["settings"], "threads");
     assert_eq!(json["settings"]["pull"], serde_json::json!(["on", "off"]));
     let rows = results(&json);
-    let workloads = [
-        "queue",
-        "flood",
-        "skew",
-        "fanout",
-        "rpc",
-        "blocking",
-        "locality",
-        "chain",
-        "yield",
-        "spawn-local",
-    ];
+    let workloads = cli_support::WORKLOADS;
     assert_eq!(rows.len(), workloads.len() * (2 + PEERS.len()));
     for (workload, rows) in workloads.iter().zip(rows.chunks(2 + PEERS.len())) {
         assert_eq!(u64_of(&json["settings"]["work_ns"], workload), 100);

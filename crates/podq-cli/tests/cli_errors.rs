@@ -144,7 +144,7 @@ fn unknown_workloads_name_every_workload() {
         2,
         &[
             "'hackbench'",
-            "queue, flood, skew, fanout, rpc, blocking, locality, chain, yield, spawn-local, all",
+            "queue, flood, skew, fanout, rpc, blocking, locality, chain, yield, spawn-local, checksum, all",
         ],
     );
 }

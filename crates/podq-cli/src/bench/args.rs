@@ -30,7 +30,8 @@ pub(crate) struct BenchArgs {
     /// of items queueing each other), blocking (open loop, one item in N blocks), locality
     /// (groups of items walking their group's data, at a steady load), chain (items each
     /// queueing the next from its worker), yield (items queueing their own continuation),
-    /// spawn-local (one item queueing many from its worker), or all.
+    /// spawn-local (one item queueing many from its worker), checksum (open loop, each item the
+    /// CRC-32C of a 4 KiB block its producer wrote), or all.
     #[arg(long, value_name = "NAME", default_value = "queue")]
     pub(crate) workload: String,
     /// Scopes to measure, comma-separated [default: cpu,smt,cache_shard,cache,numa,system].

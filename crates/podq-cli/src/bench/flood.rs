@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::executor::Executor;
+use super::executor::{burn, Executor};
 use super::harness::{merge_histograms, nanos, new_histogram, run_producers, StartGate};
 use super::measurement::{Measurement, Percentiles};
 use super::tally::Tally;
@@ -26,9 +26,39 @@ pub(crate) fn run<E: Executor>(
     items: u64,
     work: Duration,
 ) -> Result<Measurement, CliError> {
+    open_loop(
+        executor,
+        cpus,
+        items,
+        "flood",
+        |_| (),
+        |(), _| Ok(move || burn(work)),
+    )
+}
+
+/// The open loop with items of the caller's making: each producer (the `index`-th) gets the
+/// state `setup(index)`, and for its item `n`, `next(state, n)` prepares the item (on the
+/// producer's thread, untimed) and returns what the item does when it runs; the queue call,
+/// the start and the end of each item are timed as in [`run`].
+///
+/// # Errors
+///
+/// As [`run`], and whatever `next` returns.
+pub(crate) fn open_loop<E, S, J>(
+    executor: &E,
+    cpus: &[usize],
+    items: u64,
+    workload: &str,
+    setup: impl Fn(usize) -> S + Sync,
+    next: impl Fn(&mut S, usize) -> Result<J, CliError> + Sync,
+) -> Result<Measurement, CliError>
+where
+    E: Executor,
+    J: FnOnce() + Send + 'static,
+{
     let timer = thread::current();
-    let producer = |_index: usize, gate: &StartGate| {
-        let tally = Tally::new(items, timer.clone(), "flood");
+    let producer = |index: usize, gate: &StartGate| {
+        let tally = Tally::new(items, timer.clone(), workload);
         let mut latency = new_histogram();
         let tally = match tally {
             Ok(tally) => Arc::new(tally),
@@ -37,11 +67,17 @@ pub(crate) fn run<E: Executor>(
                 return Err(err);
             }
         };
+        let mut state = setup(index);
         gate.wait();
         for n in 0..tally.len() {
+            let job = next(&mut state, n)?;
             let mine = Arc::clone(&tally);
             let t0 = Instant::now();
-            let queued = executor.spawn(move || mine.run_item(n, t0, work));
+            let queued = executor.spawn(move || {
+                mine.start(n, t0);
+                job();
+                mine.finish();
+            });
             let t1 = Instant::now();
             if !queued {
                 return Err(CliError::Failed(format!(

@@ -3,12 +3,13 @@
 //! For every workload, configuration (a podq scope, shard size and pull setting, or a peer
 //! runtime) and run, one fresh system is built, driven through the same loop by pinned producer
 //! threads ([`harness`]), measured ([`queue`], [`flood`] and `skew`, [`fanout`], [`rpc`],
-//! [`blocking`]) and dropped. Runs go round-robin over the configurations so that a slow drift
-//! of the machine touches them all alike. The report ([`report`]) gives the kernel's lines, an aligned table
-//! and the machine, or JSON.
+//! [`blocking`], [`checksum`]) and dropped. Runs go round-robin over the configurations so that
+//! a slow drift of the machine touches them all alike. The report ([`report`]) gives the
+//! kernel's lines, an aligned table and the machine, or JSON.
 
 pub(crate) mod args;
 mod blocking;
+mod checksum;
 mod executor;
 mod fanout;
 mod flood;
@@ -16,7 +17,7 @@ mod harness;
 mod locality;
 mod machine;
 mod measurement;
-mod peers;
+pub(crate) mod peers;
 mod plot;
 mod queue;
 mod report;
@@ -26,7 +27,7 @@ mod sweep;
 pub(crate) mod system;
 mod tally;
 pub(crate) mod topology_record;
-mod workload;
+pub(crate) mod workload;
 mod workqueue;
 
 use std::io::IsTerminal;
@@ -244,6 +245,7 @@ fn drive<E: Executor>(
         Workload::Chain => spawned::chain(executor, cpus, items, settings.depth, work),
         Workload::Yield => spawned::yielding(executor, cpus, items, settings.yields, work),
         Workload::SpawnLocal => spawned::spawn_local(executor, cpus, items, work),
+        Workload::Checksum => checksum::run(executor, cpus, items, work),
         // Its items need their groups: `drive_locality`.
         Workload::Locality => Err(CliError::Failed(
             "the locality workload is driven with its groups".into(),

@@ -119,6 +119,13 @@ fn heading(workload: Workload, settings: &Settings) -> String {
             "{} ({on} {cpus}) x one item queueing {items} items from its worker",
             plural(count, "producer thread")
         ),
+        Workload::Checksum => format!(
+            "{} ({on} {cpus}) x {items} items, each the CRC-32C of a {} KiB block its producer \
+             wrote, at most {} in flight per producer",
+            plural(count, "producer thread"),
+            super::checksum::BLOCK_BYTES / 1024,
+            super::checksum::RING_BLOCKS
+        ),
     };
     format!(
         "{}: {what}, peers with {} workers{work}, {runs}",
@@ -436,7 +443,7 @@ fn json_row(row: &Row, settings: &Settings) -> Value {
         }
         (None, _, _) => {}
     }
-    if row.workload.shape() == Shape::Spawned {
+    if row.workload.shape() == Shape::Spawned || row.workload == Workload::Checksum {
         map.insert("ns_per_item".into(), ns_per_item(s).into());
     }
     match row.workload {

@@ -38,11 +38,14 @@ pub(crate) enum Workload {
     Yield,
     /// One item queueing many from its worker ([`spawned`]).
     SpawnLocal,
+    /// Flood's open loop with storage-like items: each checksums a 4 KiB block its producer
+    /// has just written ([`checksum`](super::checksum)).
+    Checksum,
 }
 
 impl Workload {
     /// Every workload, in the order `--workload all` measures them.
-    pub(crate) const ALL: [Workload; 10] = [
+    pub(crate) const ALL: [Workload; 11] = [
         Workload::Queue,
         Workload::Flood,
         Workload::Skew,
@@ -53,6 +56,7 @@ impl Workload {
         Workload::Chain,
         Workload::Yield,
         Workload::SpawnLocal,
+        Workload::Checksum,
     ];
 
     /// The name on the command line and in the JSON.
@@ -68,6 +72,7 @@ impl Workload {
             Workload::Chain => "chain",
             Workload::Yield => "yield",
             Workload::SpawnLocal => "spawn-local",
+            Workload::Checksum => "checksum",
         }
     }
 
@@ -106,7 +111,8 @@ impl Workload {
             | Workload::Locality
             | Workload::Chain
             | Workload::Yield
-            | Workload::SpawnLocal => 0,
+            | Workload::SpawnLocal
+            | Workload::Checksum => 0,
         }
     }
 
@@ -123,7 +129,8 @@ impl Workload {
             | Workload::Locality
             | Workload::Chain
             | Workload::Yield
-            | Workload::SpawnLocal => cpus,
+            | Workload::SpawnLocal
+            | Workload::Checksum => cpus,
         }
     }
 
@@ -131,7 +138,7 @@ impl Workload {
     pub(crate) fn shape(self) -> Shape {
         match self {
             Workload::Queue => Shape::Closed,
-            Workload::Flood | Workload::Skew | Workload::Fanout => Shape::Open,
+            Workload::Flood | Workload::Skew | Workload::Fanout | Workload::Checksum => Shape::Open,
             Workload::Rpc => Shape::RoundTrips,
             Workload::Blocking => Shape::Mixed,
             Workload::Locality => Shape::Local,
@@ -153,7 +160,8 @@ impl Workload {
             | Workload::Fanout
             | Workload::Rpc
             | Workload::Blocking
-            | Workload::Locality => DEFAULT_ITEMS,
+            | Workload::Locality
+            | Workload::Checksum => DEFAULT_ITEMS,
         }
     }
 }
@@ -194,7 +202,7 @@ mod tests {
             message.contains("'Skew'")
                 && message.contains(
                     "queue, flood, skew, fanout, rpc, blocking, locality, chain, yield, \
-                     spawn-local, all"
+                     spawn-local, checksum, all"
                 ),
             "{message}"
         );
@@ -206,7 +214,7 @@ mod tests {
             .into_iter()
             .map(Workload::default_work_ns)
             .collect();
-        assert_eq!(defaults, [0, 0, 10_000, 10_000, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(defaults, [0, 0, 10_000, 10_000, 0, 0, 0, 0, 0, 0, 0]);
     }
 
     #[test]

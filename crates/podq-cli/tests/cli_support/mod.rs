@@ -7,6 +7,21 @@ use std::io::Read as _;
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 
+/// Every workload of `podq bench`, in the order `--workload all` measures them.
+pub(crate) const WORKLOADS: [&str; 11] = [
+    "queue",
+    "flood",
+    "skew",
+    "fanout",
+    "rpc",
+    "blocking",
+    "locality",
+    "chain",
+    "yield",
+    "spawn-local",
+    "checksum",
+];
+
 /// What one run of `podq` left behind.
 #[derive(Debug)]
 pub(crate) struct Run {

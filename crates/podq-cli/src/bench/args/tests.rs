@@ -135,7 +135,7 @@ fn work_defaults_per_workload_and_an_explicit_value_overrides_all() {
         .into_iter()
         .map(|w| settings.work_ns(w))
         .collect();
-    assert_eq!(work, [0, 0, 10_000, 10_000, 0, 0, 0, 0, 0, 0]);
+    assert_eq!(work, [0, 0, 10_000, 10_000, 0, 0, 0, 0, 0, 0, 0]);
     let settings =
         Settings::from_args(&args(&[("workload", "all"), ("work-ns", "500")]), &usable())
             .expect("valid");
