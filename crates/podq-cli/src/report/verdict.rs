@@ -3,14 +3,14 @@
 //! podq's default is what `Workqueue::new` builds: `cache_shard` with shards of 8 cores, pull
 //! and steering on. Every workload is compared by items/s (round trips/s for rpc, the same
 //! ratio), except `locality`, whose items are paced to one rate on every system: there the
-//! items' median run time decides, lower being better. Two figures are level when the ranges of
+//! items' median run time decides, lower being better. Two figures are a tie when the ranges of
 //! their runs overlap, or, with one run, when they are within [`LEVEL`] of each other.
 
 use serde_json::Value;
 
 use super::human::{count, nanos, ratio};
 
-/// With one run, figures this close (relative) are level: there is no spread to go by.
+/// With one run, figures this close (relative) are a tie: there is no spread to go by.
 const LEVEL: f64 = 0.05;
 
 /// One configuration of a step, as the comparison needs it.
@@ -108,13 +108,13 @@ pub(crate) fn label(row: &Value) -> String {
 }
 
 /// The verdict's word when there is no spread of runs to go by: medians (or one run's
-/// figures) within [`LEVEL`] are level.
+/// figures) within [`LEVEL`] are a tie.
 fn without_spread(r: f64, runs: u64) -> &'static str {
     match (runs > 1, (r - 1.0).abs() <= LEVEL, r > 1.0) {
-        (true, true, _) => "level (medians within 5 %)",
+        (true, true, _) => "a tie (medians within 5 %)",
         (true, false, true) => "ahead by more than 5 % (medians; no spread to judge by)",
         (true, false, false) => "behind by more than 5 % (medians; no spread to judge by)",
-        (false, true, _) => "level (one run; within 5 %)",
+        (false, true, _) => "a tie (one run; within 5 %)",
         (false, false, true) => "ahead (one run, no spread to judge by)",
         (false, false, false) => "behind (one run, no spread to judge by)",
     }
@@ -192,7 +192,7 @@ pub(crate) fn compare(step: &Value) -> Comparison {
             let level_word = match (d.range, p.range) {
                 (Some(a), Some(b)) if runs > 1 => {
                     if a.0 <= b.1 && b.0 <= a.1 {
-                        "level: their runs' ranges overlap"
+                        "a tie: their runs' ranges overlap"
                     } else if r > 1.0 {
                         "ahead, beyond the spread of the runs"
                     } else {
@@ -297,7 +297,7 @@ mod tests {
         says(&ahead, "runs at 2.00x the rate of the best peer, rayon");
         says(&ahead, "ahead, beyond the spread");
         let level = compare(&step(3, (1.2e6, 0.9e6, 1.3e6), (1e6, 0.8e6, 1.25e6)));
-        says(&level, "level: their runs' ranges overlap");
+        says(&level, "a tie: their runs' ranges overlap");
         let behind = compare(&step(1, (0.5e6, 0.5e6, 0.5e6), (1e6, 1e6, 1e6)));
         says(&behind, "behind (one run");
     }
