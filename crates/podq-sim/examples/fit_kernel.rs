@@ -28,10 +28,7 @@ fn main() {
         // Every digit: the rounded constants would not be the optimum of a rough objective.
         println!("    {}: {:?},", p.name(), costs.get(p));
     }
-    println!(
-        "    wake_idle_ns: {:?} + {:?},",
-        costs.wake_call_ns, costs.switch_ns
-    );
+    println!("    wake_idle_ns: {:?},", costs.wake_idle_ns);
     let profile = Profile {
         costs,
         ..Profile::kernel()

@@ -41,31 +41,31 @@ const FIXED: Costs = Costs {
 
 /// The Linux workqueue's costs, fitted on both tables.
 pub(crate) const KERNEL: Costs = Costs {
-    wake_call_ns: 1164.726790270597,
-    switch_ns: 3302.8748240271752,
+    wake_call_ns: 1284.8844186263705,
+    switch_ns: 3673.0864180458566,
     // `kernel_fit::derive_wake_idle`.
-    wake_idle_ns: 1164.726790270597 + 3302.8748240271752,
-    producer_item_ns: 10765.948008219877,
+    wake_idle_ns: 1284.8844186263705,
+    producer_item_ns: 10791.396774888995,
     ..FIXED
 };
 
 /// Fitted on the Grace table alone.
 const GRACE_ONLY: Costs = Costs {
-    wake_call_ns: 1167.36245820798,
-    switch_ns: 5107.467494105574,
+    wake_call_ns: 1340.5120764965034,
+    switch_ns: 5409.490727321236,
     // `kernel_fit::derive_wake_idle`.
-    wake_idle_ns: 1167.36245820798 + 5107.467494105574,
-    producer_item_ns: 8639.954420264436,
+    wake_idle_ns: 1340.5120764965034,
+    producer_item_ns: 8059.346139146535,
     ..FIXED
 };
 
 /// Fitted on the Xeon table alone.
 const XEON_ONLY: Costs = Costs {
-    wake_call_ns: 1285.0590750114902,
-    switch_ns: 1174.7061239039222,
+    wake_call_ns: 1186.4765537058931,
+    switch_ns: 1635.741777125553,
     // `kernel_fit::derive_wake_idle`.
-    wake_idle_ns: 1285.0590750114902 + 1174.7061239039222,
-    producer_item_ns: 12308.221551514913,
+    wake_idle_ns: 1186.4765537058931,
+    producer_item_ns: 11480.174741528828,
     ..FIXED
 };
 

@@ -30,12 +30,13 @@ pub const FREE: [(Param, f64, f64); 3] = [
 ];
 
 /// The costs that follow from the fitted ones: a wake-up of an idle CPU
-/// ([`Costs::wake_idle_ns`], besides the idle exit) is the woken CPU's share of
-/// `try_to_wake_up` (the task's enqueue, which the waker leaves to it through the wake list
-/// and an interrupt) and a switch from its idle task to the woken one: `wake_call_ns +
-/// switch_ns`.
+/// ([`Costs::wake_idle_ns`], besides the idle exit) is the task's activation, which
+/// `try_to_wake_up` leaves to an idle target CPU through its wake list and an interrupt
+/// (`ttwu_queue_cond` since Linux 6.0), and that CPU's schedule from its idle task:
+/// `wake_call_ns`. No sleep path is in it: the thread that slept before the CPU idled ran its
+/// own ([`Costs::switch_ns`]) while the CPU that woke this one went on.
 pub fn derive_wake_idle(costs: &mut Costs) {
-    costs.wake_idle_ns = costs.wake_call_ns + costs.switch_ns;
+    costs.wake_idle_ns = costs.wake_call_ns;
 }
 
 /// How much a p50 error weighs against an items/sec error of the same ratio: the latency is
