@@ -192,7 +192,7 @@ pub(crate) fn compare(step: &Value) -> Comparison {
             let level_word = match (d.range, p.range) {
                 (Some(a), Some(b)) if runs > 1 => {
                     if a.0 <= b.1 && b.0 <= a.1 {
-                        "a tie: their runs' ranges overlap"
+                        "a tie (their runs' ranges overlap)"
                     } else if r > 1.0 {
                         "ahead, beyond the spread of the runs"
                     } else {
@@ -297,7 +297,7 @@ mod tests {
         says(&ahead, "runs at 2.00x the rate of the best peer, rayon");
         says(&ahead, "ahead, beyond the spread");
         let level = compare(&step(3, (1.2e6, 0.9e6, 1.3e6), (1e6, 0.8e6, 1.25e6)));
-        says(&level, "a tie: their runs' ranges overlap");
+        says(&level, "a tie (their runs' ranges overlap)");
         let behind = compare(&step(1, (0.5e6, 0.5e6, 0.5e6), (1e6, 1e6, 1e6)));
         says(&behind, "behind (one run");
     }
