@@ -49,11 +49,12 @@ pub(crate) fn page_summary(report: &Value, link: &str) -> String {
     out
 }
 
-/// `AMD EPYC ..., 2 CPUs`.
+/// `AMD EPYC ..., 2 usable CPUs`.
 fn title(report: &Value) -> String {
     let machine = &report["machine"];
     let model = machine["model"].as_str().unwrap_or("unknown CPU");
     match machine["cpus"].as_u64() {
+        Some(1) => format!("{model}, 1 usable CPU"),
         Some(cpus) => format!("{model}, {cpus} usable CPUs"),
         None => model.to_owned(),
     }
