@@ -44,6 +44,18 @@ pub(crate) fn percent(share: f64) -> String {
     format!("{:.0} %", share * 100.0)
 }
 
+/// A prediction's error against a measurement (`predicted / measured - 1`): `+63 %`, `-81 %`,
+/// and from +100 % on the factor it is over, `48x over`, which reads better than `+4719 %`.
+pub(crate) fn error(err: f64) -> String {
+    if !err.is_finite() {
+        "-".to_owned()
+    } else if err >= 1.0 {
+        format!("{}x over", three_digits(1.0 + err))
+    } else {
+        format!("{:+.0} %", err * 100.0)
+    }
+}
+
 /// A duration to the tenth of a second below 10 s, else to the second: `0.4 s`, `45 s`,
 /// `2 min 40 s`, `1 h 5 min`.
 pub(crate) fn duration(d: Duration) -> String {
@@ -78,6 +90,10 @@ mod tests {
     #[test]
     fn counts_and_times_read_as_people_write_them() {
         assert_eq!(count(1_600_000.0), "1.60M");
+        assert_eq!(error(0.634), "+63 %");
+        assert_eq!(error(-0.81), "-81 %");
+        assert_eq!(error(47.19), "48.2x over");
+        assert_eq!(error(112.2), "113x over");
         assert_eq!(count(812.0), "812");
         assert_eq!(count(81_234.0), "81.2k");
         assert_eq!(count(0.0), "0");

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::human::{count, duration, nanos, percent, ratio};
+use super::human::{count, duration, error, nanos, percent, ratio};
 use super::verdict::{compare, Comparison};
 
 /// The whole report.md of `report`; `partial` reports are said to be so at the top.
@@ -347,7 +347,7 @@ fn prediction(step: &Value) -> String {
     }
     let mut out = format!(
         "\n`podq sim --against DIR/{}` predicted podq on this machine with {} ({}):\n\n\
-         | scope | pull | predicted | measured | error |\n|---|---|---|---|---|\n",
+         | scope | pull | predicted items/s | measured items/s | error |\n|---|---|---|---|---|\n",
         step["bench_file"].as_str().unwrap_or("?"),
         p["costs"].as_str().unwrap_or("?"),
         p["family_reason"].as_str().unwrap_or("?"),
@@ -359,11 +359,11 @@ fn prediction(step: &Value) -> String {
             _ => format!("`{scope}`"),
         };
         out.push_str(&format!(
-            "| {scope} | {} | {}/s | {}/s | {:+.0} % |\n",
+            "| {scope} | {} | {} | {} | {} |\n",
             cell["pull"].as_str().unwrap_or("?"),
             count(cell["predicted_items_per_sec"].as_f64().unwrap_or(f64::NAN)),
             count(cell["measured_items_per_sec"].as_f64().unwrap_or(f64::NAN)),
-            100.0 * cell["error"].as_f64().unwrap_or(f64::NAN)
+            error(cell["error"].as_f64().unwrap_or(f64::NAN))
         ));
     }
     out
