@@ -1,6 +1,7 @@
-//! loom models of held tasks (`crates/podq/src/pool/README.md`, H1-H7): a task that a running
-//! task queues to its own pool is held by that task's worker, which runs it next; a spinning
-//! worker, the watchdog, cancel and shutdown race the holder for it. Every task runs exactly
+//! loom models of held tasks (`crates/podq/src/pool/README.md`, H1-H8): a task that a running
+//! task queues to its own pool, or the head's next task taken ahead, is held by that worker,
+//! which runs it next; a spinning worker, the watchdog, cancel and shutdown race the holder
+//! for it. Every task runs exactly
 //! once (or, cancelled, never), and none is stranded.
 
 mod common;
@@ -271,5 +272,36 @@ fn shutdown_waits_for_a_held_task() {
         core.shutdown();
         core.wait_for_exit();
         assert_eq!(ran.total(), 2);
+    });
+}
+
+/// (H8 vs H7) Three tasks queued before the one worker claims them: it may take the first and
+/// hold the second ahead (the head holds the third, and nobody is idle) while cancel looks for
+/// the second in the head, the lanes and the slots. Cancel takes it out or its holder runs it,
+/// exactly one of the two, and the others run once.
+#[test]
+fn cancel_takes_a_task_held_ahead_or_its_holder_runs_it() {
+    check(|| {
+        let core = spinning_core(1, 0);
+        let second_ran = Arc::new(AtomicUsize::new(0));
+        let second: Item = {
+            let second_ran = Arc::clone(&second_ran);
+            Box::new(move || {
+                second_ran.fetch_add(1, Ordering::SeqCst);
+            })
+        };
+        let target = addr(&second);
+        let ran = Ran::new(2);
+        push(&core, Ran::task(&ran));
+        push(&core, second);
+        push(&core, Ran::task(&ran));
+        let removed = core.remove_if(|task| addr(task) == target);
+        ran.wait_for_all();
+        core.shutdown();
+        core.wait_for_exit();
+        assert_eq!(
+            usize::from(removed.is_some()) + second_ran.load(Ordering::SeqCst),
+            1
+        );
     });
 }

@@ -152,6 +152,7 @@ const POOL: &[Column<PoolStats>] = &[
     count("executed", |s| s.executed.to_string()),
     count("by_queuer", |s| s.ran_by_queuer.to_string()),
     count("taken_over", |s| s.taken_from_queuer.to_string()),
+    count("ahead", |s| s.ran_ahead.to_string()),
     count("locks", |s| s.lock_acquisitions.to_string()),
     count("contended", |s| s.lock_contended.to_string()),
     count("pulled_in", |s| s.pulled_in.to_string()),

@@ -225,6 +225,13 @@ const POOL: &[Metric<PoolStats>] = &[
         read: |s| s.taken_from_queuer,
     },
     Metric {
+        name: "podq_pool_ran_ahead_total",
+        kind: Kind::Counter,
+        unit: "work items",
+        help: "Work items a worker took from the queue with the one before them and ran next.",
+        read: |s| s.ran_ahead,
+    },
+    Metric {
         name: "podq_pool_lock_acquisitions_total",
         kind: Kind::Counter,
         unit: "lock acquisitions",

@@ -92,8 +92,9 @@ fn pool_stats_count_every_lock_acquisition_and_item() {
     assert!(eventually(|| wq.stats().pools[0].executed == items));
     let pool = &wq.stats().pools[0];
     assert_eq!(pool.queue_depth, 0);
-    // Every queue call takes the pool lock once, and every worker takes it again per item.
-    assert!(pool.lock_acquisitions >= 2 * items, "{pool:?}");
+    // Every queue call takes its lane's lock once, and a worker takes the head lock at least
+    // once per two items (it may take the next one ahead into its held slot: H8).
+    assert!(pool.lock_acquisitions >= items + items / 2, "{pool:?}");
     assert!(pool.lock_contended <= pool.lock_acquisitions);
     assert!(pool.workers >= 1 && pool.workers as u64 <= pool.workers_created);
 }

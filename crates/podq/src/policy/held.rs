@@ -1,8 +1,8 @@
-//! Held items (steps H1-H7 of `src/pool/README.md`): when a worker runs the item that its own
+//! Held items (steps H1-H8 of `src/pool/README.md`): when a worker runs the item that its own
 //! running item queued (its **held** item) itself, and when another worker takes it instead.
 //!
 //! A worker holds the newest item that its running item queued to the same pool, and runs it
-//! as soon as that item ends, with no hand-over to another CPU and no wake-up. Two decisions
+//! as soon as that item ends, with no hand-over to another CPU and no wake-up. Three decisions
 //! bound that:
 //!
 //! * [`runs_held`]: the worker runs its held item next, unless it has already run
@@ -13,8 +13,11 @@
 //! * [`taken_over`]: another worker (one that spun with nothing to do, or the stall watchdog)
 //!   takes a held item when two looks some time apart saw the same item held: its holder ran
 //!   on, or blocked, all that time, and the item would otherwise wait for it.
+//! * [`holds_ahead`]: a worker taking a task from its pool's queue also holds the next one,
+//!   when others wait behind it and nobody is idle, so that a busy pool's workers take its head
+//!   lock once per two tasks.
 //!
-//! A simulator calls both with its own counts and looks.
+//! A simulator calls them with its own counts and looks.
 
 /// Held items a worker runs in a row before it looks whether other tasks wait in its pool's
 /// queue: 3, tokio's bound on its LIFO slot (`MAX_LIFO_POLLS_PER_TICK`). Past it, a held item
@@ -35,6 +38,22 @@ pub fn must_look(in_a_row: u32) -> bool {
 #[must_use]
 pub fn runs_held(in_a_row: u32, others_wait: bool) -> bool {
     !must_look(in_a_row) || !others_wait
+}
+
+/// Tasks that must still wait in the head, after the one a worker takes, for the worker to hold
+/// the next one ahead (H8): 2, so that a worker that comes to the head meanwhile still finds a
+/// task there, and one taken ahead is never the last one another worker could have had.
+pub const AHEAD_LEFT: usize = 2;
+
+/// Whether a worker that takes a task from its pool's head also takes the next one into its
+/// held slot, to run it after the first without taking the head lock again (H8): when
+/// `left` tasks (at least [`AHEAD_LEFT`]) wait in the head after the one it takes and
+/// nobody is idle (`help` clear: every worker is busy, spinning or on its way), so that no
+/// idle worker would have taken it sooner. Its slot must be empty, which the caller checks.
+/// With a pod's workers all busy, each then takes the head lock once per two tasks.
+#[must_use]
+pub fn holds_ahead(left: usize, help: bool) -> bool {
+    !help && left >= AHEAD_LEFT
 }
 
 /// Whether a worker other than the holder takes a held item now (H5, H6): `then` is what an
@@ -61,6 +80,16 @@ mod tests {
         assert!(!runs_held(MAX_IN_A_ROW, true));
         assert!(runs_held(MAX_IN_A_ROW, false));
         assert!(!runs_held(MAX_IN_A_ROW + 5, true));
+    }
+
+    #[test]
+    fn a_worker_holds_ahead_only_with_tasks_left_for_others_and_nobody_idle() {
+        assert!(holds_ahead(AHEAD_LEFT, false));
+        assert!(holds_ahead(100, false));
+        assert!(!holds_ahead(AHEAD_LEFT - 1, false));
+        assert!(!holds_ahead(0, false));
+        // Someone idle: W4 wakes it for the tasks left instead.
+        assert!(!holds_ahead(100, true));
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Held items, the threads' side (H1-H7 of `pool/README.md`; the slots are `core/held.rs`):
+//! Held items, the threads' side (H1-H8 of `pool/README.md`; the slots are `core/held.rs`):
 //! which worker a push comes from, the push that a worker's running task makes to its own pool
 //! ([`Pool::push_held`]), and the stall watchdog's watch over the held slots.
 
@@ -103,8 +103,8 @@ pub(super) struct HeldWatch<T> {
     pool: Weak<Shared<T>>,
 }
 
-/// (H2) Has the watchdog watch `shared`'s held slots.
-fn watch_held<T: Runnable>(shared: &Arc<Shared<T>>) {
+/// (H2, H8) Has the watchdog watch `shared`'s held slots.
+pub(super) fn watch_held<T: Runnable>(shared: &Arc<Shared<T>>) {
     let watch = shared.held_watch.get_or_init(|| {
         Arc::new(HeldWatch {
             pool: Arc::downgrade(shared),

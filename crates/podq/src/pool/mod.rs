@@ -321,6 +321,7 @@ impl<T: Runnable> Pool<T> {
             executed: snap.executed,
             ran_by_queuer: snap.held.ran,
             taken_from_queuer: snap.held.taken,
+            ran_ahead: snap.held.ahead_ran,
             pin_failures: shared.pin_failures.load(Ordering::Relaxed),
             worker_panics: shared.worker_panics.load(Ordering::Relaxed),
             spawn_failures: shared.spawn_failures.load(Ordering::Relaxed),

@@ -179,6 +179,9 @@ fn work<T: Runnable>(
             .core
             .next(&mut slot, || shared.lanes.here(), siblings)
     {
+        if slot.take_watch_held() {
+            super::held::watch_held(shared);
+        }
         if slot.wakes() != wakes {
             wakes = slot.wakes();
             super::apart::woken(wakes);

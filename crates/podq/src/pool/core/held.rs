@@ -1,4 +1,4 @@
-//! Held items, the core's side (H1-H7 of `pool/README.md`): each worker's **held slot**, where
+//! Held items, the core's side (H1-H8 of `pool/README.md`): each worker's **held slot**, where
 //! a worker keeps the newest task that its running task queued to this pool and runs it as soon
 //! as that task ends, and the ways another worker, the stall watchdog, cancel and a
 //! re-formation take a held task instead. The decisions are `policy::held`'s.
@@ -12,6 +12,7 @@ use crate::sync::atomic::{after_seqcst_rmw, AtomicBool, AtomicU64, Ordering};
 use crate::sync::CachePadded;
 
 use super::queue::held_slot::HeldCell;
+use super::queue::Head;
 use super::{Core, WorkerSlot};
 
 /// The word the watchdog keeps of an empty slot in `HeldSlot::looked`.
@@ -35,6 +36,13 @@ pub(crate) struct HeldSlot<T> {
     executed: AtomicU64,
     /// A: held tasks another worker or the watchdog took (H5, H6). Relaxed: a statistic.
     taken: AtomicU64,
+    /// A: whether the held task, if still there, was taken from the head ahead (H8) rather
+    /// than queued by the owner's running task. Only the owner reads and writes it: an atomic
+    /// only to be `Sync`, `Relaxed`.
+    ahead: AtomicBool,
+    /// A: tasks held ahead that their holder ran (H8). Only the owner writes it. Relaxed: a
+    /// statistic.
+    ahead_ran: AtomicU64,
 }
 
 impl<T> HeldSlot<T> {
@@ -46,6 +54,8 @@ impl<T> HeldSlot<T> {
             ran: AtomicU64::new(0),
             executed: AtomicU64::new(0),
             taken: AtomicU64::new(0),
+            ahead: AtomicBool::new(false),
+            ahead_ran: AtomicU64::new(0),
         }
     }
 
@@ -95,6 +105,17 @@ pub(crate) struct Holder {
     in_a_row: u32,
     /// What each slot's word said when this worker began to spin (H4).
     seen: Vec<Option<u64>>,
+    /// Whether the worker's thread must have the watchdog watch the held slots, after a put
+    /// ahead into an empty slot (H8, as H2).
+    watch: bool,
+}
+
+impl Holder {
+    /// Whether the worker's thread must have the watchdog watch the held slots now (H8); the
+    /// request is taken.
+    pub(super) fn take_watch(&mut self) -> bool {
+        std::mem::take(&mut self.watch)
+    }
 }
 
 /// What [`Core::hold`] did.
@@ -126,6 +147,8 @@ pub(crate) struct HeldCounts {
     pub(crate) executed: u64,
     /// Held tasks another worker or the watchdog took.
     pub(crate) taken: u64,
+    /// Tasks held ahead (H8) that their holder ran.
+    pub(crate) ahead_ran: u64,
 }
 
 impl<T> Core<T> {
@@ -156,6 +179,22 @@ impl<T> Core<T> {
     /// held a task throughout, the put that filled it had the slots watched, and a look that
     /// finds a task held watches on.
     pub(crate) fn hold(&self, index: usize, item: T) -> Hold<T> {
+        let slot = &self.held.slots[index];
+        if slot.ahead.load(Ordering::Relaxed) {
+            if slot.cell.held().is_some() {
+                // (H8) The slot holds the head's next task, which stays: `item` is pushed.
+                return Hold {
+                    before: Some(item),
+                    watch: false,
+                };
+            }
+            slot.ahead.store(false, Ordering::Relaxed);
+        }
+        self.put_held(index, item)
+    }
+
+    /// (H2, H8) Puts `item` into slot `index` and says whether the watchdog must watch.
+    fn put_held(&self, index: usize, item: T) -> Hold<T> {
         let before = self.held.slots[index].cell.put(item);
         if before.is_some() {
             return Hold {
@@ -167,6 +206,28 @@ impl<T> Core<T> {
         let watched = &self.held.watched;
         let watch = !watched.load(Ordering::SeqCst) && !watched.swap(true, Ordering::Relaxed);
         Hold { before, watch }
+    }
+
+    /// (H8) A worker that took a task from the head (`left` more wait there) also takes the
+    /// next one into its empty held slot, when `policy::held::holds_ahead` says so. Under the
+    /// head lock, so cancel and a re-formation, which look in the head before the slots, find
+    /// the task in one of the two. It counts in `started`: it has left the head.
+    pub(super) fn hold_ahead(&self, head: &mut Head<T>, slot: &mut WorkerSlot) {
+        let Some(index) = slot.holder.index else {
+            return;
+        };
+        // Only this worker puts, so an empty slot stays empty.
+        if self.held.slots[index].cell.held().is_some()
+            || !policy::holds_ahead(self.in_head(head), self.hint.help())
+        {
+            return;
+        }
+        let Some(task) = self.take(head) else {
+            return;
+        };
+        head.started += 1;
+        self.held.slots[index].ahead.store(true, Ordering::Relaxed);
+        slot.holder.watch |= self.put_held(index, task).watch;
     }
 
     /// (H3) The worker, back from a task, takes its held task, unless it has run
@@ -184,6 +245,9 @@ impl<T> Core<T> {
         if self.held.slots[index].cell.held().is_none() {
             slot.holder.in_a_row = 0;
             return None;
+        }
+        if self.held.slots[index].ahead.load(Ordering::Relaxed) {
+            return self.take_ahead(slot, index);
         }
         self.take_held_from(slot, index, lane_here)
     }
@@ -213,6 +277,18 @@ impl<T> Core<T> {
         slot.holder.in_a_row = 0;
         self.push_for_self(lane_here(), item);
         None
+    }
+
+    /// (H8) The worker takes the task it held ahead, if nobody took it over, and runs it as a
+    /// task of the queue: not counted as run by its queuer, and not in a row of held ones.
+    fn take_ahead(&self, slot: &mut WorkerSlot, index: usize) -> Option<T> {
+        let held = &self.held.slots[index];
+        held.ahead.store(false, Ordering::Relaxed);
+        slot.holder.in_a_row = 0;
+        let item = held.cell.take_own()?;
+        HeldSlot::<T>::add(&held.ahead_ran, 1);
+        HeldSlot::<T>::add(&held.executed, std::mem::take(&mut slot.ran));
+        Some(item)
     }
 
     /// Whether tasks wait in the queue: in a lane, or in the head as the last worker to look
@@ -306,6 +382,7 @@ impl<T> Core<T> {
                 ran: counts.ran + held.ran.load(Ordering::Relaxed),
                 executed: counts.executed + held.executed.load(Ordering::Relaxed),
                 taken: counts.taken + held.taken.load(Ordering::Relaxed),
+                ahead_ran: counts.ahead_ran + held.ahead_ran.load(Ordering::Relaxed),
             })
     }
 }

@@ -147,6 +147,12 @@ impl WorkerSlot {
         }
     }
 
+    /// Whether the worker's thread must have the watchdog watch its pool's held slots, after
+    /// [`Core::next`] held a task ahead in an empty slot (H8); the request is taken.
+    pub(crate) fn take_watch_held(&mut self) -> bool {
+        self.holder.take_watch()
+    }
+
     /// Times this worker was woken from parking (W11).
     pub(crate) fn wakes(&self) -> u64 {
         self.wakes

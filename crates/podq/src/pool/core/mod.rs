@@ -171,7 +171,7 @@ pub(crate) struct Core<T> {
     synced: CachePadded<Mutex<Synced>>,
     /// Used with the pool lock: notified when `workers` drops to 0.
     exited: Condvar,
-    /// The workers' held slots (H1-H7), one per worker up to the eager size.
+    /// The workers' held slots (H1-H8), one per worker up to the eager size.
     held: Held<T>,
     /// A: whether tasks were left in the head when a worker last looked under the head lock
     /// (W2, W4): what H3 reads instead of taking the head lock, so that a worker running held
@@ -368,8 +368,10 @@ impl<T> Core<T> {
             // (W2, W3) The oldest item of the head, or of a lane moved to it in one swap: no
             // pusher ever takes the head lock.
             if let Some(item) = self.take(&mut head) {
-                // (W4)
                 slot.pulled = false;
+                // (H8) With others waiting behind it and nobody idle, the next one too.
+                self.hold_ahead(&mut head, slot);
+                // (W4)
                 let (item, grow) = self.hand_on(head, item);
                 return Next::Run { item, grow };
             }

@@ -261,3 +261,62 @@ fn lock_counts_count_contention_separately() {
         }
     );
 }
+
+#[test]
+fn a_busy_worker_holds_the_next_task_ahead_and_runs_the_queue_in_order() {
+    let core = Core::<u32>::new(limits(1));
+    assert_eq!(core.push(0, 1), Push::Spawn);
+    for item in 2..=5 {
+        assert_eq!(core.push(0, item), Push::Busy);
+    }
+    let mut slot = WorkerSlot::new();
+    let index = core.claim_held(&mut slot).expect("a free held slot");
+    let mut ran = Vec::new();
+    // (H8) 1 taken, 2 held ahead (3, 4, 5 wait); 2 run from the slot; 3 taken, 4 held ahead
+    // (5 waits); 4 from the slot; 5 taken alone.
+    while ran.len() < 5 {
+        match core.next(&mut slot, || 0, &mut NoSiblings) {
+            Next::Run { item, .. } => ran.push(item),
+            Next::Exit => panic!("the worker left with items queued"),
+        }
+        if ran == [1] {
+            assert_eq!(core.snapshot().held.held, 1, "2 is held ahead");
+            assert!(
+                slot.take_watch_held(),
+                "the first put into an empty slot is watched"
+            );
+            // A task that the running one queues meanwhile does not displace it (H2).
+            assert_eq!(core.hold(index, 9).before, Some(9));
+        }
+    }
+    assert_eq!(ran, [1, 2, 3, 4, 5]);
+    let snap = core.snapshot();
+    assert_eq!(
+        (snap.held.ahead_ran, snap.held.ran, snap.held.held),
+        (2, 0, 0)
+    );
+}
+
+#[test]
+fn cancel_finds_a_task_held_ahead() {
+    let core = Core::<u32>::new(limits(1));
+    assert_eq!(core.push(0, 1), Push::Spawn);
+    for item in 2..=4 {
+        assert_eq!(core.push(0, item), Push::Busy);
+    }
+    let mut slot = WorkerSlot::new();
+    core.claim_held(&mut slot).expect("a free held slot");
+    assert!(matches!(
+        core.next(&mut slot, || 0, &mut NoSiblings),
+        Next::Run { item: 1, .. }
+    ));
+    assert_eq!(core.remove_if(|&i| i == 2), Some(2));
+    // The slot is empty: the worker goes on with the head, and holds nothing more ahead.
+    for expected in [3, 4] {
+        assert!(matches!(
+            core.next(&mut slot, || 0, &mut NoSiblings),
+            Next::Run { item, .. } if item == expected
+        ));
+    }
+    assert_eq!(core.snapshot().held.ahead_ran, 0);
+}
