@@ -72,7 +72,10 @@ fn queuer(core: &Arc<Core<Item>>, held: Item, after: impl FnOnce() + Send + 'sta
     })
 }
 
-/// The address of a task, to tell it apart in `remove_if`.
+/// The address of a task, to tell it apart in `remove_if`. An address names a task only while
+/// its box lives: running a `Box<dyn FnOnce()>` frees the box before the body runs, and a task
+/// made after that may get the same address. So a model that finds a task by address makes
+/// every task before it pushes the first.
 fn addr(item: &Item) -> usize {
     std::ptr::from_ref::<dyn FnOnce() + Send>(&**item).cast::<()>() as usize
 }
@@ -275,10 +278,12 @@ fn shutdown_waits_for_a_held_task() {
     });
 }
 
-/// (H8 vs H7) Three tasks queued before the one worker claims them: it may take the first and
-/// hold the second ahead (the head holds the third, and nobody is idle) while cancel looks for
-/// the second in the head, the lanes and the slots. Cancel takes it out or its holder runs it,
-/// exactly one of the two, and the others run once.
+/// (H8 vs H7, C2) Three tasks queued before the one worker claims them: it may take the first
+/// and hold the second ahead (the head holds the third, and nobody is idle), or find the second
+/// in the head or its lane, while cancel looks for the second in the head, the lanes (through
+/// `Lane::take_out` and `Lane::put_back`) and the slots. Cancel takes it out or the worker runs
+/// it, exactly one of the two, and the others run once. Every task is made before the first
+/// push (`addr`).
 #[test]
 fn cancel_takes_a_task_held_ahead_or_its_holder_runs_it() {
     check(|| {
@@ -292,9 +297,10 @@ fn cancel_takes_a_task_held_ahead_or_its_holder_runs_it() {
         };
         let target = addr(&second);
         let ran = Ran::new(2);
-        push(&core, Ran::task(&ran));
+        let (first, third) = (Ran::task(&ran), Ran::task(&ran));
+        push(&core, first);
         push(&core, second);
-        push(&core, Ran::task(&ran));
+        push(&core, third);
         let removed = core.remove_if(|task| addr(task) == target);
         ran.wait_for_all();
         core.shutdown();

@@ -77,6 +77,11 @@ pub(crate) struct Measurement {
     pub(crate) items: u64,
     /// The share of the items that the worker of the item that queued them ran (podq only).
     pub(crate) by_queuer: Option<f64>,
+    /// The share of the items that a worker took from the queue with the one before them and
+    /// ran next (`PoolStats::ran_ahead`; podq only).
+    pub(crate) ahead: Option<f64>,
+    /// Acquisitions of the pools' locks (lanes, heads, pool locks) per item (podq only).
+    pub(crate) locks_per_item: Option<f64>,
 }
 
 /// podq's steering counts of one run (`WorkqueueStats::grouped_at_home`, `grouped_elsewhere`,
@@ -156,6 +161,10 @@ pub(crate) struct Summary {
     pub(crate) cpu_reuse: Option<CpuReuse>,
     /// Median share of the items run by the worker of the item that queued them (podq only).
     pub(crate) by_queuer: Option<f64>,
+    /// Median share of the items taken from the queue ahead (podq only).
+    pub(crate) ahead: Option<f64>,
+    /// Median of the pools' lock acquisitions per item (podq only).
+    pub(crate) locks_per_item: Option<f64>,
 }
 
 impl Summary {
@@ -206,6 +215,17 @@ impl Summary {
             by_queuer: first
                 .by_queuer
                 .map(|_| median_f64(&runs.iter().filter_map(|m| m.by_queuer).collect::<Vec<_>>())),
+            ahead: first
+                .ahead
+                .map(|_| median_f64(&runs.iter().filter_map(|m| m.ahead).collect::<Vec<_>>())),
+            locks_per_item: first.locks_per_item.map(|_| {
+                median_f64(
+                    &runs
+                        .iter()
+                        .filter_map(|m| m.locks_per_item)
+                        .collect::<Vec<_>>(),
+                )
+            }),
         })
     }
 }

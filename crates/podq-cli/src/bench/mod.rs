@@ -177,8 +177,10 @@ fn measure(
             measurement.pulled = Some(counts.pulled);
             measurement.seen_blocked = Some(counts.seen_blocked);
             measurement.started_for_blocked = Some(counts.started_for_blocked);
-            measurement.by_queuer =
-                Some(counts.ran_by_queuer as f64 / measurement.items.max(1) as f64);
+            let items = measurement.items.max(1) as f64;
+            measurement.by_queuer = Some(counts.ran_by_queuer as f64 / items);
+            measurement.ahead = Some(counts.ran_ahead as f64 / items);
+            measurement.locks_per_item = Some(counts.lock_acquisitions as f64 / items);
             Ok(measurement)
         }
         System::Peer(Peer::Tokio) => peer_run(&TokioPeer::new(workers)?, workload, settings),

@@ -458,6 +458,12 @@ fn json_row(row: &Row, settings: &Settings) -> Value {
     if let Some(share) = s.by_queuer {
         map.insert("by_queuer".into(), share.into());
     }
+    if let Some(share) = s.ahead {
+        map.insert("ahead".into(), share.into());
+    }
+    if let Some(locks) = s.locks_per_item {
+        map.insert("locks_per_item".into(), locks.into());
+    }
     if let Some(short) = s.short_start {
         map.insert("block_every".into(), settings.mix.every.into());
         map.insert("block_us".into(), settings.mix.block_us().into());

@@ -26,6 +26,10 @@ pub(crate) struct PoolCounts {
     pub(crate) started_for_blocked: u64,
     /// Items that the worker of the item that queued them ran (`PoolStats::ran_by_queuer`).
     pub(crate) ran_by_queuer: u64,
+    /// Items a worker took from the queue with the one before them (`PoolStats::ran_ahead`).
+    pub(crate) ran_ahead: u64,
+    /// Acquisitions of the pools' locks (`PoolStats::lock_acquisitions`).
+    pub(crate) lock_acquisitions: u64,
 }
 
 /// A podq workqueue built for one measurement.
@@ -88,6 +92,8 @@ impl PodqExecutor {
             seen_blocked: sum(|pool| pool.workers_seen_blocked),
             started_for_blocked: sum(|pool| pool.workers_started_for_blocked),
             ran_by_queuer: sum(|pool| pool.ran_by_queuer),
+            ran_ahead: sum(|pool| pool.ran_ahead),
+            lock_acquisitions: sum(|pool| pool.lock_acquisitions),
         }
     }
 
