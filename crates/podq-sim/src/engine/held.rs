@@ -1,22 +1,28 @@
-//! podq's held slots (steps H1-H7 of `crates/podq/src/pool/README.md`), for the profiles whose
+//! podq's held slots (steps H1-H8 of `crates/podq/src/pool/README.md`), for the profiles whose
 //! [`Mechanism::holds`](crate::Mechanism::holds) is set: a worker holds the newest item its
 //! running item queues to its own pool and runs it next, with no lock, no hand-over to
 //! another CPU and no wake-up. Every decision is `podq::policy::held`'s: whether the holder
 //! runs its held item next or sends it to the back of the queue ([`held::runs_held`], the
-//! bound of [`held::MAX_IN_A_ROW`] runs in a row while other items wait), and whether a worker
-//! back from its spin (H5) or the stall watchdog (H6) takes an item over
-//! ([`held::taken_over`]: two looks saw the same item held).
+//! bound of [`held::MAX_IN_A_ROW`] runs in a row while other items wait), whether a worker
+//! taking from its pool's head also takes the head's next item into its slot (H8,
+//! [`held::holds_ahead`], every workload), and whether a worker back from its spin (H5) or the
+//! stall watchdog (H6) takes an item over ([`held::taken_over`]: two looks saw the same item
+//! held).
 //!
 //! Only the queue calls of `chain`, `yield` and `spawn-local` items (`spawned.rs`) are held;
-//! `rpc` and `fanout` hops are pushed as before. What the model leaves out: a put into the
+//! `rpc` and `fanout` hops are pushed as before. An item held ahead is taken in the take's
+//! critical section at the cost of another take ([`Costs::critical_section_ns`]), never by a
+//! steal from a sibling (as podq, whose steal does not hold ahead).
+//!
+//! [`Costs::critical_section_ns`]: crate::Costs::critical_section_ns What the model leaves out: a put into the
 //! slot (one swap of a line of the holder's own CPU) costs nothing, a held item that the bound
 //! sends back goes to the queue at the worker's next take without its lane lock, and the
 //! watchdog's push runs on no simulated CPU. A worker claims its slot at its first hold (H1),
 //! which is the same as at its start, as simulated workers never exit; cancel and
 //! re-formation (H7) are not simulated.
 
-use podq::policy::held;
 use podq::policy::stall::BLOCK_CHECK_INTERVAL;
+use podq::policy::{growth, held};
 
 use super::threads::{Phase, Role};
 use super::{Engine, Event, Item, NO_GROUP};
@@ -31,6 +37,9 @@ pub(super) const HELD_EVENT: u32 = 1 << 30;
 struct Slot {
     /// The item it holds.
     item: Option<Item>,
+    /// Whether that item was taken from the head ahead (H8) rather than queued by its
+    /// holder's running item.
+    ahead: bool,
     /// Items its holder ever put in it: what a look compares.
     puts: u64,
     /// What the watchdog's last look saw (`Some(puts)` when it held an item).
@@ -103,6 +112,8 @@ impl Engine<'_> {
         } else {
             None
         };
+        // (H8) A task held ahead is not displaced: the new one is pushed as any other.
+        let index = index.filter(|&i| !self.held.slots[pool as usize][i].ahead);
         let Some(index) = index else {
             self.start_push_with(tid, pool, pair, false, NO_GROUP, left);
             return;
@@ -149,6 +160,7 @@ impl Engine<'_> {
         }
         slots.push(Slot {
             item: None,
+            ahead: false,
             puts: 0,
             looked: None,
             in_a_row: 0,
@@ -160,6 +172,40 @@ impl Engine<'_> {
         }
         self.held.slot_of[tid as usize] = Some(index as u32);
         Some(index)
+    }
+
+    /// (H8) Worker `tid` of `pool`, having taken an item from its head under the head lock,
+    /// also takes the head's next item into its empty slot when [`held::holds_ahead`] says so:
+    /// enough items left in the head behind it, nobody idle. Counted in `started`, watched as a
+    /// put of H2's. Returns the time it adds inside the lock: another take's.
+    pub(super) fn hold_ahead(&mut self, tid: u32, pool: u32) -> f64 {
+        if !self.mech.holds {
+            return 0.0;
+        }
+        let p = &self.pools[pool as usize];
+        let help = growth::wants_help(p.workers, p.limits);
+        if !held::holds_ahead(p.head_len, help) {
+            return 0.0;
+        }
+        let Some(index) = self.claim_slot(tid, pool as usize) else {
+            return 0.0;
+        };
+        if self.held.slots[pool as usize][index].item.is_some() {
+            return 0.0;
+        }
+        let Some(item) = self.pools[pool as usize].pop_head() else {
+            return 0.0;
+        };
+        self.pools[pool as usize].started += 1;
+        let slot = &mut self.held.slots[pool as usize][index];
+        slot.item = Some(item);
+        slot.ahead = true;
+        slot.puts += 1;
+        if !self.held.watched[pool as usize] {
+            self.held.watched[pool as usize] = true;
+            self.watch_held(pool as usize);
+        }
+        self.costs.critical_section_ns
     }
 
     /// (H3) Worker `tid`, back at its queue, runs its held item, unless it has run
@@ -178,6 +224,16 @@ impl Engine<'_> {
             slot.in_a_row = 0;
             return false;
         };
+        if std::mem::take(&mut slot.ahead) {
+            // (H8) A task of the queue, counted in `started` when taken: not run by its
+            // queuer, not in a row of held ones.
+            slot.in_a_row = 0;
+            slot.while_waiting = 0;
+            self.held.counts.ran_ahead += 1;
+            self.record_start(Some(item));
+            self.run_item(tid, item);
+            return true;
+        }
         let in_a_row = slot.in_a_row;
         let look = held::must_look(in_a_row);
         if held::runs_held(in_a_row, look && waiting) {
@@ -269,6 +325,7 @@ impl Engine<'_> {
         })?;
         self.held.counts.taken_from_queuer += 1;
         slots[index].in_a_row = 0;
+        slots[index].ahead = false;
         slots[index].item.take()
     }
 
@@ -296,6 +353,7 @@ impl Engine<'_> {
             if held::taken_over(then, now) {
                 if let Some(item) = slot.item.take() {
                     slot.looked = None;
+                    slot.ahead = false;
                     taken.push(item);
                     continue;
                 }
