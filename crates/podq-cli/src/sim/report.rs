@@ -462,7 +462,7 @@ pub(crate) fn by_queuer(s: &Scenario, o: &Outcome) -> f64 {
 /// The share of the items of `s` that a worker took from its pool's head ahead, with the one
 /// it took, and ran (H8), as `o` counts them (`PoolStats::ran_ahead` over the items, as the
 /// bench's `ahead`).
-fn ahead(s: &Scenario, o: &Outcome) -> f64 {
+pub(crate) fn ahead(s: &Scenario, o: &Outcome) -> f64 {
     o.held.ran_ahead as f64 / runs(s)
 }
 
