@@ -12,14 +12,14 @@
 //! Only the queue calls of `chain`, `yield` and `spawn-local` items (`spawned.rs`) are held;
 //! `rpc` and `fanout` hops are pushed as before. An item held ahead is taken in the take's
 //! critical section at the cost of another take ([`Costs::critical_section_ns`]), never by a
-//! steal from a sibling (as podq, whose steal does not hold ahead).
+//! steal from a sibling (as podq, whose steal does not hold ahead). What the model leaves out:
+//! a put into the slot (one swap of a line of the holder's own CPU) costs nothing, a held item
+//! that the bound sends back goes to the queue at the worker's next take without its lane
+//! lock, and the watchdog's push runs on no simulated CPU. A worker claims its slot at its
+//! first hold (H1), which is the same as at its start, as simulated workers never exit; cancel
+//! and re-formation (H7) are not simulated.
 //!
-//! [`Costs::critical_section_ns`]: crate::Costs::critical_section_ns What the model leaves out: a put into the
-//! slot (one swap of a line of the holder's own CPU) costs nothing, a held item that the bound
-//! sends back goes to the queue at the worker's next take without its lane lock, and the
-//! watchdog's push runs on no simulated CPU. A worker claims its slot at its first hold (H1),
-//! which is the same as at its start, as simulated workers never exit; cancel and
-//! re-formation (H7) are not simulated.
+//! [`Costs::critical_section_ns`]: crate::cost::Costs::critical_section_ns
 
 use podq::policy::stall::BLOCK_CHECK_INTERVAL;
 use podq::policy::{growth, held};
