@@ -437,4 +437,73 @@ mod tests {
         assert!(e.take_over_held(holder, 0).is_none());
         assert_eq!(e.held.counts.taken_from_queuer, 1);
     }
+
+    /// (H8) A worker that took from the head takes the next item ahead only with enough left
+    /// behind it and nobody idle, a put of H2 does not displace it, and its holder runs it as
+    /// an item of the queue.
+    #[test]
+    fn a_busy_worker_holds_the_heads_next_item_ahead_and_runs_it_as_one_of_the_queue() {
+        let topo = Topology::from_machine("sockets=1,nodes=1,caches=1,cores=4,smt=1").unwrap();
+        let machine = SimMachine::new(topo, "test");
+        let pods = Pods::new(machine.topology(), AffinityScope::System, 8).unwrap();
+        let placement = Placement::new(&pods, &machine.topology().cpu_set(), |_| 0).unwrap();
+        let scenario = Scenario {
+            workload: Workload::Flood,
+            ..Scenario::kernel_test(AffinityScope::System, 1)
+        };
+        let profile = Profile::podq();
+        let mut e = Engine::new(&machine, &profile, &scenario, &pods, &placement);
+        let holder = e.new_thread(Thread::worker(0, 1));
+        let head = |from: u32| Item {
+            producer: 0,
+            queued_at: 0,
+            lane: 0,
+            from,
+            in_head: true,
+            sender: false,
+            group: NO_GROUP,
+            left: 0,
+        };
+        let fill = |e: &mut Engine, n: u32| {
+            let p = &mut e.pools[0];
+            p.queue.clear();
+            p.queue.extend((0..n).map(head));
+            p.head_len = n as usize;
+        };
+        // The pool's one worker is parked: someone idle, so nothing is taken ahead.
+        fill(&mut e, 4);
+        assert_eq!(e.hold_ahead(holder, 0), 0.0);
+        assert_eq!(e.pools[0].head_len, 4);
+        // Nobody idle, a worker on its way.
+        e.pools[0].workers.idle = 0;
+        e.pools[0].workers.coming = 1;
+        // One item left behind the taken one: fewer than AHEAD_LEFT.
+        fill(&mut e, held::AHEAD_LEFT as u32);
+        e.pools[0].pop();
+        assert_eq!(e.hold_ahead(holder, 0), 0.0);
+        // Enough left: the next one is held ahead, at another take's cost.
+        fill(&mut e, 4);
+        e.pools[0].pop();
+        let started = e.pools[0].started;
+        assert!(e.hold_ahead(holder, 0) > 0.0);
+        assert_eq!(e.pools[0].head_len, 2);
+        assert_eq!(e.pools[0].started, started + 1);
+        let slot = e.held.slots[0][0];
+        assert!(slot.ahead);
+        assert_eq!(slot.item.map(|i| i.from), Some(1));
+        // Held already: no second one.
+        assert_eq!(e.hold_ahead(holder, 0), 0.0);
+        // A put of the running item goes past it to the queue.
+        e.queue_from_worker(holder, 0, 0);
+        let slot = e.held.slots[0][0];
+        assert!(slot.ahead);
+        assert_eq!(slot.puts, 1);
+        assert_eq!(slot.item.map(|i| i.from), Some(1));
+        // Its holder runs it next, as an item of the queue.
+        assert!(e.run_held(holder));
+        assert_eq!(e.held.counts.ran_ahead, 1);
+        assert_eq!(e.held.counts.ran_by_queuer, 0);
+        assert!(!e.held.slots[0][0].ahead);
+        assert!(e.held.slots[0][0].item.is_none());
+    }
 }

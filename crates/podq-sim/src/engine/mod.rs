@@ -109,7 +109,11 @@ impl Pool {
         if let Some(lane) = self.lane_of(item.lane) {
             self.lane_waiting[lane] = 0;
         }
-        for waiting in self.queue.iter_mut().filter(|i| i.lane == item.lane) {
+        for waiting in self
+            .queue
+            .iter_mut()
+            .filter(|i| i.lane == item.lane && !i.in_head)
+        {
             waiting.in_head = true;
             self.head_len += 1;
         }
