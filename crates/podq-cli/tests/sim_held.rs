@@ -1,6 +1,7 @@
 //! `podq sim` with the workloads whose items queue items (`chain`, `yield`, `spawn-local`): the
 //! time per item and the share run by their queuer per scope, `--depth` and `--yields` checked,
-//! and `--against` comparing that share with a bench run's.
+//! and `--against` comparing that share with a bench run's; and the share of any workload's
+//! items that a busy podq worker took from its pool's head ahead (H8).
 
 mod cli_support;
 
@@ -68,6 +69,39 @@ fn chain_rows_give_the_time_per_item_and_the_share_run_by_the_queuer() {
             assert!(line.contains(field), "{line}");
         }
     }
+}
+
+#[test]
+fn flood_rows_of_the_podq_profile_give_the_share_taken_ahead_and_the_kernels_none() {
+    let podq = rows("podq", "flood", &["--items", "2000"]);
+    let kernel = rows("kernel", "flood", &["--items", "2000"]);
+    let ran = podq[0]["ran_ahead"].as_u64().unwrap();
+    let share = podq[0]["ahead"].as_f64().unwrap();
+    assert!(ran > 0, "{}", podq[0]);
+    // Four producers on the 4 CPUs, 2000 items each.
+    assert!((share * 8000.0 - ran as f64).abs() < 0.5, "{}", podq[0]);
+    assert!(kernel[0].get("ahead").is_none(), "{}", kernel[0]);
+    assert!(kernel[0].get("ran_ahead").is_none(), "{}", kernel[0]);
+    let text = podq_ok(&[
+        "sim",
+        "--machine",
+        "cores=4",
+        "--profile",
+        "podq",
+        "--workload",
+        "flood",
+        "--items",
+        "2000",
+        "--scopes",
+        "system",
+        "--uncertainty",
+        "0",
+    ]);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("system") && l.contains("items/sec"))
+        .unwrap_or_else(|| panic!("no system line: {text}"));
+    assert!(line.contains("\tahead="), "{line}");
 }
 
 #[test]

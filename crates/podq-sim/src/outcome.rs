@@ -111,11 +111,14 @@ pub struct WalksFrom {
 }
 
 /// What the held slots did in one run (all 0 without them): the counts of `podq::PoolStats`'
-/// `ran_by_queuer` and `taken_from_queuer`, and the held items the bound sent to the queue.
+/// `ran_by_queuer`, `ran_ahead` and `taken_from_queuer`, and the held items the bound sent to
+/// the queue.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct HeldCounts {
     /// Items held by the worker whose running item queued them, and run by it (H3).
     pub ran_by_queuer: u64,
+    /// Items a worker took from its pool's head ahead, with the one it took (H8), and ran.
+    pub ran_ahead: u64,
     /// Held items that another worker took after its spin (H5) or the watchdog pushed (H6).
     pub taken_from_queuer: u64,
     /// Of those, the ones the watchdog took (H6) rather than a worker back from its spin (H5).

@@ -44,8 +44,9 @@ pub struct Mechanism {
     /// [`Costs::lines_per_handover`](crate::Costs::lines_per_handover) (the kernel's one lock).
     pub queue_lock_lines: Option<u32>,
     /// Each worker up to the eager size holds the newest item that its running item queues to
-    /// its own pool and runs it next, as `podq::policy::held` decides (podq's held slots, steps
-    /// H1-H7; `engine/held.rs`); otherwise such an item is pushed as any other.
+    /// its own pool and runs it next, and, taking from a busy pool's head, the head's next item
+    /// too, as `podq::policy::held` decides (podq's held slots, steps H1-H8;
+    /// `engine/held.rs`); otherwise such an item is pushed as any other, and a take takes one.
     pub holds: bool,
 }
 

@@ -1,6 +1,7 @@
 //! Items queued by running items (`chain`, `yield`, `spawn-local`): the podq profile holds them
 //! for their queuer as `podq::policy::held` decides (steps H1-H6 of the pool's README), the
-//! kernel profile pushes every one to the pool's queue.
+//! kernel profile pushes every one to the pool's queue. And items of any workload that a busy
+//! podq worker takes from its pool's head ahead, with the one it takes (H8).
 
 use podq::policy::held::MAX_IN_A_ROW;
 use podq::{AffinityScope, Topology};
@@ -78,10 +79,28 @@ fn a_held_item_whose_queuer_runs_on_is_taken_by_another_worker() {
         "{} ns",
         o.simulated_ns
     );
-    // Two producers, each item queueing 3: the held ones are taken over too.
+    // Two producers, each item queueing 3: the held ones are taken over too, and so is an
+    // item that a worker took ahead (H8) before it ran its own for 5 ms.
     let o = run(&Profile::podq(), Workload::SpawnLocal, 2, 3, work);
-    assert_eq!(o.held.taken_from_queuer, 2, "{:?}", o.held);
+    assert!(o.held.taken_from_queuer >= 2, "{:?}", o.held);
     assert_eq!(o.held.ran_by_queuer, 0, "{:?}", o.held);
+}
+
+#[test]
+fn a_busy_pool_takes_the_heads_next_item_ahead_and_a_pool_that_never_backs_up_does_not() {
+    // Four producers flood four workers: the head backs up while every worker is busy.
+    let items = 4 * 2000;
+    let o = run(&Profile::podq(), Workload::Flood, 4, 2000, 0);
+    assert!(o.held.ran_ahead > 0, "{:?}", o.held);
+    // At most one item ahead per item taken.
+    assert!(o.held.ran_ahead <= items / 2, "{:?}", o.held);
+    // Items taken ahead are items of the queue, none queued by a running item.
+    assert_eq!(o.held.ran_by_queuer, 0, "{:?}", o.held);
+    let kernel = run(&Profile::kernel(), Workload::Flood, 4, 2000, 0);
+    assert_eq!(kernel.held, Default::default());
+    // One producer waiting for each item before it queues the next: never two items waiting.
+    let o = run(&Profile::podq(), Workload::Queue, 1, 2000, 0);
+    assert_eq!(o.held.ran_ahead, 0, "{:?}", o.held);
 }
 
 #[test]

@@ -61,6 +61,9 @@ struct Compared {
     /// The predicted and the measured share of items run by their queuer (`chain`, `yield`,
     /// `spawn-local`).
     by_queuer: Option<(f64, f64)>,
+    /// The predicted share of items taken from the queue ahead (H8), and the measured one
+    /// when the row has it; `None` for a profile without held slots.
+    ahead: Option<(f64, Option<f64>)>,
 }
 
 /// Runs `podq sim --against FILE`.
@@ -178,6 +181,7 @@ pub(crate) fn run(
             median,
             row["items_per_sec_max"].as_f64().unwrap_or(median),
             row["by_queuer"].as_f64(),
+            row["ahead"].as_f64(),
         ));
     }
     if scenarios.is_empty() {
@@ -210,14 +214,20 @@ pub(crate) fn run(
         .zip(&outcomes)
         .zip(ranges)
         .zip(&measured)
-        .map(|(((s, o), range), &(median, best, by_queuer))| Compared {
-            scenario: *s,
-            predicted: o.items_per_sec,
-            range,
-            median,
-            best,
-            by_queuer: by_queuer.map(|measured| (super::report::by_queuer(s, o), measured)),
-        })
+        .map(
+            |(((s, o), range), &(median, best, by_queuer, ahead))| Compared {
+                scenario: *s,
+                predicted: o.items_per_sec,
+                range,
+                median,
+                best,
+                by_queuer: by_queuer.map(|measured| (super::report::by_queuer(s, o), measured)),
+                ahead: profile
+                    .mechanism
+                    .holds
+                    .then(|| (super::report::ahead(s, o), ahead)),
+            },
+        )
         .collect();
     let basis = match &calibration {
         Some(c) => format!("podq's costs fitted on {}", c.file),
@@ -241,6 +251,8 @@ pub(crate) fn run(
                     "error_against_best": r.predicted / r.best - 1.0,
                     "predicted_by_queuer": r.by_queuer.map(|b| b.0),
                     "measured_by_queuer": r.by_queuer.map(|b| b.1),
+                    "predicted_ahead": r.ahead.map(|a| a.0),
+                    "measured_ahead": r.ahead.and_then(|a| a.1),
                 })
             })
             .collect();
@@ -305,6 +317,14 @@ pub(crate) fn run(
                     100.0 * predicted,
                     100.0 * measured
                 ));
+            }
+            if let Some((predicted, measured)) = r.ahead {
+                out.pop();
+                out.push_str(&format!("  ahead {:.1} %", 100.0 * predicted));
+                if let Some(measured) = measured {
+                    out.push_str(&format!(" (measured {:.1} %)", 100.0 * measured));
+                }
+                out.push('\n');
             }
         }
         out

@@ -251,6 +251,12 @@ impl Report<'_> {
                 ));
             }
         }
+        if self.profile.mechanism.holds {
+            line.push_str(&format!(
+                "\tahead={:.0} %",
+                100.0 * ahead(&row.scenario, &row.outcome)
+            ));
+        }
         if let Some((lo, hi)) = row.range {
             line.push_str(&format!("\trange={lo:.0}-{hi:.0}"));
         }
@@ -358,6 +364,10 @@ impl Report<'_> {
             map.insert("taken_by_watchdog".into(), o.held.taken_by_watchdog.into());
             map.insert("held_bounded".into(), o.held.bounded.into());
         }
+        if self.profile.mechanism.holds {
+            map.insert("ahead".into(), ahead(s, o).into());
+            map.insert("ran_ahead".into(), o.held.ran_ahead.into());
+        }
         if s.pull {
             let c = &o.pull;
             map.insert(
@@ -446,8 +456,19 @@ impl Report<'_> {
 /// The share of the items of `s` run by the worker whose running item queued them, as `o`
 /// counts them (`PoolStats::ran_by_queuer` over the items, as the bench's `by_queuer`).
 pub(crate) fn by_queuer(s: &Scenario, o: &Outcome) -> f64 {
-    let items = s.workload.runs_per_producer(s.items) * s.producers() as u64;
-    o.held.ran_by_queuer as f64 / items.max(1) as f64
+    o.held.ran_by_queuer as f64 / runs(s)
+}
+
+/// The share of the items of `s` that a worker took from its pool's head ahead, with the one
+/// it took, and ran (H8), as `o` counts them (`PoolStats::ran_ahead` over the items, as the
+/// bench's `ahead`).
+pub(crate) fn ahead(s: &Scenario, o: &Outcome) -> f64 {
+    o.held.ran_ahead as f64 / runs(s)
+}
+
+/// The items `s` runs, at least 1.
+fn runs(s: &Scenario) -> f64 {
+    (s.workload.runs_per_producer(s.items) * s.producers() as u64).max(1) as f64
 }
 
 /// `values` as `on` and `off`, in order, comma-separated.

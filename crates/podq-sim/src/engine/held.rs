@@ -1,22 +1,28 @@
-//! podq's held slots (steps H1-H7 of `crates/podq/src/pool/README.md`), for the profiles whose
+//! podq's held slots (steps H1-H8 of `crates/podq/src/pool/README.md`), for the profiles whose
 //! [`Mechanism::holds`](crate::Mechanism::holds) is set: a worker holds the newest item its
 //! running item queues to its own pool and runs it next, with no lock, no hand-over to
 //! another CPU and no wake-up. Every decision is `podq::policy::held`'s: whether the holder
 //! runs its held item next or sends it to the back of the queue ([`held::runs_held`], the
-//! bound of [`held::MAX_IN_A_ROW`] runs in a row while other items wait), and whether a worker
-//! back from its spin (H5) or the stall watchdog (H6) takes an item over
-//! ([`held::taken_over`]: two looks saw the same item held).
+//! bound of [`held::MAX_IN_A_ROW`] runs in a row while other items wait), whether a worker
+//! taking from its pool's head also takes the head's next item into its slot (H8,
+//! [`held::holds_ahead`], every workload), and whether a worker back from its spin (H5) or the
+//! stall watchdog (H6) takes an item over ([`held::taken_over`]: two looks saw the same item
+//! held).
 //!
 //! Only the queue calls of `chain`, `yield` and `spawn-local` items (`spawned.rs`) are held;
-//! `rpc` and `fanout` hops are pushed as before. What the model leaves out: a put into the
-//! slot (one swap of a line of the holder's own CPU) costs nothing, a held item that the bound
-//! sends back goes to the queue at the worker's next take without its lane lock, and the
-//! watchdog's push runs on no simulated CPU. A worker claims its slot at its first hold (H1),
-//! which is the same as at its start, as simulated workers never exit; cancel and
-//! re-formation (H7) are not simulated.
+//! `rpc` and `fanout` hops are pushed as before. An item held ahead is taken in the take's
+//! critical section at the cost of another take ([`Costs::critical_section_ns`]), never by a
+//! steal from a sibling (as podq, whose steal does not hold ahead). What the model leaves out:
+//! a put into the slot (one swap of a line of the holder's own CPU) costs nothing, a held item
+//! that the bound sends back goes to the queue at the worker's next take without its lane
+//! lock, and the watchdog's push runs on no simulated CPU. A worker claims its slot at its
+//! first hold (H1), which is the same as at its start, as simulated workers never exit; cancel
+//! and re-formation (H7) are not simulated.
+//!
+//! [`Costs::critical_section_ns`]: crate::cost::Costs::critical_section_ns
 
-use podq::policy::held;
 use podq::policy::stall::BLOCK_CHECK_INTERVAL;
+use podq::policy::{growth, held};
 
 use super::threads::{Phase, Role};
 use super::{Engine, Event, Item, NO_GROUP};
@@ -31,6 +37,9 @@ pub(super) const HELD_EVENT: u32 = 1 << 30;
 struct Slot {
     /// The item it holds.
     item: Option<Item>,
+    /// Whether that item was taken from the head ahead (H8) rather than queued by its
+    /// holder's running item.
+    ahead: bool,
     /// Items its holder ever put in it: what a look compares.
     puts: u64,
     /// What the watchdog's last look saw (`Some(puts)` when it held an item).
@@ -103,6 +112,8 @@ impl Engine<'_> {
         } else {
             None
         };
+        // (H8) A task held ahead is not displaced: the new one is pushed as any other.
+        let index = index.filter(|&i| !self.held.slots[pool as usize][i].ahead);
         let Some(index) = index else {
             self.start_push_with(tid, pool, pair, false, NO_GROUP, left);
             return;
@@ -149,6 +160,7 @@ impl Engine<'_> {
         }
         slots.push(Slot {
             item: None,
+            ahead: false,
             puts: 0,
             looked: None,
             in_a_row: 0,
@@ -160,6 +172,40 @@ impl Engine<'_> {
         }
         self.held.slot_of[tid as usize] = Some(index as u32);
         Some(index)
+    }
+
+    /// (H8) Worker `tid` of `pool`, having taken an item from its head under the head lock,
+    /// also takes the head's next item into its empty slot when [`held::holds_ahead`] says so:
+    /// enough items left in the head behind it, nobody idle. Counted in `started`, watched as a
+    /// put of H2's. Returns the time it adds inside the lock: another take's.
+    pub(super) fn hold_ahead(&mut self, tid: u32, pool: u32) -> f64 {
+        if !self.mech.holds {
+            return 0.0;
+        }
+        let p = &self.pools[pool as usize];
+        let help = growth::wants_help(p.workers, p.limits);
+        if !held::holds_ahead(p.head_len, help) {
+            return 0.0;
+        }
+        let Some(index) = self.claim_slot(tid, pool as usize) else {
+            return 0.0;
+        };
+        if self.held.slots[pool as usize][index].item.is_some() {
+            return 0.0;
+        }
+        let Some(item) = self.pools[pool as usize].pop_head() else {
+            return 0.0;
+        };
+        self.pools[pool as usize].started += 1;
+        let slot = &mut self.held.slots[pool as usize][index];
+        slot.item = Some(item);
+        slot.ahead = true;
+        slot.puts += 1;
+        if !self.held.watched[pool as usize] {
+            self.held.watched[pool as usize] = true;
+            self.watch_held(pool as usize);
+        }
+        self.costs.critical_section_ns
     }
 
     /// (H3) Worker `tid`, back at its queue, runs its held item, unless it has run
@@ -178,6 +224,16 @@ impl Engine<'_> {
             slot.in_a_row = 0;
             return false;
         };
+        if std::mem::take(&mut slot.ahead) {
+            // (H8) A task of the queue, counted in `started` when taken: not run by its
+            // queuer, not in a row of held ones.
+            slot.in_a_row = 0;
+            slot.while_waiting = 0;
+            self.held.counts.ran_ahead += 1;
+            self.record_start(Some(item));
+            self.run_item(tid, item);
+            return true;
+        }
         let in_a_row = slot.in_a_row;
         let look = held::must_look(in_a_row);
         if held::runs_held(in_a_row, look && waiting) {
@@ -269,6 +325,7 @@ impl Engine<'_> {
         })?;
         self.held.counts.taken_from_queuer += 1;
         slots[index].in_a_row = 0;
+        slots[index].ahead = false;
         slots[index].item.take()
     }
 
@@ -296,6 +353,7 @@ impl Engine<'_> {
             if held::taken_over(then, now) {
                 if let Some(item) = slot.item.take() {
                     slot.looked = None;
+                    slot.ahead = false;
                     taken.push(item);
                     continue;
                 }
@@ -378,5 +436,74 @@ mod tests {
         e.mark_held(holder, 0);
         assert!(e.take_over_held(holder, 0).is_none());
         assert_eq!(e.held.counts.taken_from_queuer, 1);
+    }
+
+    /// (H8) A worker that took from the head takes the next item ahead only with enough left
+    /// behind it and nobody idle, a put of H2 does not displace it, and its holder runs it as
+    /// an item of the queue.
+    #[test]
+    fn a_busy_worker_holds_the_heads_next_item_ahead_and_runs_it_as_one_of_the_queue() {
+        let topo = Topology::from_machine("sockets=1,nodes=1,caches=1,cores=4,smt=1").unwrap();
+        let machine = SimMachine::new(topo, "test");
+        let pods = Pods::new(machine.topology(), AffinityScope::System, 8).unwrap();
+        let placement = Placement::new(&pods, &machine.topology().cpu_set(), |_| 0).unwrap();
+        let scenario = Scenario {
+            workload: Workload::Flood,
+            ..Scenario::kernel_test(AffinityScope::System, 1)
+        };
+        let profile = Profile::podq();
+        let mut e = Engine::new(&machine, &profile, &scenario, &pods, &placement);
+        let holder = e.new_thread(Thread::worker(0, 1));
+        let head = |from: u32| Item {
+            producer: 0,
+            queued_at: 0,
+            lane: 0,
+            from,
+            in_head: true,
+            sender: false,
+            group: NO_GROUP,
+            left: 0,
+        };
+        let fill = |e: &mut Engine, n: u32| {
+            let p = &mut e.pools[0];
+            p.queue.clear();
+            p.queue.extend((0..n).map(head));
+            p.head_len = n as usize;
+        };
+        // The pool's one worker is parked: someone idle, so nothing is taken ahead.
+        fill(&mut e, 4);
+        assert_eq!(e.hold_ahead(holder, 0), 0.0);
+        assert_eq!(e.pools[0].head_len, 4);
+        // Nobody idle, a worker on its way.
+        e.pools[0].workers.idle = 0;
+        e.pools[0].workers.coming = 1;
+        // One item left behind the taken one: fewer than AHEAD_LEFT.
+        fill(&mut e, held::AHEAD_LEFT as u32);
+        e.pools[0].pop();
+        assert_eq!(e.hold_ahead(holder, 0), 0.0);
+        // Enough left: the next one is held ahead, at another take's cost.
+        fill(&mut e, 4);
+        e.pools[0].pop();
+        let started = e.pools[0].started;
+        assert!(e.hold_ahead(holder, 0) > 0.0);
+        assert_eq!(e.pools[0].head_len, 2);
+        assert_eq!(e.pools[0].started, started + 1);
+        let slot = e.held.slots[0][0];
+        assert!(slot.ahead);
+        assert_eq!(slot.item.map(|i| i.from), Some(1));
+        // Held already: no second one.
+        assert_eq!(e.hold_ahead(holder, 0), 0.0);
+        // A put of the running item goes past it to the queue.
+        e.queue_from_worker(holder, 0, 0);
+        let slot = e.held.slots[0][0];
+        assert!(slot.ahead);
+        assert_eq!(slot.puts, 1);
+        assert_eq!(slot.item.map(|i| i.from), Some(1));
+        // Its holder runs it next, as an item of the queue.
+        assert!(e.run_held(holder));
+        assert_eq!(e.held.counts.ran_ahead, 1);
+        assert_eq!(e.held.counts.ran_by_queuer, 0);
+        assert!(!e.held.slots[0][0].ahead);
+        assert!(e.held.slots[0][0].item.is_none());
     }
 }

@@ -103,15 +103,28 @@ impl Pool {
     fn pop(&mut self) -> Option<(Item, bool)> {
         let item = self.queue.pop_front()?;
         if item.in_head {
+            self.head_len -= 1;
             return Some((item, false));
         }
         if let Some(lane) = self.lane_of(item.lane) {
             self.lane_waiting[lane] = 0;
         }
-        for waiting in self.queue.iter_mut().filter(|i| i.lane == item.lane) {
+        for waiting in self
+            .queue
+            .iter_mut()
+            .filter(|i| i.lane == item.lane && !i.in_head)
+        {
             waiting.in_head = true;
+            self.head_len += 1;
         }
         Some((item, true))
+    }
+
+    /// Takes the oldest item of the head, if any, with no refill (H8).
+    fn pop_head(&mut self) -> Option<Item> {
+        let at = self.queue.iter().position(|i| i.in_head)?;
+        self.head_len -= 1;
+        self.queue.remove(at)
     }
 }
 
@@ -132,6 +145,8 @@ struct Pool {
     allowed: Mask,
     /// Waiting items, FIFO.
     queue: VecDeque<Item>,
+    /// Of those, the ones in the head (`Item::in_head`).
+    head_len: usize,
     /// Waiting items per lane, by position in `lanes` (podq only): what a push reads as its
     /// lane's length, until a refill moves them to the head.
     lane_waiting: Vec<usize>,
@@ -216,7 +231,7 @@ struct Engine<'m> {
     pod_of: Vec<u32>,
     /// The `locality` workload's groups, caches and steering.
     locality: Option<Box<LocalityState>>,
-    /// The held slots (podq's H1-H7).
+    /// The held slots (podq's H1-H8).
     held: Held,
     /// The `chain`, `yield` and `spawn-local` workloads' own counts.
     spawned: Spawned,
@@ -388,6 +403,7 @@ impl<'m> Engine<'m> {
             pod,
             allowed,
             queue: VecDeque::new(),
+            head_len: 0,
             lane_waiting: vec![0; lanes_count],
             workers: Workers {
                 live: 1,

@@ -524,6 +524,12 @@ impl Engine<'_> {
                     p.workers.coming -= 1;
                 }
                 let mut popped = p.pop();
+                // (H8) The head's next item too, under the same lock, when the policy says so.
+                let ahead = if popped.is_some() {
+                    self.hold_ahead(tid, pool)
+                } else {
+                    0.0
+                };
                 if popped.is_none() && spun {
                     // (H5) Back from its spin with the queue still empty.
                     popped = self
@@ -581,7 +587,7 @@ impl Engine<'_> {
                     *decided = action;
                 }
                 self.set_phase(tid, next);
-                cs + self.wake_inside(action)
+                cs + ahead + self.wake_inside(action)
             }
             (Role::Worker { .. }, Phase::Steal) => self.steal(tid),
             (role, phase) => unreachable!("{role:?} takes no lock in {phase:?}"),
@@ -620,7 +626,7 @@ impl Engine<'_> {
 
     /// Records when an item of an open workload started, from just before its queue call
     /// (senders aside: they are no item of the count).
-    fn record_start(&mut self, item: Option<Item>) {
+    pub(super) fn record_start(&mut self, item: Option<Item>) {
         if let (true, Some(item @ Item { sender: false, .. })) = (self.workload.is_open(), item) {
             let waited = u32::try_from(self.now - item.queued_at).unwrap_or(u32::MAX);
             self.starts.push(waited);
