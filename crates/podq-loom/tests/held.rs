@@ -311,3 +311,51 @@ fn cancel_takes_a_task_held_ahead_or_its_holder_runs_it() {
         );
     });
 }
+
+/// (H8, O4) The worker may take the first task, which blocks until the second has run, and
+/// hold the second ahead (the third waits behind it, and nobody is idle): a sibling's steal
+/// takes a task held ahead before the head's, so the second runs on the sibling and the first
+/// returns. Without the steal's look at the slots, the sibling takes only the third, and the
+/// model never ends.
+#[test]
+fn a_sibling_steals_a_task_held_ahead_behind_one_that_waits_for_it() {
+    check(|| {
+        let core = spinning_core(1, 0);
+        let gate = Arc::new((Mutex::new(false), Condvar::new()));
+        let ran = Ran::new(3);
+        let waiter: Item = {
+            let (gate, done) = (Arc::clone(&gate), Ran::task(&ran));
+            Box::new(move || {
+                let mut open = gate.0.lock();
+                while !*open {
+                    open = gate.1.wait(open);
+                }
+                drop(open);
+                done();
+            })
+        };
+        let opener: Item = {
+            let (gate, done) = (Arc::clone(&gate), Ran::task(&ran));
+            Box::new(move || {
+                *gate.0.lock() = true;
+                gate.1.notify_all();
+                done();
+            })
+        };
+        let last = Ran::task(&ran);
+        push(&core, waiter);
+        push(&core, opener);
+        push(&core, last);
+        // The sibling's worker: steals until the opener has run (W2-W4 as `Core::steal`).
+        while !*gate.0.lock() {
+            match core.steal() {
+                common::Stolen::Took { item, .. } => item(),
+                common::Stolen::Empty => thread::yield_now(),
+            }
+        }
+        ran.wait_for_all();
+        core.shutdown();
+        core.wait_for_exit();
+        assert_eq!(ran.total(), 3);
+    });
+}

@@ -37,8 +37,8 @@ pub(crate) struct HeldSlot<T> {
     /// A: held tasks another worker or the watchdog took (H5, H6). Relaxed: a statistic.
     taken: AtomicU64,
     /// A: whether the held task, if still there, was taken from the head ahead (H8) rather
-    /// than queued by the owner's running task. Only the owner reads and writes it: an atomic
-    /// only to be `Sync`, `Relaxed`.
+    /// than queued by the owner's running task. Only the owner writes it; a sibling's steal
+    /// reads it as a hint (O4), and the word decides what it takes. `Relaxed`.
     ahead: AtomicBool,
     /// A: tasks held ahead that their holder ran (H8). Only the owner writes it. Relaxed: a
     /// statistic.
@@ -289,6 +289,22 @@ impl<T> Core<T> {
         HeldSlot::<T>::add(&held.ahead_ran, 1);
         HeldSlot::<T>::add(&held.executed, std::mem::take(&mut slot.ran));
         Some(item)
+    }
+
+    /// (H8, O4) A sibling's worker or the rescuer, taking this pool's oldest waiting task
+    /// (`Core::steal`), takes a task held ahead first: it left the head before every task still
+    /// there, and its holder is busy. Counted as taken from its holder. The `ahead` flag is a
+    /// hint read without the owner: a stale one may let it take a task the owner's running
+    /// task queued (H2), which is then run by the sibling as a task taken over (H5) would be.
+    pub(super) fn take_held_ahead(&self) -> Option<T> {
+        self.held.slots.iter().find_map(|held| {
+            if !held.ahead.load(Ordering::Relaxed) {
+                return None;
+            }
+            let task = held.cell.take_if(|_| true)?;
+            held.taken.fetch_add(1, Ordering::Relaxed);
+            Some(task)
+        })
     }
 
     /// Whether tasks wait in the queue: in a lane, or in the head as the last worker to look

@@ -62,9 +62,18 @@ impl<T> Core<T> {
     /// A worker of a sibling pool takes this pool's oldest waiting task, as W2-W4 would for one
     /// of this pool's own workers: under the head lock, counted in `started`, and handing on
     /// the tasks left in the head (waking or asking for one of this pool's workers when the
-    /// hint says so).
+    /// hint says so). A task held ahead (H8) is older than the head's and comes first; it was
+    /// counted in `started` when it left the head.
     pub(crate) fn steal(&self) -> Stolen<T> {
         let mut head = self.lock_head();
+        if let Some(item) = self.take_held_ahead() {
+            let more = self.in_head(&head) > 0 || self.lanes_len() > 0;
+            return Stolen::Took {
+                item,
+                grow: Grow::No,
+                more,
+            };
+        }
         let Some(item) = self.take(&mut head) else {
             self.note_head_waits(false);
             return Stolen::Empty;
