@@ -188,7 +188,7 @@ fn publish_gives_every_series_with_the_counts_of_a_known_load() {
     // Every series once per pool or workqueue, each a counter exactly when named `_total`,
     // all with the unit `count`.
     let names: Vec<&str> = series.keys().map(|(name, _)| name.as_str()).collect();
-    assert_eq!(series.len(), 11 + 22 * stats.pools.len(), "{names:?}");
+    assert_eq!(series.len(), 11 + 23 * stats.pools.len(), "{names:?}");
     for ((name, _), (kind, _, unit)) in &series {
         let counter = *kind == MetricKind::Counter;
         assert_eq!(name.ends_with("_total"), counter, "{name}");
