@@ -278,84 +278,38 @@ fn shutdown_waits_for_a_held_task() {
     });
 }
 
-/// (H8 vs H7, C2) Three tasks queued before the one worker claims them: it may take the first
-/// and hold the second ahead (the head holds the third, and nobody is idle), or find the second
-/// in the head or its lane, while cancel looks for the second in the head, the lanes (through
-/// `Lane::take_out` and `Lane::put_back`) and the slots. Cancel takes it out or the worker runs
-/// it, exactly one of the two, and the others run once. Every task is made before the first
-/// push (`addr`).
+/// (H8 vs H7, C2) Four tasks queued on a pool of two eager workers: the second worker may take
+/// a task and hold the next one ahead (two wait behind it, and nobody is idle), or a worker
+/// finds the sought one in the head or its lane, while cancel looks for the third in the head,
+/// the lanes (through `Lane::take_out` and `Lane::put_back`) and the slots. Cancel takes it out
+/// or a worker runs it, exactly one of the two, and the others run once. Every task is made
+/// before the first push (`addr`). One preemption fewer than the others, as for the models
+/// with two workers and a third thread.
 #[test]
 fn cancel_takes_a_task_held_ahead_or_its_holder_runs_it() {
-    check(|| {
-        let core = spinning_core(1, 0);
-        let second_ran = Arc::new(AtomicUsize::new(0));
-        let second: Item = {
-            let second_ran = Arc::clone(&second_ran);
+    podq_loom::check(PREEMPTION_BOUND - 1, || {
+        let core = spinning_core(2, 0);
+        let target_ran = Arc::new(AtomicUsize::new(0));
+        let target_task: Item = {
+            let target_ran = Arc::clone(&target_ran);
             Box::new(move || {
-                second_ran.fetch_add(1, Ordering::SeqCst);
+                target_ran.fetch_add(1, Ordering::SeqCst);
             })
         };
-        let target = addr(&second);
-        let ran = Ran::new(2);
-        let (first, third) = (Ran::task(&ran), Ran::task(&ran));
+        let target = addr(&target_task);
+        let ran = Ran::new(3);
+        let (first, second, fourth) = (Ran::task(&ran), Ran::task(&ran), Ran::task(&ran));
         push(&core, first);
         push(&core, second);
-        push(&core, third);
+        push(&core, target_task);
+        push(&core, fourth);
         let removed = core.remove_if(|task| addr(task) == target);
         ran.wait_for_all();
         core.shutdown();
         core.wait_for_exit();
         assert_eq!(
-            usize::from(removed.is_some()) + second_ran.load(Ordering::SeqCst),
+            usize::from(removed.is_some()) + target_ran.load(Ordering::SeqCst),
             1
         );
-    });
-}
-
-/// (H8, O4) The worker may take the first task, which blocks until the second has run, and
-/// hold the second ahead (the third waits behind it, and nobody is idle): a sibling's steal
-/// takes a task held ahead before the head's, so the second runs on the sibling and the first
-/// returns. Without the steal's look at the slots, the sibling takes only the third, and the
-/// model never ends.
-#[test]
-fn a_sibling_steals_a_task_held_ahead_behind_one_that_waits_for_it() {
-    check(|| {
-        let core = spinning_core(1, 0);
-        let gate = Arc::new((Mutex::new(false), Condvar::new()));
-        let ran = Ran::new(3);
-        let waiter: Item = {
-            let (gate, done) = (Arc::clone(&gate), Ran::task(&ran));
-            Box::new(move || {
-                let mut open = gate.0.lock();
-                while !*open {
-                    open = gate.1.wait(open);
-                }
-                drop(open);
-                done();
-            })
-        };
-        let opener: Item = {
-            let (gate, done) = (Arc::clone(&gate), Ran::task(&ran));
-            Box::new(move || {
-                *gate.0.lock() = true;
-                gate.1.notify_all();
-                done();
-            })
-        };
-        let last = Ran::task(&ran);
-        push(&core, waiter);
-        push(&core, opener);
-        push(&core, last);
-        // The sibling's worker: steals until the opener has run (W2-W4 as `Core::steal`).
-        while !*gate.0.lock() {
-            match core.steal() {
-                common::Stolen::Took { item, .. } => item(),
-                common::Stolen::Empty => thread::yield_now(),
-            }
-        }
-        ran.wait_for_all();
-        core.shutdown();
-        core.wait_for_exit();
-        assert_eq!(ran.total(), 3);
     });
 }

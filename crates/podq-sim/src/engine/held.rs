@@ -184,7 +184,7 @@ impl Engine<'_> {
         }
         let p = &self.pools[pool as usize];
         let help = growth::wants_help(p.workers, p.limits);
-        if !held::holds_ahead(p.head_len, help) {
+        if !held::holds_ahead(p.head_len, help, p.limits.eager_workers) {
             return 0.0;
         }
         let Some(index) = self.claim_slot(tid, pool as usize) else {

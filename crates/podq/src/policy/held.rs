@@ -47,13 +47,16 @@ pub const AHEAD_LEFT: usize = 2;
 
 /// Whether a worker that takes a task from its pool's head also takes the next one into its
 /// held slot, to run it after the first without taking the head lock again (H8): when
-/// `left` tasks (at least [`AHEAD_LEFT`]) wait in the head after the one it takes and
-/// nobody is idle (`help` clear: every worker is busy, spinning or on its way), so that no
-/// idle worker would have taken it sooner. Its slot must be empty, which the caller checks.
-/// With a pod's workers all busy, each then takes the head lock once per two tasks.
+/// `left` tasks (at least [`AHEAD_LEFT`]) wait in the head after the one it takes, nobody is
+/// idle (`help` clear: every worker is busy, spinning or on its way), so that no idle worker
+/// would have taken it sooner, and the pool runs more than one worker at once (`eager`, its
+/// eager size): one worker alone takes the head lock uncontended, and holding would only let
+/// a take-over (H5, H6) start the task behind later ones. Its slot must be empty, which the
+/// caller checks. With a pod's workers all busy, each then takes the head lock once per two
+/// tasks.
 #[must_use]
-pub fn holds_ahead(left: usize, help: bool) -> bool {
-    !help && left >= AHEAD_LEFT
+pub fn holds_ahead(left: usize, help: bool, eager: usize) -> bool {
+    !help && eager > 1 && left >= AHEAD_LEFT
 }
 
 /// Whether a worker other than the holder takes a held item now (H5, H6): `then` is what an
@@ -84,12 +87,14 @@ mod tests {
 
     #[test]
     fn a_worker_holds_ahead_only_with_tasks_left_for_others_and_nobody_idle() {
-        assert!(holds_ahead(AHEAD_LEFT, false));
-        assert!(holds_ahead(100, false));
-        assert!(!holds_ahead(AHEAD_LEFT - 1, false));
-        assert!(!holds_ahead(0, false));
+        assert!(holds_ahead(AHEAD_LEFT, false, 2));
+        assert!(holds_ahead(100, false, 8));
+        assert!(!holds_ahead(AHEAD_LEFT - 1, false, 8));
+        assert!(!holds_ahead(0, false, 8));
         // Someone idle: W4 wakes it for the tasks left instead.
-        assert!(!holds_ahead(100, true));
+        assert!(!holds_ahead(100, true, 8));
+        // One worker: nobody to contend with for the head lock.
+        assert!(!holds_ahead(100, false, 1));
     }
 
     #[test]

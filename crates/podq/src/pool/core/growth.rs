@@ -86,6 +86,12 @@ impl<T> Core<T> {
     /// Returns the task, to run after acting on the returned [`Grow`].
     pub(super) fn hand_on(&self, mut head: MutexGuard<'_, Head<T>>, item: T) -> (T, Grow) {
         head.started += 1;
+        self.hand_on_counted(head, item)
+    }
+
+    /// (W4) [`Core::hand_on`] for a task already counted in `started` (one held ahead, H8,
+    /// that a sibling's steal takes): hands on the tasks left in the head.
+    pub(super) fn hand_on_counted(&self, head: MutexGuard<'_, Head<T>>, item: T) -> (T, Grow) {
         let waiting = self.in_head(&head);
         self.note_head_waits(waiting > 0);
         if waiting == 0 || !self.hint.help() {

@@ -218,7 +218,11 @@ impl<T> Core<T> {
         };
         // Only this worker puts, so an empty slot stays empty.
         if self.held.slots[index].cell.held().is_some()
-            || !policy::holds_ahead(self.in_head(head), self.hint.help())
+            || !policy::holds_ahead(
+                self.in_head(head),
+                self.hint.help(),
+                self.limits.eager_workers,
+            )
         {
             return;
         }

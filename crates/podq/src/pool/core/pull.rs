@@ -68,11 +68,8 @@ impl<T> Core<T> {
         let mut head = self.lock_head();
         if let Some(item) = self.take_held_ahead() {
             let more = self.in_head(&head) > 0 || self.lanes_len() > 0;
-            return Stolen::Took {
-                item,
-                grow: Grow::No,
-                more,
-            };
+            let (item, grow) = self.hand_on_counted(head, item);
+            return Stolen::Took { item, grow, more };
         }
         let Some(item) = self.take(&mut head) else {
             self.note_head_waits(false);

@@ -264,23 +264,33 @@ fn lock_counts_count_contention_separately() {
 
 #[test]
 fn a_busy_worker_holds_the_next_task_ahead_and_runs_the_queue_in_order() {
-    let core = Core::<u32>::new(limits(1));
+    let core = Core::<u32>::new(limits(2));
     assert_eq!(core.push(0, 1), Push::Spawn);
-    for item in 2..=5 {
+    for item in 2..=6 {
         assert_eq!(core.push(0, item), Push::Busy);
     }
     let mut slot = WorkerSlot::new();
     let index = core.claim_held(&mut slot).expect("a free held slot");
-    let mut ran = Vec::new();
-    // (H8) 1 taken, 2 held ahead (3, 4, 5 wait); 2 run from the slot; 3 taken, 4 held ahead
-    // (5 waits); 4 from the slot; 5 taken alone.
-    while ran.len() < 5 {
+    // 1 taken with room to grow: a second worker is asked for, and nothing held (H8 waits
+    // until nobody is idle and the pool cannot grow). Then, the second on its way: 2 taken and
+    // 3 held ahead (4, 5, 6 wait); 3 from the slot; 4 taken and 5 held ahead (6 waits); 5
+    // from the slot; 6 taken alone.
+    assert!(matches!(
+        core.next(&mut slot, || 0, &mut NoSiblings),
+        Next::Run {
+            item: 1,
+            grow: Grow::Spawn
+        }
+    ));
+    assert_eq!(core.snapshot().held.held, 0);
+    let mut ran = vec![1];
+    while ran.len() < 6 {
         match core.next(&mut slot, || 0, &mut NoSiblings) {
             Next::Run { item, .. } => ran.push(item),
             Next::Exit => panic!("the worker left with items queued"),
         }
-        if ran == [1] {
-            assert_eq!(core.snapshot().held.held, 1, "2 is held ahead");
+        if ran == [1, 2] {
+            assert_eq!(core.snapshot().held.held, 1, "3 is held ahead");
             assert!(
                 slot.take_watch_held(),
                 "the first put into an empty slot is watched"
@@ -289,7 +299,7 @@ fn a_busy_worker_holds_the_next_task_ahead_and_runs_the_queue_in_order() {
             assert_eq!(core.hold(index, 9).before, Some(9));
         }
     }
-    assert_eq!(ran, [1, 2, 3, 4, 5]);
+    assert_eq!(ran, [1, 2, 3, 4, 5, 6]);
     let snap = core.snapshot();
     assert_eq!(
         (snap.held.ahead_ran, snap.held.ran, snap.held.held),
@@ -299,24 +309,45 @@ fn a_busy_worker_holds_the_next_task_ahead_and_runs_the_queue_in_order() {
 
 #[test]
 fn cancel_finds_a_task_held_ahead() {
-    let core = Core::<u32>::new(limits(1));
+    let core = Core::<u32>::new(limits(2));
     assert_eq!(core.push(0, 1), Push::Spawn);
-    for item in 2..=4 {
+    for item in 2..=5 {
         assert_eq!(core.push(0, item), Push::Busy);
     }
     let mut slot = WorkerSlot::new();
     core.claim_held(&mut slot).expect("a free held slot");
-    assert!(matches!(
-        core.next(&mut slot, || 0, &mut NoSiblings),
-        Next::Run { item: 1, .. }
-    ));
-    assert_eq!(core.remove_if(|&i| i == 2), Some(2));
+    for expected in [1, 2] {
+        assert!(matches!(
+            core.next(&mut slot, || 0, &mut NoSiblings),
+            Next::Run { item, .. } if item == expected
+        ));
+    }
+    assert_eq!(core.snapshot().held.held, 1, "3 is held ahead");
+    assert_eq!(core.remove_if(|&i| i == 3), Some(3));
     // The slot is empty: the worker goes on with the head, and holds nothing more ahead.
-    for expected in [3, 4] {
+    for expected in [4, 5] {
         assert!(matches!(
             core.next(&mut slot, || 0, &mut NoSiblings),
             Next::Run { item, .. } if item == expected
         ));
     }
     assert_eq!(core.snapshot().held.ahead_ran, 0);
+}
+
+#[test]
+fn one_worker_alone_holds_nothing_ahead() {
+    let core = Core::<u32>::new(limits(1));
+    assert_eq!(core.push(0, 1), Push::Spawn);
+    for item in 2..=5 {
+        assert_eq!(core.push(0, item), Push::Busy);
+    }
+    let mut slot = WorkerSlot::new();
+    core.claim_held(&mut slot).expect("a free held slot");
+    for expected in 1..=5 {
+        assert!(matches!(
+            core.next(&mut slot, || 0, &mut NoSiblings),
+            Next::Run { item, .. } if item == expected
+        ));
+        assert_eq!(core.snapshot().held.held, 0);
+    }
 }
