@@ -351,3 +351,33 @@ fn one_worker_alone_holds_nothing_ahead() {
         assert_eq!(core.snapshot().held.held, 0);
     }
 }
+
+#[test]
+fn a_siblings_steal_takes_a_task_held_ahead_before_the_heads() {
+    use crate::pool::core::Stolen;
+    let core = Core::<u32>::new(limits(2));
+    assert_eq!(core.push(0, 1), Push::Spawn);
+    for item in 2..=5 {
+        assert_eq!(core.push(0, item), Push::Busy);
+    }
+    let mut slot = WorkerSlot::new();
+    core.claim_held(&mut slot).expect("a free held slot");
+    for expected in [1, 2] {
+        assert!(matches!(
+            core.next(&mut slot, || 0, &mut NoSiblings),
+            Next::Run { item, .. } if item == expected
+        ));
+    }
+    // 3 is held ahead while its holder runs 2: it left the head before 4 and 5 (O4, H8).
+    for expected in [3, 4, 5] {
+        assert!(matches!(core.steal(), Stolen::Took { item, .. } if item == expected));
+    }
+    assert!(matches!(core.steal(), Stolen::Empty));
+    let snap = core.snapshot();
+    assert_eq!(
+        (snap.held.held, snap.held.taken, snap.held.ahead_ran),
+        (0, 1, 0)
+    );
+    // The holder comes back to an empty slot and an empty queue.
+    assert_eq!(core.snapshot().queue_depth, 0);
+}
