@@ -307,8 +307,9 @@ fn a_busy_worker_holds_the_next_task_ahead_and_runs_the_queue_in_order() {
     );
 }
 
-#[test]
-fn cancel_finds_a_task_held_ahead() {
+/// Items 1 to 5 queued on a pool of two eager workers; the first worker has run 1 (asking for
+/// the second) and taken 2, holding 3 ahead (H8).
+fn holding_three_ahead() -> (Core<u32>, WorkerSlot) {
     let core = Core::<u32>::new(limits(2));
     assert_eq!(core.push(0, 1), Push::Spawn);
     for item in 2..=5 {
@@ -323,6 +324,12 @@ fn cancel_finds_a_task_held_ahead() {
         ));
     }
     assert_eq!(core.snapshot().held.held, 1, "3 is held ahead");
+    (core, slot)
+}
+
+#[test]
+fn cancel_finds_a_task_held_ahead() {
+    let (core, mut slot) = holding_three_ahead();
     assert_eq!(core.remove_if(|&i| i == 3), Some(3));
     // The slot is empty: the worker goes on with the head, and holds nothing more ahead.
     for expected in [4, 5] {
@@ -355,19 +362,7 @@ fn one_worker_alone_holds_nothing_ahead() {
 #[test]
 fn a_siblings_steal_takes_a_task_held_ahead_before_the_heads() {
     use crate::pool::core::Stolen;
-    let core = Core::<u32>::new(limits(2));
-    assert_eq!(core.push(0, 1), Push::Spawn);
-    for item in 2..=5 {
-        assert_eq!(core.push(0, item), Push::Busy);
-    }
-    let mut slot = WorkerSlot::new();
-    core.claim_held(&mut slot).expect("a free held slot");
-    for expected in [1, 2] {
-        assert!(matches!(
-            core.next(&mut slot, || 0, &mut NoSiblings),
-            Next::Run { item, .. } if item == expected
-        ));
-    }
+    let (core, _slot) = holding_three_ahead();
     // 3 is held ahead while its holder runs 2: it left the head before 4 and 5 (O4, H8).
     for expected in [3, 4, 5] {
         assert!(matches!(core.steal(), Stolen::Took { item, .. } if item == expected));
