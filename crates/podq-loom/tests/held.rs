@@ -72,6 +72,14 @@ fn queuer(core: &Arc<Core<Item>>, held: Item, after: impl FnOnce() + Send + 'sta
     })
 }
 
+/// A task that counts its runs in `runs`, for a model that cancels it.
+fn counting(runs: &Arc<AtomicUsize>) -> Item {
+    let runs = Arc::clone(runs);
+    Box::new(move || {
+        runs.fetch_add(1, Ordering::SeqCst);
+    })
+}
+
 /// The address of a task, to tell it apart in `remove_if`. An address names a task only while
 /// its box lives: running a `Box<dyn FnOnce()>` frees the box before the body runs, and a task
 /// made after that may get the same address. So a model that finds a task by address makes
@@ -243,12 +251,7 @@ fn cancel_takes_a_held_task_or_its_holder_runs_it() {
     check(|| {
         let core = spinning_core(2, 0);
         let held_ran = Arc::new(AtomicUsize::new(0));
-        let held: Item = {
-            let held_ran = Arc::clone(&held_ran);
-            Box::new(move || {
-                held_ran.fetch_add(1, Ordering::SeqCst);
-            })
-        };
+        let held = counting(&held_ran);
         let target = addr(&held);
         let ran = Ran::new(1);
         let done = Ran::task(&ran);
@@ -290,12 +293,7 @@ fn cancel_takes_a_task_held_ahead_or_its_holder_runs_it() {
     podq_loom::check(PREEMPTION_BOUND - 1, || {
         let core = spinning_core(2, 0);
         let target_ran = Arc::new(AtomicUsize::new(0));
-        let target_task: Item = {
-            let target_ran = Arc::clone(&target_ran);
-            Box::new(move || {
-                target_ran.fetch_add(1, Ordering::SeqCst);
-            })
-        };
+        let target_task = counting(&target_ran);
         let target = addr(&target_task);
         let ran = Ran::new(3);
         let (first, second, fourth) = (Ran::task(&ran), Ran::task(&ran), Ran::task(&ran));
