@@ -56,7 +56,15 @@ pub const AHEAD_LEFT: usize = 2;
 /// tasks.
 #[must_use]
 pub fn holds_ahead(left: usize, help: bool, eager: usize) -> bool {
-    !help && eager > 1 && left >= AHEAD_LEFT
+    !help && may_hold_ahead(left, eager)
+}
+
+/// The part of [`holds_ahead`] that the head's own state decides: the pool's eager size and the
+/// tasks left in the head. A worker asks it first, and reads `HELP`, a line that other CPUs
+/// write, only when it says yes.
+#[must_use]
+pub fn may_hold_ahead(left: usize, eager: usize) -> bool {
+    eager > 1 && left >= AHEAD_LEFT
 }
 
 /// Whether a worker other than the holder takes a held item now (H5, H6): `then` is what an
@@ -95,6 +103,16 @@ mod tests {
         assert!(!holds_ahead(100, true, 8));
         // One worker: nobody to contend with for the head lock.
         assert!(!holds_ahead(100, false, 1));
+    }
+
+    #[test]
+    fn the_heads_own_state_says_no_whenever_holding_ahead_would_be_no_whatever_help_says() {
+        for left in 0..5 {
+            for eager in 1..4 {
+                assert_eq!(may_hold_ahead(left, eager), holds_ahead(left, false, eager));
+                assert!(may_hold_ahead(left, eager) || !holds_ahead(left, true, eager));
+            }
+        }
     }
 
     #[test]

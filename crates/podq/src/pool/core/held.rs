@@ -212,20 +212,26 @@ impl<T> Core<T> {
     /// next one into its empty held slot, when `policy::held::holds_ahead` says so. Under the
     /// head lock, so cancel and a re-formation, which look in the head before the slots, find
     /// the task in one of the two. It counts in `started`: it has left the head.
+    #[inline]
     pub(super) fn hold_ahead(&self, head: &mut Head<T>, slot: &mut WorkerSlot) {
         let Some(index) = slot.holder.index else {
             return;
         };
-        // Only this worker puts, so an empty slot stays empty.
-        if self.held.slots[index].cell.held().is_some()
-            || !policy::holds_ahead(
-                self.in_head(head),
-                self.hint.help(),
-                self.limits.eager_workers,
-            )
+        let (left, eager) = (self.in_head(head), self.limits.eager_workers);
+        // The head's own state first, then the worker's slot (only this worker puts, so an
+        // empty slot stays empty), then `HELP`, which other CPUs write.
+        if !policy::may_hold_ahead(left, eager)
+            || self.held.slots[index].cell.held().is_some()
+            || !policy::holds_ahead(left, self.hint.help(), eager)
         {
             return;
         }
+        self.hold_ahead_now(head, slot, index);
+    }
+
+    /// [`Core::hold_ahead`] once it decided to: takes the head's next task into slot `index`.
+    #[inline(never)]
+    fn hold_ahead_now(&self, head: &mut Head<T>, slot: &mut WorkerSlot, index: usize) {
         let Some(task) = self.take(head) else {
             return;
         };
