@@ -26,9 +26,9 @@ const FIXED: Costs = Costs {
     wake_idle_ns: 0.0,
     switch_ns: 0.0,
     producer_item_ns: 0.0,
-    // `process_one_work`'s own work outside the lock is part of the fitted per-item
-    // bookkeeping (`producer_item_ns`): in the closed loop the producer waits for its item,
-    // so the two run in series and one figure covers both.
+    // `process_one_work`'s own work outside the lock is part of the fitted per-item time
+    // (`producer_item_ns`): in the closed loop the producer waits for its item, so the two
+    // run in series and one figure covers both.
     worker_item_ns: 0.0,
     // EEVDF's `sysctl_sched_base_slice` before its scaling by the CPU count
     // (`Costs::slice_for`).
