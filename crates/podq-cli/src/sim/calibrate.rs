@@ -23,7 +23,7 @@ const FIT_EVALUATIONS: usize = 200;
 
 /// The costs the fit moves, and their bounds: from a tenth of the fastest to ten times the
 /// slowest plausible value on current servers.
-const FREE: [Bound; 9] = [
+const FREE: [Bound; 8] = [
     Bound {
         param: Param::LinesPerHandover,
         low: 1.0,
@@ -51,11 +51,6 @@ const FREE: [Bound; 9] = [
     },
     Bound {
         param: Param::ProducerItem,
-        low: 20.0,
-        high: 20_000.0,
-    },
-    Bound {
-        param: Param::WorkerItem,
         low: 20.0,
         high: 20_000.0,
     },
@@ -368,4 +363,34 @@ pub(crate) fn fit(
             .collect(),
         before_h8,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::measured_before_h8;
+
+    #[test]
+    fn a_run_whose_podq_rows_record_no_ahead_was_measured_before_h8() {
+        let row = |system: &str, ahead: Option<f64>| {
+            let mut row = json!({ "system": system, "workload": "flood" });
+            if let Some(share) = ahead {
+                row["ahead"] = json!(share);
+            }
+            row
+        };
+        let report = |rows: Vec<serde_json::Value>| json!({ "results": rows });
+        assert!(measured_before_h8(&report(vec![
+            row("podq", None),
+            row("tokio", None)
+        ])));
+        assert!(!measured_before_h8(&report(vec![
+            row("podq", Some(0.0)),
+            row("podq", None)
+        ])));
+        // No podq row: nothing says how podq was built.
+        assert!(!measured_before_h8(&report(vec![row("rayon", None)])));
+        assert!(!measured_before_h8(&json!({})));
+    }
 }
