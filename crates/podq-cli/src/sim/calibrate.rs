@@ -22,7 +22,9 @@ const FIT_SAMPLES: usize = 200;
 const FIT_EVALUATIONS: usize = 200;
 
 /// The costs the fit moves, and their bounds: from a tenth of the fastest to ten times the
-/// slowest plausible value on current servers.
+/// slowest plausible value on current servers. The worker's own cost per item
+/// (`worker_item_ns`) stays inside the producer's, as in the `kernel` profile: a closed loop
+/// runs the two in series, so its rates cannot tell them apart.
 const FREE: [Bound; 8] = [
     Bound {
         param: Param::LinesPerHandover,
