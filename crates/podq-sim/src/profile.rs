@@ -48,6 +48,17 @@ pub struct Mechanism {
     /// too, as `podq::policy::held` decides (podq's held slots, steps H1-H8;
     /// `engine/held.rs`); otherwise such an item is pushed as any other, and a take takes one.
     pub holds: bool,
+    /// A worker taking from a busy pool's head takes the head's next item into its held slot
+    /// too (podq's step H8), when [`Mechanism::holds`] is on; off: one item per take, as in
+    /// podq before H8 (a `podq bench --json` row without `ahead` was measured so).
+    pub holds_ahead: bool,
+    /// The head and pool locks are futex mutexes (Rust's `std::sync::Mutex` on Linux): a
+    /// thread that finds one held spins [`MUTEX_SPINS`] pauses while nobody sleeps on it, then
+    /// marks it contended and sleeps (`futex_wait`); an unlock of a contended lock wakes one
+    /// sleeper (`futex_wake`, paid by the unlocker), which tries again when it runs, and marks
+    /// the lock contended when it takes it. Otherwise a lock is a queue of spinning waiters
+    /// (the kernel's spinlocks).
+    pub futex_locks: bool,
 }
 
 /// A runtime's costs and mechanisms.
@@ -68,6 +79,12 @@ pub const BENCH_WAITER_SPINS: u32 = 32;
 /// The `spin_loop` pauses of a podq worker's spin-only rounds (`sync::SPIN_ONLY_ROUNDS`, 9
 /// doubling rounds: 2^9 - 1), which [`Costs::spin_ns`](crate::Costs::spin_ns) lasts.
 pub const WORKER_SPINS: u32 = 511;
+
+/// The `spin_loop` pauses of a thread that finds a `std::sync::Mutex` held before it sleeps on
+/// it (`spin` in the standard library's `sys/sync/mutex/futex.rs`), each [`WORKER_SPINS`]th
+/// of [`Costs::spin_ns`](crate::Costs::spin_ns); it stops at once when the lock is marked
+/// contended (someone sleeps on it).
+pub const MUTEX_SPINS: u32 = 100;
 
 /// The profile names `--profile` takes.
 pub const PROFILES: [&str; 2] = ["kernel", "podq"];
@@ -102,6 +119,8 @@ impl Profile {
                 waiter_spins: 0,
                 queue_lock_lines: None,
                 holds: false,
+                holds_ahead: false,
+                futex_locks: false,
             },
         }
     }
@@ -133,6 +152,8 @@ impl Profile {
                 waiter_spins: BENCH_WAITER_SPINS,
                 queue_lock_lines: Some(1),
                 holds: true,
+                holds_ahead: true,
+                futex_locks: true,
             },
         }
     }

@@ -114,6 +114,11 @@ pub(crate) fn run(
         }
     }
     let mut profile = Profile::podq();
+    if super::calibrate::measured_before_h8(&report) {
+        // The runtime that ran the file, whose rows record no `ahead`.
+        profile.mechanism.holds_ahead = false;
+        notes.push("its rows record no `ahead`: measured before H8, simulated without it".into());
+    }
     let calibration = match calibrate {
         Some(other) => Some(super::calibrate::fit(
             other,

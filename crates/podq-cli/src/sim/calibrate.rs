@@ -22,8 +22,10 @@ const FIT_SAMPLES: usize = 200;
 const FIT_EVALUATIONS: usize = 200;
 
 /// The costs the fit moves, and their bounds: from a tenth of the fastest to ten times the
-/// slowest plausible value on current servers.
-const FREE: [Bound; 9] = [
+/// slowest plausible value on current servers. The worker's own cost per item
+/// (`worker_item_ns`) stays inside the producer's, as in the `kernel` profile: a closed loop
+/// runs the two in series, so its rates cannot tell them apart.
+const FREE: [Bound; 8] = [
     Bound {
         param: Param::LinesPerHandover,
         low: 1.0,
@@ -51,11 +53,6 @@ const FREE: [Bound; 9] = [
     },
     Bound {
         param: Param::ProducerItem,
-        low: 20.0,
-        high: 20_000.0,
-    },
-    Bound {
-        param: Param::WorkerItem,
         low: 20.0,
         high: 20_000.0,
     },
@@ -100,6 +97,21 @@ pub(crate) struct Calibration {
     rows: Vec<Fitted>,
     /// The fitted costs.
     params: Vec<(&'static str, f64)>,
+    /// The run was measured before H8 ([`measured_before_h8`]), so the fit ran without it.
+    before_h8: bool,
+}
+
+/// Whether the podq rows of a `podq bench --json` report were measured by a podq without H8
+/// (a busy worker taking the head's next item too, `crates/podq/src/pool/README.md`): they
+/// record no `ahead`, which the bench writes for every podq row since H8.
+pub(crate) fn measured_before_h8(report: &Value) -> bool {
+    let mut podq = report["results"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|row| row["system"] == "podq")
+        .peekable();
+    podq.peek().is_some() && podq.all(|row| row.get("ahead").is_none())
 }
 
 impl Calibration {
@@ -115,6 +127,11 @@ impl Calibration {
             self.file,
             params.join(", ")
         );
+        if self.before_h8 {
+            out.push_str(
+                "calibration: its rows record no `ahead`: measured before H8, fitted without it\n",
+            );
+        }
         for row in &self.rows {
             let s = &row.scenario;
             out.push_str(&format!(
@@ -155,7 +172,12 @@ impl Calibration {
                 })
             })
             .collect();
-        json!({ "file": self.file, "costs": params, "rows": rows })
+        json!({
+            "file": self.file,
+            "costs": params,
+            "rows": rows,
+            "before_h8": self.before_h8,
+        })
     }
 }
 
@@ -208,6 +230,10 @@ pub(crate) fn fit(
         ))
     })?;
     let work_ns = report["settings"]["work_ns"].as_u64().unwrap_or(0);
+    let before_h8 = measured_before_h8(&report);
+    // The runtime that ran the file: without H8 when it records none.
+    let mut measured_mechanism = profile.mechanism;
+    measured_mechanism.holds_ahead &= !before_h8;
     let mut targets = Vec::new();
     for row in report["results"].as_array().into_iter().flatten() {
         if row["system"] != "podq" {
@@ -299,6 +325,7 @@ pub(crate) fn fit(
     let objective = |costs: &podq_sim::Costs| {
         let trial = Profile {
             costs: *costs,
+            mechanism: measured_mechanism,
             ..profile.clone()
         };
         let simulated = run(&trial);
@@ -317,7 +344,10 @@ pub(crate) fn fit(
         FIT_EVALUATIONS,
     );
     profile.costs = costs;
-    let simulated = run(profile);
+    let simulated = run(&Profile {
+        mechanism: measured_mechanism,
+        ..profile.clone()
+    });
     Ok(Calibration {
         file,
         rows: targets
@@ -333,5 +363,36 @@ pub(crate) fn fit(
             .iter()
             .map(|b| (b.param.name(), costs.get(b.param)))
             .collect(),
+        before_h8,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::measured_before_h8;
+
+    #[test]
+    fn a_run_whose_podq_rows_record_no_ahead_was_measured_before_h8() {
+        let row = |system: &str, ahead: Option<f64>| {
+            let mut row = json!({ "system": system, "workload": "flood" });
+            if let Some(share) = ahead {
+                row["ahead"] = json!(share);
+            }
+            row
+        };
+        let report = |rows: Vec<serde_json::Value>| json!({ "results": rows });
+        assert!(measured_before_h8(&report(vec![
+            row("podq", None),
+            row("tokio", None)
+        ])));
+        assert!(!measured_before_h8(&report(vec![
+            row("podq", Some(0.0)),
+            row("podq", None)
+        ])));
+        // No podq row: nothing says how podq was built.
+        assert!(!measured_before_h8(&report(vec![row("rayon", None)])));
+        assert!(!measured_before_h8(&json!({})));
+    }
 }

@@ -179,7 +179,7 @@ impl Engine<'_> {
     /// enough items left in the head behind it, nobody idle. Counted in `started`, watched as a
     /// put of H2's. Returns the time it adds inside the lock: another take's.
     pub(super) fn hold_ahead(&mut self, tid: u32, pool: u32) -> f64 {
-        if !self.mech.holds {
+        if !self.mech.holds || !self.mech.holds_ahead {
             return 0.0;
         }
         let p = &self.pools[pool as usize];

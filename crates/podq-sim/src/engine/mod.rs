@@ -377,9 +377,10 @@ impl<'m> Engine<'m> {
         let first = cpus[0];
         let pool_lines = self.costs.lines_per_handover;
         let queue_lines = self.mech.queue_lock_lines.map_or(pool_lines, f64::from);
-        let head = self.new_lock(first, queue_lines);
+        let futex = self.mech.futex_locks;
+        let head = self.new_lock(first, queue_lines, futex);
         let synced = if self.mech.push_lanes {
-            self.new_lock(first, pool_lines)
+            self.new_lock(first, pool_lines, futex)
         } else {
             head
         };
@@ -387,7 +388,7 @@ impl<'m> Engine<'m> {
             // podq's lanes: one per CPU of the pod, at most 16, then CPUs share them.
             let count = cpus.len().min(16);
             (0..count)
-                .map(|i| self.new_lock(cpus[i], queue_lines))
+                .map(|i| self.new_lock(cpus[i], queue_lines, false))
                 .collect()
         } else {
             Vec::new()
@@ -423,13 +424,8 @@ impl<'m> Engine<'m> {
     }
 
     /// A new lock whose `lines` cache lines sit on dense CPU `cpu`.
-    fn new_lock(&mut self, cpu: u32, lines: f64) -> u32 {
-        self.locks.push(Lock {
-            held: false,
-            waiters: VecDeque::new(),
-            last_cpu: cpu,
-            lines,
-        });
+    fn new_lock(&mut self, cpu: u32, lines: f64, futex: bool) -> u32 {
+        self.locks.push(Lock::new(cpu, lines, futex));
         (self.locks.len() - 1) as u32
     }
 
@@ -496,7 +492,8 @@ impl<'m> Engine<'m> {
     /// Schedules `target` `delay_ns` from now, moved by the jitter.
     #[inline]
     fn after(&mut self, target: u32, delay_ns: f64) {
-        let jittered = delay_ns * (1.0 + self.costs.jitter * self.rng.symmetric());
+        let owed = std::mem::take(&mut self.threads[target as usize].owed_ns);
+        let jittered = (delay_ns + owed) * (1.0 + self.costs.jitter * self.rng.symmetric());
         let time = self.now + jittered.max(0.0).round() as u64;
         self.seq += 1;
         let token = self.threads[target as usize].token;

@@ -1,6 +1,7 @@
 //! The threads' programs: a producer's queue calls and a worker's loop, as state machines the
 //! engine steps through, one event at a time.
 
+use super::locks::LockWait;
 use super::pull::Search;
 use super::push::Job;
 use super::{Action, Engine, Item, NO_GROUP};
@@ -124,6 +125,11 @@ pub(super) struct Thread {
     /// A worker it woke onto its own CPU preempts it when its queue call unlocks
     /// ([`Mechanism::wakee_preempts`](crate::profile::Mechanism::wakee_preempts)).
     pub(super) preempted: bool,
+    /// What it does while it waits for a futex lock (`locks.rs`).
+    pub(super) lock_wait: Option<LockWait>,
+    /// Time it owes before its next step: the wake-up its unlock of a contended futex lock
+    /// made (`futex_wake`).
+    pub(super) owed_ns: f64,
 }
 
 impl Thread {
@@ -154,6 +160,8 @@ impl Thread {
             notified: false,
             job: Job::default(),
             preempted: false,
+            lock_wait: None,
+            owed_ns: 0.0,
         }
     }
 
@@ -179,6 +187,8 @@ impl Thread {
             notified: false,
             job: Job::default(),
             preempted: false,
+            lock_wait: None,
+            owed_ns: 0.0,
         }
     }
 }
@@ -186,6 +196,10 @@ impl Thread {
 impl Engine<'_> {
     /// Runs `tid`'s program from its phase until it waits for time, a lock or a wake-up.
     pub(super) fn step(&mut self, tid: u32) {
+        if let Some(wait) = self.threads[tid as usize].lock_wait {
+            self.lock_wait_over(tid, wait);
+            return;
+        }
         loop {
             let t = &self.threads[tid as usize];
             let (phase, cpu) = (t.phase, t.cpu);
