@@ -4,7 +4,7 @@
 
 mod cli_support;
 
-use cli_support::{assert_one_line_error, podq_json, podq_ok};
+use cli_support::{assert_one_line_error, podq_json, podq_ok, podq_sim_text};
 
 /// The scopes in the kernel's order.
 const SCOPES: [&str; 6] = ["cpu", "smt", "cache_shard", "cache", "numa", "system"];
@@ -91,21 +91,10 @@ fn pull_on_off_crosses_every_scope_and_the_sweep_and_rows_say_what_moved() {
         }
     }
     // The kernel's lines name the setting when both are simulated.
-    let out = podq_ok(&[
-        "sim",
-        "--machine",
-        "cores=4",
-        "--profile",
-        "podq",
-        "--workload",
+    let out = podq_sim_text(
         "skew",
-        "--items",
-        "100",
-        "--scopes",
-        "cpu",
-        "--pull",
-        "off,on",
-    ]);
+        &["--items", "100", "--scopes", "cpu", "--pull", "off,on"],
+    );
     let off = out.find("cpu pull=off").expect(&out);
     let on = out.find("cpu pull=on").expect(&out);
     assert!(off < on, "{out}");

@@ -5,7 +5,7 @@
 
 mod cli_support;
 
-use cli_support::{assert_one_line_error, podq_json, podq_ok};
+use cli_support::{assert_one_line_error, podq_json, podq_ok, podq_sim_text};
 
 /// `podq sim` of `workload` on a 4-core machine, one scope, as JSON rows.
 fn rows(profile: &str, workload: &str, extra: &[&str]) -> Vec<serde_json::Value> {
@@ -41,21 +41,10 @@ fn chain_rows_give_the_time_per_item_and_the_share_run_by_the_queuer() {
     }
     assert!(podq[0]["by_queuer"].as_f64().unwrap() > 0.8, "{}", podq[0]);
     assert_eq!(kernel[0]["by_queuer"].as_f64().unwrap(), 0.0);
-    let text = podq_ok(&[
-        "sim",
-        "--machine",
-        "cores=4",
-        "--profile",
-        "podq",
-        "--workload",
+    let text = podq_sim_text(
         "yield",
-        "--items",
-        "8",
-        "--yields",
-        "20",
-        "--scopes",
-        "cpu,system",
-    ]);
+        &["--items", "8", "--yields", "20", "--scopes", "cpu,system"],
+    );
     assert!(
         text.contains("items, each queueing its continuation 20 times"),
         "{text}"
@@ -82,21 +71,17 @@ fn flood_rows_of_the_podq_profile_give_the_share_taken_ahead_and_the_kernels_non
     assert!((share * 8000.0 - ran as f64).abs() < 0.5, "{}", podq[0]);
     assert!(kernel[0].get("ahead").is_none(), "{}", kernel[0]);
     assert!(kernel[0].get("ran_ahead").is_none(), "{}", kernel[0]);
-    let text = podq_ok(&[
-        "sim",
-        "--machine",
-        "cores=4",
-        "--profile",
-        "podq",
-        "--workload",
+    let text = podq_sim_text(
         "flood",
-        "--items",
-        "2000",
-        "--scopes",
-        "system",
-        "--uncertainty",
-        "0",
-    ]);
+        &[
+            "--items",
+            "2000",
+            "--scopes",
+            "system",
+            "--uncertainty",
+            "0",
+        ],
+    );
     let line = text
         .lines()
         .find(|l| l.starts_with("system") && l.contains("items/sec"))

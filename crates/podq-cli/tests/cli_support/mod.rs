@@ -97,6 +97,21 @@ pub(crate) fn podq_ok(args: &[&str]) -> String {
     run.stdout
 }
 
+/// `podq sim` of `workload` with the `podq` profile on a 4-core machine, and `extra`: its text.
+pub(crate) fn podq_sim_text(workload: &str, extra: &[&str]) -> String {
+    let mut args = vec![
+        "sim",
+        "--machine",
+        "cores=4",
+        "--profile",
+        "podq",
+        "--workload",
+        workload,
+    ];
+    args.extend_from_slice(extra);
+    podq_ok(&args)
+}
+
 /// Runs `podq ARGS... --json`-style commands and parses stdout as JSON.
 pub(crate) fn podq_json(args: &[&str]) -> serde_json::Value {
     let stdout = podq_ok(args);
