@@ -4,7 +4,7 @@
 
 mod cli_support;
 
-use cli_support::{assert_one_line_error, podq_json, podq_ok, podq_sim_text};
+use cli_support::{assert_one_line_error, podq_json, podq_ok, podq_sim_json, podq_sim_text};
 
 /// The scopes in the kernel's order.
 const SCOPES: [&str; 6] = ["cpu", "smt", "cache_shard", "cache", "numa", "system"];
@@ -102,20 +102,7 @@ fn pull_on_off_crosses_every_scope_and_the_sweep_and_rows_say_what_moved() {
 
 #[test]
 fn rpc_rows_report_round_trips_and_the_hop_latency() {
-    let report = podq_json(&[
-        "sim",
-        "--machine",
-        "cores=4",
-        "--profile",
-        "podq",
-        "--workload",
-        "rpc",
-        "--items",
-        "500",
-        "--scopes",
-        "cpu",
-        "--json",
-    ]);
+    let report = podq_sim_json("rpc", &["--items", "500", "--scopes", "cpu"]);
     let row = &report["results"][0];
     assert_eq!(row["workload"], "rpc");
     assert_eq!(row["round_trips"], 4 * 500, "{row}");

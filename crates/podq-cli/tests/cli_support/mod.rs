@@ -97,8 +97,9 @@ pub(crate) fn podq_ok(args: &[&str]) -> String {
     run.stdout
 }
 
-/// `podq sim` of `workload` with the `podq` profile on a 4-core machine, and `extra`: its text.
-pub(crate) fn podq_sim_text(workload: &str, extra: &[&str]) -> String {
+/// The arguments of `podq sim` of `workload` with the `podq` profile on a 4-core machine, and
+/// `extra`.
+fn podq_sim_args<'a>(workload: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec![
         "sim",
         "--machine",
@@ -109,7 +110,19 @@ pub(crate) fn podq_sim_text(workload: &str, extra: &[&str]) -> String {
         workload,
     ];
     args.extend_from_slice(extra);
-    podq_ok(&args)
+    args
+}
+
+/// `podq sim` of `workload` with the `podq` profile on a 4-core machine, and `extra`: its text.
+pub(crate) fn podq_sim_text(workload: &str, extra: &[&str]) -> String {
+    podq_ok(&podq_sim_args(workload, extra))
+}
+
+/// As [`podq_sim_text`], with `--json`: its report.
+pub(crate) fn podq_sim_json(workload: &str, extra: &[&str]) -> serde_json::Value {
+    let mut args = podq_sim_args(workload, extra);
+    args.push("--json");
+    podq_json(&args)
 }
 
 /// Runs `podq ARGS... --json`-style commands and parses stdout as JSON.
