@@ -1,5 +1,5 @@
 //! podq's held slots (steps H1-H8 of `crates/podq/src/pool/README.md`), for the profiles whose
-//! [`Mechanism::holds`](crate::Mechanism::holds) is set: a worker holds the newest item its
+//! [`Mechanism::holds`](crate::Mechanism::holds) is set: a worker holds the first item its
 //! running item queues to its own pool and runs it next, with no lock, no hand-over to
 //! another CPU and no wake-up. Every decision is `podq::policy::held`'s: whether the holder
 //! runs its held item next or sends it to the back of the queue ([`held::runs_held`], the
@@ -98,7 +98,7 @@ impl Held {
 impl Engine<'_> {
     /// The running item on worker `tid` queues an item of producer `pair` that makes `left`
     /// queue calls when it runs: to the pool of the CPU it runs on, held when that is its own
-    /// pool and it owns a slot (H2: the item held before is pushed instead), else pushed.
+    /// pool and it owns an empty slot (H2: a slot that holds an item keeps it), else pushed.
     /// The queue call returns in [`Phase::Queued`].
     pub(super) fn queue_from_worker(&mut self, tid: u32, pair: u32, left: u64) {
         let t = &self.threads[tid as usize];
@@ -112,8 +112,9 @@ impl Engine<'_> {
         } else {
             None
         };
-        // (H8) A task held ahead is not displaced: the new one is pushed as any other.
-        let index = index.filter(|&i| !self.held.slots[pool as usize][i].ahead);
+        // (H2) A slot that holds an item (the running item's first, or one held ahead, H8)
+        // keeps it: the new one is pushed as any other.
+        let index = index.filter(|&i| self.held.slots[pool as usize][i].item.is_none());
         let Some(index) = index else {
             self.start_push_with(tid, pool, pair, false, NO_GROUP, left);
             return;
@@ -129,23 +130,16 @@ impl Engine<'_> {
             left,
         };
         let slot = &mut self.held.slots[pool as usize][index];
-        let before = slot.item.replace(item);
+        slot.item = Some(item);
         slot.puts += 1;
         if !self.held.watched[pool as usize] {
             self.held.watched[pool as usize] = true;
             self.watch_held(pool as usize);
         }
-        match before {
-            Some(before) => {
-                self.start_push_with(tid, pool, before.producer, false, NO_GROUP, before.left)
-            }
-            None => {
-                let t = &mut self.threads[tid as usize];
-                t.job.t0 = self.now;
-                t.phase = Phase::Queued;
-                self.after(tid, 0.0);
-            }
-        }
+        let t = &mut self.threads[tid as usize];
+        t.job.t0 = self.now;
+        t.phase = Phase::Queued;
+        self.after(tid, 0.0);
     }
 
     /// (H1) The slot worker `tid` of `pool` owns, claimed now if it owns none and the pool has
@@ -439,7 +433,7 @@ mod tests {
     }
 
     /// (H8) A worker that took from the head takes the next item ahead only with enough left
-    /// behind it and nobody idle, a put of H2 does not displace it, and its holder runs it as
+    /// behind it and nobody idle, a put of H2 keeps it, and its holder runs it as
     /// an item of the queue.
     #[test]
     fn a_busy_worker_holds_the_heads_next_item_ahead_and_runs_it_as_one_of_the_queue() {

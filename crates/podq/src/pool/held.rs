@@ -61,8 +61,8 @@ impl<T: Runnable> Drop for Holding<'_, T> {
 impl<T: Runnable> Pool<T> {
     /// Queues `task` as [`Pool::push`] does, except on a worker of this pool that owns a held
     /// slot (the caller runs on it: a running task queues to its own pool): that worker holds
-    /// `task` and runs it when the running task ends (H2), and the task it held before is
-    /// pushed instead.
+    /// `task` and runs it when the running task ends (H2), unless its slot holds a task
+    /// already: then `task` is pushed.
     #[inline(always)]
     pub(crate) fn push_held(&self, task: T, at: usize, siblings: bool) -> Option<Level> {
         let Some(index) = slot_of(&self.shared) else {
@@ -72,7 +72,7 @@ impl<T: Runnable> Pool<T> {
         if held.watch {
             watch_held(&self.shared);
         }
-        self.push(held.before?, at, siblings)
+        self.push(held.pushed?, at, siblings)
     }
 }
 

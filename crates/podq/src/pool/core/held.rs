@@ -1,5 +1,5 @@
 //! Held items, the core's side (H1-H8 of `pool/README.md`): each worker's **held slot**, where
-//! a worker keeps the newest task that its running task queued to this pool and runs it as soon
+//! a worker keeps the first task that its running task queued to this pool and runs it as soon
 //! as that task ends, and the ways another worker, the stall watchdog, cancel and a
 //! re-formation take a held task instead. The decisions are `policy::held`'s.
 //!
@@ -121,8 +121,9 @@ impl Holder {
 /// What [`Core::hold`] did.
 #[derive(Debug)]
 pub(crate) struct Hold<T> {
-    /// The task the slot held before, which the caller pushes as any other (H2).
-    pub(crate) before: Option<T>,
+    /// The task for the caller to push as any other (P1-P7): the one it queued, when the slot
+    /// already held a task (H2).
+    pub(crate) pushed: Option<T>,
     /// Whether the caller must have the watchdog watch the held slots (H2).
     pub(crate) watch: bool,
 }
@@ -172,40 +173,35 @@ impl<T> Core<T> {
         left
     }
 
-    /// (H2) The worker that owns slot `index` holds `item`, queued by the task it runs: the
-    /// task the slot held before comes back for the caller to push. After a put into an empty
-    /// slot (its `SeqCst` swap), reads whether the watchdog watches, and registers the watch if
-    /// nobody does (the pair with H6's look). A put into a full slot does neither: the slot
-    /// held a task throughout, the put that filled it had the slots watched, and a look that
-    /// finds a task held watches on.
+    /// (H2) The worker that owns slot `index` holds `item`, queued by the task it runs, if
+    /// its slot is empty; a slot that holds a task (the running task's first, or the head's
+    /// next, H8) keeps it, and `item` comes back for the caller to push. After a put (its
+    /// `SeqCst` swap), reads whether the watchdog watches, and registers the watch if nobody
+    /// does (the pair with H6's look).
     pub(crate) fn hold(&self, index: usize, item: T) -> Hold<T> {
         let slot = &self.held.slots[index];
-        if slot.ahead.load(Ordering::Relaxed) {
-            if slot.cell.held().is_some() {
-                // (H8) The slot holds the head's next task, which stays: `item` is pushed.
-                return Hold {
-                    before: Some(item),
-                    watch: false,
-                };
-            }
-            slot.ahead.store(false, Ordering::Relaxed);
-        }
-        self.put_held(index, item)
-    }
-
-    /// (H2, H8) Puts `item` into slot `index` and says whether the watchdog must watch.
-    fn put_held(&self, index: usize, item: T) -> Hold<T> {
-        let before = self.held.slots[index].cell.put(item);
-        if before.is_some() {
+        // Only this worker puts, so an empty slot stays empty; a full one may empty meanwhile
+        // (H5-H7), and `item` is then pushed all the same.
+        if slot.cell.held().is_some() {
             return Hold {
-                before,
+                pushed: Some(item),
                 watch: false,
             };
         }
+        slot.ahead.store(false, Ordering::Relaxed);
+        Hold {
+            pushed: None,
+            watch: self.put_held(index, item),
+        }
+    }
+
+    /// (H2, H8) Puts `item` into the empty slot `index`; returns whether the watchdog must
+    /// watch.
+    fn put_held(&self, index: usize, item: T) -> bool {
+        self.held.slots[index].cell.put(item);
         after_seqcst_rmw();
         let watched = &self.held.watched;
-        let watch = !watched.load(Ordering::SeqCst) && !watched.swap(true, Ordering::Relaxed);
-        Hold { before, watch }
+        !watched.load(Ordering::SeqCst) && !watched.swap(true, Ordering::Relaxed)
     }
 
     /// (H8) A worker that took a task from the head (`left` more wait there) also takes the
@@ -237,7 +233,7 @@ impl<T> Core<T> {
         };
         head.started += 1;
         self.held.slots[index].ahead.store(true, Ordering::Relaxed);
-        slot.holder.watch |= self.put_held(index, task).watch;
+        slot.holder.watch |= self.put_held(index, task);
     }
 
     /// (H3) The worker, back from a task, takes its held task, unless it has run

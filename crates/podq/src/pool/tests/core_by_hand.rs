@@ -296,7 +296,7 @@ fn a_busy_worker_holds_the_next_task_ahead_and_runs_the_queue_in_order() {
                 "the first put into an empty slot is watched"
             );
             // A task that the running one queues meanwhile does not displace it (H2).
-            assert_eq!(core.hold(index, 9).before, Some(9));
+            assert_eq!(core.hold(index, 9).pushed, Some(9));
         }
     }
     assert_eq!(ran, [1, 2, 3, 4, 5, 6]);

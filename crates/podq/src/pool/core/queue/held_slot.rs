@@ -1,13 +1,13 @@
-//! A worker's held slot (H2-H7 of `pool/README.md`): one task that the worker's running task
-//! queued, for the worker to run next, which others may take.
+//! A worker's held slot (H2-H7 of `pool/README.md`): the first task that the worker's running
+//! task queued, for the worker to run next, which others may take.
 //!
 //! The slot is a state word and a bare cell beside it, as the spinners' mailbox is: a lock
 //! would cost the owner two locked instructions to put and two to take, on every task of a
 //! chain. The word is `puts << 2 | state`: `EMPTY`, `FULL`, or `BUSY` while someone other than
 //! the owner looks inside; `puts` counts the owner's puts, so that two looks some time apart
-//! tell the same task from a new one. Only the owner puts, and it takes with one
-//! compare-and-swap; a put into an empty slot is one swap. Anyone else takes only a `FULL` slot,
-//! through `BUSY`. With `chain.rs`, `lane_lock.rs` and `mailbox.rs` beside it, this is one of
+//! tell the same task from a new one. Only the owner puts, into an empty slot only, with one
+//! swap, and it takes with one compare-and-swap. Anyone else takes only a `FULL` slot, through
+//! `BUSY`. With `chain.rs`, `lane_lock.rs` and `mailbox.rs` beside it, this is one of
 //! the four files of the pool that may use `unsafe`; loom's cell checks its accesses.
 #![allow(unsafe_code)]
 
@@ -34,8 +34,8 @@ fn word(puts: u64, state: u64) -> u64 {
 #[derive(Debug)]
 pub(crate) struct HeldCell<T> {
     /// A: `puts << 2` and [`EMPTY`], [`FULL`] or [`BUSY`]. The owner moves it from `EMPTY` to
-    /// `FULL` (with a task written), and from `FULL` to `EMPTY` or through `BUSY` back to
-    /// `FULL`; anyone else from `FULL` to `BUSY` and back to `FULL` or `EMPTY`.
+    /// `FULL` (with a task written) and from `FULL` to `EMPTY`; anyone else from `FULL` to
+    /// `BUSY` and back to `FULL` or `EMPTY`.
     word: AtomicU64,
     /// The held task; the word makes every access exclusive (see the `Sync` impl).
     cell: UnsafeCell<Option<T>>,
@@ -85,43 +85,19 @@ impl<T> HeldCell<T> {
         }
     }
 
-    /// (H2) The owner puts `task`; returns the task held before, if any. Into an empty slot
-    /// the new word is stored with a `SeqCst` swap: the put's half of the pair with the
-    /// watchdog's look (H6), which reads the slot after its own `SeqCst` write. Into a full one
-    /// it is a `Release` store: the slot holds a task throughout (`FULL`, `BUSY`, `FULL`), so
-    /// there is no pair to make (H2).
-    pub(crate) fn put(&self, task: T) -> Option<T> {
-        let mut word = self.settled();
-        loop {
-            // A held task: claim it from anyone who would take it (Acquire, as in `settled`).
-            // Fails when another took it meanwhile.
-            if word & STATE == FULL {
-                if let Err(now) = self.word.compare_exchange(
-                    word,
-                    self::word(word >> 2, BUSY),
-                    Ordering::Acquire,
-                    Ordering::Relaxed,
-                ) {
-                    word = if now & STATE == BUSY {
-                        self.settled()
-                    } else {
-                        now
-                    };
-                    continue;
-                }
-            }
-            // SAFETY: the slot was `EMPTY` (only the owner, this caller, reaches it) or this
-            // owner moved it to `BUSY`; nobody else reaches the cell until the store below.
-            let before = self.cell.with_mut(|cell| unsafe { (*cell).replace(task) });
-            let full = self::word((word >> 2) + 1, FULL);
-            if word & STATE == FULL {
-                // Release: whoever takes it next (Acquire) sees the task written.
-                self.word.store(full, Ordering::Release);
-            } else {
-                self.word.swap(full, Ordering::SeqCst);
-            }
-            return before;
-        }
+    /// (H2) The owner puts `task` into its empty slot (only the owner fills a slot, so one it
+    /// saw empty stays empty). The new word is stored with a `SeqCst` swap: the put's half of
+    /// the pair with the watchdog's look (H6), which reads the slot after its own `SeqCst`
+    /// write.
+    pub(crate) fn put(&self, task: T) {
+        // Acquire: the `EMPTY` that ended another's take (Release).
+        let word = self.word.load(Ordering::Acquire);
+        debug_assert_eq!(word & STATE, EMPTY, "a put into a slot that holds a task");
+        // SAFETY: the slot is `EMPTY`: only the owner, this caller, reaches the cell, and
+        // nobody else does until the swap below makes it `FULL`.
+        self.cell.with_mut(|cell| unsafe { *cell = Some(task) });
+        self.word
+            .swap(self::word((word >> 2) + 1, FULL), Ordering::SeqCst);
     }
 
     /// (H3, H7) The owner takes its held task, if any.
