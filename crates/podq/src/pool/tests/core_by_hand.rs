@@ -263,6 +263,38 @@ fn lock_counts_count_contention_separately() {
 }
 
 #[test]
+fn a_worker_holds_the_first_task_its_running_task_queues_and_the_others_are_pushed() {
+    let core = Core::<u32>::new(limits(2));
+    assert_eq!(core.push(0, 1), Push::Spawn);
+    let mut slot = WorkerSlot::new();
+    let index = core.claim_held(&mut slot).expect("a free held slot");
+    assert!(matches!(
+        core.next(&mut slot, || 0, &mut NoSiblings),
+        Next::Run { item: 1, .. }
+    ));
+    // Task 1 runs and queues 2, 3 and 4 (H2): 2 is held, its put asks for a watch; 3 and 4
+    // come back for the caller to push, each as queued, and ask for nothing.
+    let first = core.hold(index, 2);
+    assert_eq!((first.pushed, first.watch), (None, true));
+    for item in [3, 4] {
+        let later = core.hold(index, item);
+        assert_eq!((later.pushed, later.watch), (Some(item), false));
+        assert_ne!(core.push(0, item), Push::Handed);
+    }
+    assert_eq!(core.snapshot().held.held, 1);
+    // Back from 1: the held 2 first (H3), then 3 and 4 from the queue, in their order.
+    let mut ran = Vec::new();
+    while ran.len() < 3 {
+        match core.next(&mut slot, || 0, &mut NoSiblings) {
+            Next::Run { item, .. } => ran.push(item),
+            Next::Exit => panic!("the worker left with items queued"),
+        }
+    }
+    assert_eq!(ran, [2, 3, 4]);
+    assert_eq!(core.snapshot().held.ran, 1);
+}
+
+#[test]
 fn a_busy_worker_holds_the_next_task_ahead_and_runs_the_queue_in_order() {
     let core = Core::<u32>::new(limits(2));
     assert_eq!(core.push(0, 1), Push::Spawn);
