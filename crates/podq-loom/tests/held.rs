@@ -15,7 +15,9 @@ use podq_loom::{policy, sync};
 use sync::atomic::{AtomicUsize, Ordering};
 use sync::{thread, Arc, Condvar, Mutex};
 
-use common::{check, spinning_core, Core, Grow, Item, Next, NoSiblings, Push, Ran, WorkerSlot};
+use common::{
+    check, spinning_core, Core, Grow, Hold, Item, Next, NoSiblings, Push, Ran, WorkerSlot,
+};
 use common::{PREEMPTION_BOUND, WORKER_LANE};
 
 loom::thread_local! {
@@ -51,15 +53,25 @@ fn start(core: &Arc<Core<Item>>) {
 }
 
 /// What a running task does to queue `item` to its own pool (`Pool::push_held`): held by its
-/// worker (H2), or pushed when its slot holds a task already. The watchdog's registration is the model's own.
+/// worker (H2) when it is the running task's first; from its second on, pushed, and the first
+/// with it. The watchdog's registration is the model's own.
 fn queue_from_task(core: &Arc<Core<Item>>, item: Item) {
     match SLOT.with(Cell::get) {
         Some(index) => {
-            if let Some(pushed) = core.hold(index, item).pushed {
-                push(core, pushed);
+            for task in pushed(core.hold(index, item)) {
+                push(core, task);
             }
         }
         None => push(core, item),
+    }
+}
+
+/// The tasks a [`Core::hold`] leaves for the caller to push, in order.
+fn pushed(hold: Hold<Item>) -> Vec<Item> {
+    match hold {
+        Hold::Held { .. } => Vec::new(),
+        Hold::Push(task) => vec![task],
+        Hold::PushBoth(first, task) => vec![first, task],
     }
 }
 
@@ -168,14 +180,13 @@ fn the_watchdog_takes_the_task_of_a_holder_that_blocks() {
     });
 }
 
-/// (H2, H6) A holder queues a second task while its slot holds its first, then blocks until
-/// that second task has run. The second task is pushed and the pool's other worker runs it;
-/// the first runs on its holder once it goes on, or on a worker after the watchdog's looks,
-/// which the put of the first registered, take it over. Were the second task held behind the
-/// first, the holder would wait for it forever. One preemption fewer than the others, as the
-/// watchdog's looks repeat.
+/// (H2, H6) A holder queues two tasks, then blocks until the second has run. Its second
+/// queue call takes the first back out of the slot, unless the watchdog's looks, which the
+/// first put registered, took it meanwhile, and both are pushed: the pool's other worker runs
+/// them. Were the second held behind the first, the holder would wait for it forever. One
+/// preemption fewer than the others, as the watchdog's looks repeat.
 #[test]
-fn a_task_queued_behind_a_held_one_runs_while_its_holder_blocks() {
+fn a_holder_that_queues_two_has_both_pushed_and_runs_on() {
     podq_loom::check(PREEMPTION_BOUND - 1, || {
         let core = spinning_core(2, 0);
         let watch = Arc::new((Mutex::new(false), Condvar::new()));
@@ -196,12 +207,12 @@ fn a_task_queued_behind_a_held_one_runs_while_its_holder_blocks() {
                 let index = SLOT.with(Cell::get).expect("a worker with a held slot");
                 for item in [first, opener] {
                     let hold = core.hold(index, item);
-                    if hold.watch {
+                    if matches!(hold, Hold::Held { watch: true }) {
                         *watch.0.lock() = true;
                         watch.1.notify_all();
                     }
-                    if let Some(pushed) = hold.pushed {
-                        push(&core, pushed);
+                    for task in pushed(hold) {
+                        push(&core, task);
                     }
                 }
                 let mut open = gate.0.lock();

@@ -43,9 +43,9 @@ pub struct Mechanism {
     /// adjacent-line prefetcher fetches as one; `None`: the pool lock's
     /// [`Costs::lines_per_handover`](crate::Costs::lines_per_handover) (the kernel's one lock).
     pub queue_lock_lines: Option<u32>,
-    /// Each worker up to the eager size holds the first item that its running item queues to
-    /// its own pool and runs it next, and, taking from a busy pool's head, the head's next item
-    /// too, as `podq::policy::held` decides (podq's held slots, steps H1-H8;
+    /// Each worker up to the eager size holds the item that its running item queues to its own
+    /// pool, when it queues one, and runs it next, and, taking from a busy pool's head, the
+    /// head's next item too, as `podq::policy::held` decides (podq's held slots, steps H1-H8;
     /// `engine/held.rs`); otherwise such an item is pushed as any other, and a take takes one.
     pub holds: bool,
     /// A worker taking from a busy pool's head takes the head's next item into its held slot

@@ -12,7 +12,7 @@ use podq_loom::sync::{thread, Arc, Condvar, Mutex};
 mod core;
 
 pub(crate) use self::core::{
-    Config, Core, Grow, Next, NoSiblings, Push, Siblings, Stolen, WorkerSlot,
+    Config, Core, Grow, Hold, Next, NoSiblings, Push, Siblings, Stolen, WorkerSlot,
 };
 
 /// A task in the models: a closure, as the pool's tasks are.

@@ -1,6 +1,7 @@
 //! podq's held slots (steps H1-H8 of `crates/podq/src/pool/README.md`), for the profiles whose
-//! [`Mechanism::holds`](crate::Mechanism::holds) is set: a worker holds the first item its
-//! running item queues to its own pool and runs it next, with no lock, no hand-over to
+//! [`Mechanism::holds`](crate::Mechanism::holds) is set: a worker holds the item its
+//! running item queues, when that item queues one (from its second queue call on, every one is
+//! pushed, the first taken back out of the slot first), to its own pool and runs it next, with no lock, no hand-over to
 //! another CPU and no wake-up. Every decision is `podq::policy::held`'s: whether the holder
 //! runs its held item next or sends it to the back of the queue ([`held::runs_held`], the
 //! bound of [`held::MAX_IN_A_ROW`] runs in a row while other items wait), whether a worker
@@ -49,6 +50,8 @@ struct Slot {
     /// Held items its holder ran in a row while items waited in the pool's queue: the bound's
     /// effect, for [`HeldCounts::most_in_a_row_while_waiting`].
     while_waiting: u32,
+    /// Whether its holder's running item has queued more than one item (H2).
+    fanned: bool,
 }
 
 impl Slot {
@@ -69,6 +72,9 @@ pub(super) struct Held {
     marks: Vec<Vec<Option<u64>>>,
     /// Whether the watchdog looks at each pool's slots.
     watched: Vec<bool>,
+    /// By thread id: the item whose queue call took the running item's first back out of the
+    /// slot (H2), `(pool, producer, left)`, pushed once the first is.
+    then: Vec<Option<(u32, u32, u64)>>,
     /// The counts so far.
     pub(super) counts: HeldCounts,
 }
@@ -81,6 +87,7 @@ impl Held {
             slot_of: Vec::new(),
             marks: Vec::new(),
             watched: vec![false; pools],
+            then: Vec::new(),
             counts: HeldCounts::default(),
         }
     }
@@ -98,7 +105,8 @@ impl Held {
 impl Engine<'_> {
     /// The running item on worker `tid` queues an item of producer `pair` that makes `left`
     /// queue calls when it runs: to the pool of the CPU it runs on, held when that is its own
-    /// pool and it owns an empty slot (H2: a slot that holds an item keeps it), else pushed.
+    /// pool, it owns a slot, and it is the running item's first (H2); at the second, the first
+    /// comes back out of the slot and is pushed, then the second; every later one is pushed.
     /// The queue call returns in [`Phase::Queued`].
     pub(super) fn queue_from_worker(&mut self, tid: u32, pair: u32, left: u64) {
         let t = &self.threads[tid as usize];
@@ -112,13 +120,27 @@ impl Engine<'_> {
         } else {
             None
         };
-        // (H2) A slot that holds an item (the running item's first, or one held ahead, H8)
-        // keeps it: the new one is pushed as any other.
-        let index = index.filter(|&i| self.held.slots[pool as usize][i].item.is_none());
         let Some(index) = index else {
             self.start_push_with(tid, pool, pair, false, NO_GROUP, left);
             return;
         };
+        let slot = &mut self.held.slots[pool as usize][index];
+        if slot.fanned || slot.ahead {
+            // (H2, H8) A fan-out's later item, or a slot holding an item ahead: pushed.
+            self.start_push_with(tid, pool, pair, false, NO_GROUP, left);
+            return;
+        }
+        if let Some(first) = slot.item.take() {
+            // (H2) The running item's second: its first comes back out and is pushed, then
+            // this one (`push_then`).
+            slot.fanned = true;
+            if self.held.then.len() <= tid as usize {
+                self.held.then.resize(tid as usize + 1, None);
+            }
+            self.held.then[tid as usize] = Some((pool, pair, left));
+            self.start_push_with(tid, pool, first.producer, false, NO_GROUP, first.left);
+            return;
+        }
         let item = Item {
             producer: pair,
             queued_at: self.now,
@@ -159,6 +181,7 @@ impl Engine<'_> {
             looked: None,
             in_a_row: 0,
             while_waiting: 0,
+            fanned: false,
         });
         let index = slots.len() - 1;
         if self.held.slot_of.len() <= tid as usize {
@@ -202,6 +225,17 @@ impl Engine<'_> {
         self.costs.critical_section_ns
     }
 
+    /// (H2) After worker `tid` pushed its running item's first, taken back out of its slot,
+    /// the push of the second; `true` when one was due.
+    pub(super) fn push_then(&mut self, tid: u32) -> bool {
+        let Some((pool, pair, left)) = self.held.then.get_mut(tid as usize).and_then(Option::take)
+        else {
+            return false;
+        };
+        self.start_push_with(tid, pool, pair, false, NO_GROUP, left);
+        true
+    }
+
     /// (H3) Worker `tid`, back at its queue, runs its held item, unless it has run
     /// [`held::MAX_IN_A_ROW`] in a row while items wait: then the held item goes to the back
     /// of the queue and the worker takes from the queue as ever. `true` when it runs it.
@@ -214,6 +248,8 @@ impl Engine<'_> {
         };
         let waiting = !self.pools[pool as usize].queue.is_empty();
         let slot = &mut self.held.slots[pool as usize][index];
+        // (H2) The item that may have queued several has ended.
+        slot.fanned = false;
         let Some(mut item) = slot.item.take() else {
             slot.in_a_row = 0;
             return false;

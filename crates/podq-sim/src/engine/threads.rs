@@ -420,7 +420,7 @@ impl Engine<'_> {
                 (Role::Worker { .. }, Phase::Queued) => {
                     self.queue_call_returned(tid);
                     self.set_phase(tid, Phase::Take);
-                    if self.fanout_next(tid) || self.spawned_next(tid) {
+                    if self.push_then(tid) || self.fanout_next(tid) || self.spawned_next(tid) {
                         return;
                     }
                 }

@@ -1,7 +1,8 @@
 //! Held items (steps H1-H8 of `src/pool/README.md`): when a worker runs the item that its own
 //! running item queued (its **held** item) itself, and when another worker takes it instead.
 //!
-//! A worker holds the first item that its running item queued to the same pool, and runs it
+//! A worker holds the item that its running item queued to the same pool, when it is the only
+//! one (a running item that queues several has them all queued as from any thread), and runs it
 //! as soon as that item ends, with no hand-over to another CPU and no wake-up. Three decisions
 //! bound that:
 //!

@@ -5,7 +5,7 @@
 use std::cell::Cell;
 use std::sync::{OnceLock, Weak};
 
-use super::core::WorkerSlot;
+use super::core::{Hold, WorkerSlot};
 use super::set::PoolSet;
 use super::watchdog::{self, Checked, Watched};
 use super::{Pool, Runnable, Shared};
@@ -61,18 +61,27 @@ impl<T: Runnable> Drop for Holding<'_, T> {
 impl<T: Runnable> Pool<T> {
     /// Queues `task` as [`Pool::push`] does, except on a worker of this pool that owns a held
     /// slot (the caller runs on it: a running task queues to its own pool): that worker holds
-    /// `task` and runs it when the running task ends (H2), unless its slot holds a task
-    /// already: then `task` is pushed.
+    /// the running task's first task and runs it when the running task ends (H2); from its
+    /// second on, the running task's tasks are pushed, the first one again too.
     #[inline(always)]
     pub(crate) fn push_held(&self, task: T, at: usize, siblings: bool) -> Option<Level> {
         let Some(index) = slot_of(&self.shared) else {
             return self.push(task, at, siblings);
         };
-        let held = self.shared.core.hold(index, task);
-        if held.watch {
-            watch_held(&self.shared);
+        match self.shared.core.hold(index, task) {
+            Hold::Held { watch } => {
+                if watch {
+                    watch_held(&self.shared);
+                }
+                None
+            }
+            Hold::Push(task) => self.push(task, at, siblings),
+            Hold::PushBoth(first, task) => {
+                // Its offer, if any, is the next push's: that push finds both in the lane.
+                let _ = self.push(first, at, siblings);
+                self.push(task, at, siblings)
+            }
         }
-        self.push(held.pushed?, at, siblings)
     }
 }
 

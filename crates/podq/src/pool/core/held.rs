@@ -1,5 +1,5 @@
 //! Held items, the core's side (H1-H8 of `pool/README.md`): each worker's **held slot**, where
-//! a worker keeps the first task that its running task queued to this pool and runs it as soon
+//! a worker keeps the one task that its running task queued to this pool and runs it as soon
 //! as that task ends, and the ways another worker, the stall watchdog, cancel and a
 //! re-formation take a held task instead. The decisions are `policy::held`'s.
 //!
@@ -43,6 +43,10 @@ pub(crate) struct HeldSlot<T> {
     /// A: tasks held ahead that their holder ran (H8). Only the owner writes it. Relaxed: a
     /// statistic.
     ahead_ran: AtomicU64,
+    /// A: whether the owner's running task has queued more than one task to this pool, so that
+    /// each of its tasks is pushed (H2); cleared when the owner comes back for its next task
+    /// (H3). Only the owner reads and writes it. Relaxed.
+    fanned: AtomicBool,
 }
 
 impl<T> HeldSlot<T> {
@@ -56,6 +60,7 @@ impl<T> HeldSlot<T> {
             taken: AtomicU64::new(0),
             ahead: AtomicBool::new(false),
             ahead_ran: AtomicU64::new(0),
+            fanned: AtomicBool::new(false),
         }
     }
 
@@ -119,13 +124,19 @@ impl Holder {
 }
 
 /// What [`Core::hold`] did.
-#[derive(Debug)]
-pub(crate) struct Hold<T> {
-    /// The task for the caller to push as any other (P1-P7): the one it queued, when the slot
-    /// already held a task (H2).
-    pub(crate) pushed: Option<T>,
-    /// Whether the caller must have the watchdog watch the held slots (H2).
-    pub(crate) watch: bool,
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Hold<T> {
+    /// The slot took the task; `watch`: the caller must have the watchdog watch the held slots
+    /// (H2).
+    Held {
+        /// Whether the caller registers the watch.
+        watch: bool,
+    },
+    /// The task, for the caller to push as any other (P1-P7).
+    Push(T),
+    /// The running task's first task, taken back out of the slot at its second queue call, and
+    /// the second: the caller pushes both, in this order (H2).
+    PushBoth(T, T),
 }
 
 /// What the watchdog's look at the held slots found (H6).
@@ -173,25 +184,33 @@ impl<T> Core<T> {
         left
     }
 
-    /// (H2) The worker that owns slot `index` holds `item`, queued by the task it runs, if
-    /// its slot is empty; a slot that holds a task (the running task's first, or the head's
-    /// next, H8) keeps it, and `item` comes back for the caller to push. After a put (its
+    /// (H2) The worker that owns slot `index` holds `item`, the first task that the task it
+    /// runs queues, in its empty slot. At the running task's second queue call, the first comes
+    /// back out of the slot, if nobody took it meanwhile, and both are for the caller to push,
+    /// in their order; so is every later one, until the worker comes back for its next task.
+    /// A slot that holds a task ahead (H8) keeps it, and `item` is pushed. After a put (its
     /// `SeqCst` swap), reads whether the watchdog watches, and registers the watch if nobody
     /// does (the pair with H6's look).
     pub(crate) fn hold(&self, index: usize, item: T) -> Hold<T> {
         let slot = &self.held.slots[index];
+        if slot.fanned.load(Ordering::Relaxed) {
+            return Hold::Push(item);
+        }
         // Only this worker puts, so an empty slot stays empty; a full one may empty meanwhile
-        // (H5-H7), and `item` is then pushed all the same.
-        if slot.cell.held().is_some() {
-            return Hold {
-                pushed: Some(item),
-                watch: false,
+        // (H5-H7).
+        if slot.cell.held().is_none() {
+            slot.ahead.store(false, Ordering::Relaxed);
+            return Hold::Held {
+                watch: self.put_held(index, item),
             };
         }
-        slot.ahead.store(false, Ordering::Relaxed);
-        Hold {
-            pushed: None,
-            watch: self.put_held(index, item),
+        if slot.ahead.load(Ordering::Relaxed) {
+            return Hold::Push(item);
+        }
+        slot.fanned.store(true, Ordering::Relaxed);
+        match slot.cell.take_own() {
+            Some(first) => Hold::PushBoth(first, item),
+            None => Hold::Push(item),
         }
     }
 
@@ -247,6 +266,11 @@ impl<T> Core<T> {
         lane_here: impl Fn() -> usize,
     ) -> Option<T> {
         let index = slot.holder.index?;
+        // (H2) The task that may have queued several has ended.
+        let fanned = &self.held.slots[index].fanned;
+        if fanned.load(Ordering::Relaxed) {
+            fanned.store(false, Ordering::Relaxed);
+        }
         // Only this worker puts, so an empty slot stays empty.
         if self.held.slots[index].cell.held().is_none() {
             slot.holder.in_a_row = 0;

@@ -11,7 +11,7 @@
 //!   (`policy::stall`).
 //! * `lifecycle.rs`: shutdown, a worker's exit, a worker that could not start, the stats
 //!   snapshot.
-//! * `held.rs`: each worker's held slot: the first task its running task queued, which it
+//! * `held.rs`: each worker's held slot: the one task its running task queued, which it
 //!   runs next, and the ways another worker, the watchdog, cancel and a re-formation take it.
 //! * `pull.rs`: pull, the core's side: a sibling's worker taking this pool's oldest task, this
 //!   pool sending a worker when a sibling offers work, and what a worker asks of its siblings
@@ -53,7 +53,7 @@ use queue::mailbox::Mailbox;
 use queue::{lock_counted, Head, Lane, LockCounts};
 
 pub(crate) use crate::policy::growth::Grow;
-pub(crate) use held::{HeldCounts, Holder};
+pub(crate) use held::{HeldCounts, Hold, Holder};
 pub(crate) use idle::WorkerSlot;
 pub(crate) use pull::{NoSiblings, Siblings, Stolen};
 

@@ -6,7 +6,7 @@ use super::*;
 use crate::policy::growth::Limits;
 use crate::pool::core::queue::mailbox::Mailbox;
 use crate::pool::core::queue::{Fifo, LockCounts};
-use crate::pool::core::{Config, Core, Grow, Next, NoSiblings, Push, WorkerSlot};
+use crate::pool::core::{Config, Core, Grow, Hold, Next, NoSiblings, Push, WorkerSlot};
 
 /// The configuration of cores driven by hand: every worker eager, no spinning.
 fn limits(max_workers: usize) -> Config {
@@ -263,7 +263,7 @@ fn lock_counts_count_contention_separately() {
 }
 
 #[test]
-fn a_worker_holds_the_first_task_its_running_task_queues_and_the_others_are_pushed() {
+fn a_task_that_queues_one_has_it_held_and_one_that_queues_more_has_them_all_pushed() {
     let core = Core::<u32>::new(limits(2));
     assert_eq!(core.push(0, 1), Push::Spawn);
     let mut slot = WorkerSlot::new();
@@ -272,17 +272,24 @@ fn a_worker_holds_the_first_task_its_running_task_queues_and_the_others_are_push
         core.next(&mut slot, || 0, &mut NoSiblings),
         Next::Run { item: 1, .. }
     ));
-    // Task 1 runs and queues 2, 3 and 4 (H2): 2 is held, its put asks for a watch; 3 and 4
-    // come back for the caller to push, each as queued, and ask for nothing.
-    let first = core.hold(index, 2);
-    assert_eq!((first.pushed, first.watch), (None, true));
-    for item in [3, 4] {
-        let later = core.hold(index, item);
-        assert_eq!((later.pushed, later.watch), (Some(item), false));
+    // Task 1 queues 2 (H2): held, and its put asks for a watch.
+    assert_eq!(core.hold(index, 2), Hold::Held { watch: true });
+    assert_eq!(core.snapshot().held.held, 1);
+    // Back from 1: the held 2 (H3), which queues 3, 4 and 5. 3 is held; at 4, 3 comes back
+    // out and both are for the caller to push, in their order; 5 too.
+    assert!(matches!(
+        core.next(&mut slot, || 0, &mut NoSiblings),
+        Next::Run { item: 2, .. }
+    ));
+    assert_eq!(core.hold(index, 3), Hold::Held { watch: false });
+    assert_eq!(core.hold(index, 4), Hold::PushBoth(3, 4));
+    assert_eq!(core.hold(index, 5), Hold::Push(5));
+    assert_eq!(core.snapshot().held.held, 0);
+    for item in [3, 4, 5] {
         assert_ne!(core.push(0, item), Push::Handed);
     }
-    assert_eq!(core.snapshot().held.held, 1);
-    // Back from 1: the held 2 first (H3), then 3 and 4 from the queue, in their order.
+    // Back from 2: 3, 4 and 5 from the queue, in their order; then 6, queued by 5, is held
+    // again: the task that queued several has ended.
     let mut ran = Vec::new();
     while ran.len() < 3 {
         match core.next(&mut slot, || 0, &mut NoSiblings) {
@@ -290,7 +297,9 @@ fn a_worker_holds_the_first_task_its_running_task_queues_and_the_others_are_push
             Next::Exit => panic!("the worker left with items queued"),
         }
     }
-    assert_eq!(ran, [2, 3, 4]);
+    assert_eq!(ran, [3, 4, 5]);
+    assert_eq!(core.hold(index, 6), Hold::Held { watch: false });
+    assert_eq!(core.snapshot().held.held, 1);
     assert_eq!(core.snapshot().held.ran, 1);
 }
 
@@ -328,7 +337,7 @@ fn a_busy_worker_holds_the_next_task_ahead_and_runs_the_queue_in_order() {
                 "the first put into an empty slot is watched"
             );
             // A task that the running one queues meanwhile does not displace it (H2).
-            assert_eq!(core.hold(index, 9).pushed, Some(9));
+            assert_eq!(core.hold(index, 9), Hold::Push(9));
         }
     }
     assert_eq!(ran, [1, 2, 3, 4, 5, 6]);

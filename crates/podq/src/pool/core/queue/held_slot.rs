@@ -1,4 +1,4 @@
-//! A worker's held slot (H2-H7 of `pool/README.md`): the first task that the worker's running
+//! A worker's held slot (H2-H7 of `pool/README.md`): the one task that the worker's running
 //! task queued, for the worker to run next, which others may take.
 //!
 //! The slot is a state word and a bare cell beside it, as the spinners' mailbox is: a lock
