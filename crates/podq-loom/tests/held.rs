@@ -18,7 +18,7 @@ use sync::{thread, Arc, Condvar, Mutex};
 use common::{
     check, spinning_core, Core, Grow, Hold, Item, Next, NoSiblings, Push, Ran, WorkerSlot,
 };
-use common::{PREEMPTION_BOUND, WORKER_LANE};
+use common::{pushed, PREEMPTION_BOUND, WORKER_LANE};
 
 loom::thread_local! {
     /// The held slot of the model worker this thread is, as `pool/held.rs` keeps it.
@@ -63,15 +63,6 @@ fn queue_from_task(core: &Arc<Core<Item>>, item: Item) {
             }
         }
         None => push(core, item),
-    }
-}
-
-/// The tasks a [`Core::hold`] leaves for the caller to push, in order.
-fn pushed(hold: Hold<Item>) -> Vec<Item> {
-    match hold {
-        Hold::Held { .. } => Vec::new(),
-        Hold::Push(task) => vec![task],
-        Hold::PushBoth(first, task) => vec![first, task],
     }
 }
 

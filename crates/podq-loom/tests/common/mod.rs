@@ -18,6 +18,15 @@ pub(crate) use self::core::{
 /// A task in the models: a closure, as the pool's tasks are.
 pub(crate) type Item = Box<dyn FnOnce() + Send>;
 
+/// The tasks a [`Core::hold`] leaves for the caller to push, in order (H2).
+pub(crate) fn pushed(hold: Hold<Item>) -> Vec<Item> {
+    match hold {
+        Hold::Held { .. } => Vec::new(),
+        Hold::Push(task) => vec![task],
+        Hold::PushBoth(first, task) => vec![first, task],
+    }
+}
+
 /// The preemption bound of the pool models (see [`podq_loom::check`]).
 pub(crate) const PREEMPTION_BOUND: usize = 3;
 
