@@ -41,31 +41,31 @@ const FIXED: Costs = Costs {
 
 /// The Linux workqueue's costs, fitted on both tables.
 pub(crate) const KERNEL: Costs = Costs {
-    wake_call_ns: 1284.8844186263705,
-    switch_ns: 3673.0864180458566,
+    wake_call_ns: 1285.647735220501,
+    switch_ns: 3569.5781597588043,
     // `kernel_fit::derive_wake_idle`.
-    wake_idle_ns: 1284.8844186263705,
-    producer_item_ns: 10791.396774888995,
+    wake_idle_ns: 1285.647735220501,
+    producer_item_ns: 11028.270021371833,
     ..FIXED
 };
 
 /// Fitted on the Grace table alone.
 const GRACE_ONLY: Costs = Costs {
-    wake_call_ns: 1340.5120764965034,
-    switch_ns: 5409.490727321236,
+    wake_call_ns: 1313.238404409653,
+    switch_ns: 4817.660348315952,
     // `kernel_fit::derive_wake_idle`.
-    wake_idle_ns: 1340.5120764965034,
-    producer_item_ns: 8059.346139146535,
+    wake_idle_ns: 1313.238404409653,
+    producer_item_ns: 9688.989633972285,
     ..FIXED
 };
 
 /// Fitted on the Xeon table alone.
 const XEON_ONLY: Costs = Costs {
-    wake_call_ns: 1186.4765537058931,
-    switch_ns: 1635.741777125553,
+    wake_call_ns: 1183.4832419859395,
+    switch_ns: 1497.914969621474,
     // `kernel_fit::derive_wake_idle`.
-    wake_idle_ns: 1186.4765537058931,
-    producer_item_ns: 11480.174741528828,
+    wake_idle_ns: 1183.4832419859395,
+    producer_item_ns: 12694.483277426078,
     ..FIXED
 };
 

@@ -20,6 +20,11 @@ pub struct Mechanism {
     /// than taking an idle one: the scheduler's rule for wake-ups by a per-CPU kernel thread
     /// (`select_idle_sibling`), which test_workqueue's producers are.
     pub stack_on_waker: bool,
+    /// A pool that wakes a parked worker whose last CPU is outside the pool's pod first moves
+    /// the CPU the scheduler starts its search from to one of the pod's, the next after the
+    /// waking CPU's previous pick (`kick_pool` sets `p->wake_cpu` with
+    /// `cpumask_any_and_distribute` for a pool of non-strict affinity, Linux 6.6 on).
+    pub repatriates: bool,
     /// A worker woken onto the CPU of the producer that woke it runs at once, and the producer
     /// finishes its queue call after the worker sleeps again: the scheduler's wake-up
     /// preemption of a freshly woken kernel worker (EEVDF's `check_preempt_wakeup_fair`),
@@ -110,6 +115,7 @@ impl Profile {
                 push_lanes: false,
                 strict: false,
                 stack_on_waker: true,
+                repatriates: true,
                 wakee_preempts: true,
                 // WORKER_ID_LEN aside, the kernel bounds an unbound pool's workers only by
                 // memory; 512 (WQ_MAX_ACTIVE) is more than any workload here needs.
@@ -144,6 +150,7 @@ impl Profile {
                 push_lanes: true,
                 strict: false,
                 stack_on_waker: false,
+                repatriates: false,
                 wakee_preempts: false,
                 // podq's pool::DEFAULT_MAX_WORKERS.
                 max_workers: 256,

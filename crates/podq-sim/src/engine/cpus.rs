@@ -22,6 +22,10 @@ pub(super) struct Cpu {
     pub(super) idle_since: u64,
     /// Its idle time before `idle_since`, in ns.
     pub(super) idle_ns: u64,
+    /// The dense CPU it last picked for a worker it woke in another pod
+    /// ([`Mechanism::repatriates`](crate::profile::Mechanism::repatriates)): the kernel's
+    /// per-CPU `distribute_cpu_mask_prev`.
+    pub(super) distribute_prev: u32,
 }
 
 /// Linux's `sysctl_sched_migration_cost` (0.5 ms): a CPU whose average idle period
@@ -40,6 +44,7 @@ impl Cpu {
             avg_idle: 2.0 * MIGRATION_COST_NS,
             idle_since: 0,
             idle_ns: 0,
+            distribute_prev: 0,
         }
     }
 }
@@ -259,8 +264,10 @@ impl Engine<'_> {
         }
     }
 
-    /// Where a woken worker runs: the scheduler's `select_idle_sibling`, simplified. Its last
-    /// CPU if idle; the waker's CPU if the waker is a per-CPU thread on the worker's last CPU
+    /// Where a woken worker runs: the scheduler's `select_idle_sibling`, simplified, from its
+    /// last CPU or, when that is outside its pod and the profile repatriates, the pod's CPU
+    /// that `kick_pool` picks ([`Mechanism::repatriates`](crate::profile::Mechanism::repatriates)).
+    /// That CPU if idle; the waker's CPU if the waker is a per-CPU thread on the worker's last CPU
     /// (and the profile stacks); an idle CPU of the pod, then of the allowed CPUs, searched
     /// from the waker's; else its last CPU (or the pod's next by rotation), to wait there.
     pub(super) fn place_worker(
@@ -270,8 +277,16 @@ impl Engine<'_> {
         waker: u32,
         pinned: bool,
     ) -> usize {
-        let prev = self.threads[tid as usize].cpu as usize;
+        let mut prev = self.threads[tid as usize].cpu as usize;
         let p = &mut self.pools[pool];
+        if self.mech.repatriates && !self.mech.strict && !contains(&p.pod, prev) {
+            // `kick_pool`: the next pod CPU after the waking CPU's previous pick.
+            let from = self.cpus[waker as usize].distribute_prev as usize + 1;
+            if let Some(cpu) = first_common(&p.pod, &p.pod, from % self.cpus.len()) {
+                self.cpus[waker as usize].distribute_prev = cpu as u32;
+                prev = cpu;
+            }
+        }
         let allowed = contains(&p.allowed, prev);
         if allowed && self.cpus[prev].current.is_none() {
             return prev;
@@ -295,7 +310,56 @@ impl Engine<'_> {
 
 #[cfg(test)]
 mod tests {
+    use podq::policy::Placement;
+    use podq::{AffinityScope, Pods, Topology};
+
+    use super::super::threads::Thread;
     use super::*;
+    use crate::machine::SimMachine;
+    use crate::profile::Profile;
+    use crate::scenario::Scenario;
+
+    /// A worker woken by a producer of its pod while its last CPU, idle, is in another pod runs
+    /// in its own pod when the profile repatriates (from the pod's CPU after the waking CPU's
+    /// previous pick, as `kick_pool` picks it), and on its idle last CPU otherwise.
+    #[test]
+    fn a_worker_last_run_outside_its_pod_is_woken_inside_it_when_repatriated() {
+        let topo = Topology::from_machine("sockets=1,nodes=1,caches=1,cores=16,smt=1").unwrap();
+        let machine = SimMachine::new(topo, "test");
+        let pods = Pods::new(machine.topology(), AffinityScope::CacheShard, 4).unwrap();
+        let placement = Placement::new(&pods, &machine.topology().cpu_set(), |_| 0).unwrap();
+        let scenario = Scenario {
+            shard_size: 4,
+            ..Scenario::kernel_test(AffinityScope::CacheShard, 16)
+        };
+        for repatriates in [true, false] {
+            let mut profile = Profile::kernel();
+            profile.mechanism.repatriates = repatriates;
+            let mut e = Engine::new(&machine, &profile, &scenario, &pods, &placement);
+            // Every CPU runs its producer; those of CPUs 6 and 12 sleep.
+            for cpu in [6, 12] {
+                let producer = (0..e.threads.len() as u32)
+                    .find(|&t| {
+                        let t = &e.threads[t as usize];
+                        matches!(t.role, Role::Producer { .. }) && t.cpu == cpu
+                    })
+                    .unwrap();
+                e.block(producer);
+            }
+            // A worker of the pod of CPUs 4-7 last ran on CPU 12; CPU 4's producer wakes it,
+            // its previous pick being CPU 4.
+            let worker = e.new_thread(Thread::worker(1, 12));
+            e.cpus[4].distribute_prev = 4;
+            let at = e.place_worker(worker, 1, 4, true);
+            if repatriates {
+                // From CPU 5 (busy) on: the pod's idle CPU 6.
+                assert_eq!(at, 6);
+                assert_eq!(e.cpus[4].distribute_prev, 5);
+            } else {
+                assert_eq!(at, 12);
+            }
+        }
+    }
 
     #[test]
     fn the_search_wraps_around_from_its_start() {
