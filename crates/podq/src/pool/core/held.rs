@@ -45,7 +45,7 @@ pub(crate) struct HeldSlot<T> {
     ahead_ran: AtomicU64,
     /// A: whether the owner's running task has queued more than one task to this pool, so that
     /// each of its tasks is pushed (H2); cleared when the owner comes back for its next task
-    /// (H3). Only the owner reads and writes it. Relaxed.
+    /// (H3) or gives the slot back (H7). Only the owner reads and writes it. Relaxed.
     fanned: AtomicBool,
 }
 
@@ -180,6 +180,7 @@ impl<T> Core<T> {
     pub(crate) fn release_held(&self, index: usize) -> Option<T> {
         let slot = &self.held.slots[index];
         let left = slot.cell.take_own();
+        slot.fanned.store(false, Ordering::Relaxed);
         slot.owned.store(false, Ordering::Release);
         left
     }
