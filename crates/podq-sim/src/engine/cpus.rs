@@ -310,12 +310,11 @@ impl Engine<'_> {
 
 #[cfg(test)]
 mod tests {
-    use podq::policy::Placement;
-    use podq::{AffinityScope, Pods, Topology};
+    use podq::AffinityScope;
 
+    use super::super::test_parts::parts;
     use super::super::threads::Thread;
     use super::*;
-    use crate::machine::SimMachine;
     use crate::profile::Profile;
     use crate::scenario::Scenario;
 
@@ -324,10 +323,7 @@ mod tests {
     /// previous pick, as `kick_pool` picks it), and on its idle last CPU otherwise.
     #[test]
     fn a_worker_last_run_outside_its_pod_is_woken_inside_it_when_repatriated() {
-        let topo = Topology::from_machine("sockets=1,nodes=1,caches=1,cores=16,smt=1").unwrap();
-        let machine = SimMachine::new(topo, "test");
-        let pods = Pods::new(machine.topology(), AffinityScope::CacheShard, 4).unwrap();
-        let placement = Placement::new(&pods, &machine.topology().cpu_set(), |_| 0).unwrap();
+        let (machine, pods, placement) = parts(16, AffinityScope::CacheShard, 4);
         let scenario = Scenario {
             shard_size: 4,
             ..Scenario::kernel_test(AffinityScope::CacheShard, 16)

@@ -414,12 +414,11 @@ impl Engine<'_> {
 
 #[cfg(test)]
 mod tests {
-    use podq::policy::Placement;
-    use podq::{AffinityScope, Pods, Topology};
+    use podq::AffinityScope;
 
+    use super::super::test_parts::parts;
     use super::super::threads::Thread;
     use super::*;
-    use crate::machine::SimMachine;
     use crate::profile::Profile;
     use crate::scenario::{Scenario, Workload};
 
@@ -428,10 +427,7 @@ mod tests {
     /// in its own slot.
     #[test]
     fn a_worker_back_from_its_spin_takes_only_an_item_held_throughout_it() {
-        let topo = Topology::from_machine("sockets=1,nodes=1,caches=1,cores=4,smt=1").unwrap();
-        let machine = SimMachine::new(topo, "test");
-        let pods = Pods::new(machine.topology(), AffinityScope::System, 8).unwrap();
-        let placement = Placement::new(&pods, &machine.topology().cpu_set(), |_| 0).unwrap();
+        let (machine, pods, placement) = parts(4, AffinityScope::System, 8);
         let scenario = Scenario {
             workload: Workload::SpawnLocal,
             ..Scenario::kernel_test(AffinityScope::System, 1)
@@ -473,10 +469,7 @@ mod tests {
     /// an item of the queue.
     #[test]
     fn a_busy_worker_holds_the_heads_next_item_ahead_and_runs_it_as_one_of_the_queue() {
-        let topo = Topology::from_machine("sockets=1,nodes=1,caches=1,cores=4,smt=1").unwrap();
-        let machine = SimMachine::new(topo, "test");
-        let pods = Pods::new(machine.topology(), AffinityScope::System, 8).unwrap();
-        let placement = Placement::new(&pods, &machine.topology().cpu_set(), |_| 0).unwrap();
+        let (machine, pods, placement) = parts(4, AffinityScope::System, 8);
         let scenario = Scenario {
             workload: Workload::Flood,
             ..Scenario::kernel_test(AffinityScope::System, 1)

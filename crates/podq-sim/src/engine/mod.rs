@@ -26,6 +26,8 @@ mod pull;
 mod push;
 mod sets;
 mod spawned;
+#[cfg(test)]
+mod test_parts;
 mod threads;
 
 use std::cmp::Reverse;
