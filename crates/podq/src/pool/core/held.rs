@@ -200,7 +200,9 @@ impl<T> Core<T> {
         // Only this worker puts, so an empty slot stays empty; a full one may empty meanwhile
         // (H5-H7).
         if slot.cell.held().is_none() {
-            slot.ahead.store(false, Ordering::Relaxed);
+            if slot.ahead.load(Ordering::Relaxed) {
+                slot.ahead.store(false, Ordering::Relaxed);
+            }
             return Hold::Held {
                 watch: self.put_held(index, item),
             };
