@@ -1,8 +1,8 @@
 //! podq's held slots (steps H1-H8 of `crates/podq/src/pool/README.md`), for the profiles whose
-//! [`Mechanism::holds`](crate::Mechanism::holds) is set: a worker holds the item its
-//! running item queues, when that item queues one (from its second queue call on, every one is
-//! pushed, the first taken back out of the slot first), to its own pool and runs it next, with no lock, no hand-over to
-//! another CPU and no wake-up. Every decision is `podq::policy::held`'s: whether the holder
+//! [`Mechanism::holds`](crate::Mechanism::holds) is set: a worker holds the item that its
+//! running item queues to its own pool, when it queues one, and runs it next, with no lock, no
+//! hand-over to another CPU and no wake-up; from the running item's second queue call on, the
+//! first comes back out of the slot and every one is pushed, in order. Every decision is `podq::policy::held`'s: whether the holder
 //! runs its held item next or sends it to the back of the queue ([`held::runs_held`], the
 //! bound of [`held::MAX_IN_A_ROW`] runs in a row while other items wait), whether a worker
 //! taking from its pool's head also takes the head's next item into its slot (H8,
