@@ -1,14 +1,13 @@
 //! podq's held slots (steps H1-H8 of `crates/podq/src/pool/README.md`), for the profiles whose
-//! [`Mechanism::holds`](crate::Mechanism::holds) is set: a worker holds the item that its
-//! running item queues to its own pool, when it queues one, and runs it next, with no lock, no
-//! hand-over to another CPU and no wake-up; from the running item's second queue call on, the
-//! first comes back out of the slot and every one is pushed, in order. Every decision is `podq::policy::held`'s: whether the holder
-//! runs its held item next or sends it to the back of the queue ([`held::runs_held`], the
-//! bound of [`held::MAX_IN_A_ROW`] runs in a row while other items wait), whether a worker
-//! taking from its pool's head also takes the head's next item into its slot (H8,
+//! [`Mechanism::holds`](crate::Mechanism::holds) is set: a worker holds the item that its running
+//! item queues to its own pool, when it queues one, and runs it next, with no lock, no hand-over to
+//! another CPU and no wake-up; from the running item's second queue call on, the first comes back
+//! out of the slot and every one is pushed, in order. Every decision is `podq::policy::held`'s:
+//! whether the holder runs its held item next or sends it to the back of the queue
+//! ([`held::runs_held`], the bound of [`held::MAX_IN_A_ROW`] runs in a row while other items wait),
+//! whether a worker taking from its pool's head also takes the head's next item into its slot (H8,
 //! [`held::holds_ahead`], every workload), and whether a worker back from its spin (H5) or the
-//! stall watchdog (H6) takes an item over ([`held::taken_over`]: two looks saw the same item
-//! held).
+//! stall watchdog (H6) takes an item over ([`held::taken_over`]: two looks saw the same item held).
 //!
 //! Only the queue calls of `chain`, `yield` and `spawn-local` items (`spawned.rs`) are held;
 //! `rpc` and `fanout` hops are pushed as before. An item held ahead is taken in the take's
