@@ -48,6 +48,8 @@ const INLINE_WORDS: usize = 6;
 pub(crate) const INLINE_BYTES: usize = INLINE_WORDS * mem::size_of::<usize>();
 
 /// A type-erased `FnOnce() + Send + 'static`, run at most once; see the module's invariants.
+/// In declaration order, as [`Task`](super::Task) says why.
+#[repr(C)]
 pub(crate) struct OnceFn {
     /// The closure, or its `Box` when it does not fit.
     buf: [MaybeUninit<usize>; INLINE_WORDS],
@@ -175,7 +177,9 @@ impl Drop for OnceFn {
 /// cache line of a lane's chain.
 ///
 /// Invariants: as [`OnceFn`]'s, with `vtable` the vtable of the buffer's type, whichever kind
-/// it is; an `OnceFn` is made of a packed job only when its kind is [`Kind::Once`].
+/// it is; an `OnceFn` is made of a packed job only when its kind is [`Kind::Once`]. In
+/// declaration order, as [`Task`](super::Task) says why.
+#[repr(C)]
 pub(crate) struct PackedJob {
     /// The closure (or its `Box`), the item's `Arc` or the `SpawnJob`.
     buf: [MaybeUninit<usize>; INLINE_WORDS],
