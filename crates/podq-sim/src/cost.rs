@@ -95,9 +95,10 @@ impl Platform {
     /// The hardware of the machine called `name` (a preset, or `xeon-8321hc`), with the parts
     /// whose public figures it takes. Line latencies: the medians of the one-way latency, half
     /// an uncontended compare-and-swap round trip, of the KCORES and nviennot
-    /// core-to-core-latency results and Chips and Cheese for Grace; any other machine gets the
-    /// median per column of those rows ("median of the table"). Idle states: the kernel's
-    /// cpuidle tables of the part's family.
+    /// core-to-core-latency results and, for Grace, of Chips and Cheese's for AWS Graviton 4, the
+    /// nearest documented part (the same Neoverse V2 cores on one mesh; no public table exists
+    /// for Grace itself); any other machine gets the median per column of those rows ("median
+    /// of the table"). Idle states: the kernel's cpuidle tables of the part's family.
     pub fn for_machine(name: &str) -> (Platform, &'static str) {
         let row =
             |same_core_ns, same_cache_ns, other_cache_ns, other_node_ns, idle_states| Platform {
@@ -109,7 +110,8 @@ impl Platform {
                 exit_factor: 1.0,
             };
         match name {
-            // Grace: 30-60 ns within its one LLC (Chips and Cheese); the middle of the range.
+            // Grace: 30-60 ns across Graviton 4's CMN-700 mesh (Chips and Cheese, "Arm's
+            // Neoverse V2, in AWS's Graviton 4"), the nearest documented part; the middle.
             // No SMT and one cache domain, so the other columns are never used; they take the
             // table's medians. Neoverse V2 idles in WFI.
             "grace" => (

@@ -27,9 +27,11 @@ pub struct Mechanism {
     pub repatriates: bool,
     /// A worker woken onto the CPU of the producer that woke it runs at once, and the producer
     /// finishes its queue call after the worker sleeps again: the scheduler's wake-up
-    /// preemption of a freshly woken kernel worker (EEVDF's `check_preempt_wakeup_fair`),
-    /// which happens as `__queue_work` unlocks `pool->lock`. Without it the worker waits until
-    /// the producer sleeps.
+    /// preemption of a freshly woken kernel worker (EEVDF's `check_preempt_wakeup_fair`) marks
+    /// the producer for a switch, which a preemptible kernel takes at its first preemption
+    /// point once `queue_work_on` restores interrupts (it runs `__queue_work` with them off, so
+    /// not at `pool->lock`'s unlock); the model places that point inside the queue call.
+    /// Without it the worker waits until the producer sleeps.
     pub wakee_preempts: bool,
     /// The most workers per pool.
     pub max_workers: usize,

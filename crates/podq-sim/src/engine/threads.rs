@@ -122,7 +122,7 @@ pub(super) struct Thread {
     pub(super) notified: bool,
     /// The queue call it makes, while it makes one.
     pub(super) job: Job,
-    /// A worker it woke onto its own CPU preempts it when its queue call unlocks
+    /// A worker it woke onto its own CPU preempts it before its queue call returns
     /// ([`Mechanism::wakee_preempts`](crate::profile::Mechanism::wakee_preempts)).
     pub(super) preempted: bool,
     /// What it does while it waits for a futex lock (`locks.rs`).
