@@ -71,9 +71,8 @@ impl Job {
 /// buffer first: a task's moves on the way from the queue call to its slot then copy the buffer
 /// in the aligned 16-byte pieces it was written in. With the compiler's order (the vtable
 /// first), each 16-byte load of a move straddled two 8-byte stores made just before, which the
-/// CPU cannot forward from its store buffer, and waited for them to reach the cache. `podq bench
-/// --workload rpc --runs 5 --scopes default --peers none`, the two orders alternated eight
-/// times: 293 ns per round trip in the median with the compiler's order, 275 with this one.
+/// CPU cannot forward from its store buffer, and waited for them to reach the cache (what that
+/// cost `rpc`: `docs/benchmarks.md`, "Instruction counts").
 #[repr(C)]
 pub(crate) struct Task {
     /// What to run, packed (`once_fn.rs`): a task is one cache line.
