@@ -174,19 +174,33 @@ fn work<T: Runnable>(
     let _holding = super::held::enter(shared, &mut slot);
     let mut runs = 0u64;
     let mut wakes = 0u64;
-    while let Next::Run { item, grow } =
-        shared
+    loop {
+        // (H3) The task this worker's last task queued, which it holds, first: no growth to
+        // act on and nothing for the watchdog, which only a take from the queue asks for.
+        let (looked, held) = shared
             .core
-            .next(&mut slot, || shared.lanes.here(), siblings)
-    {
-        if slot.take_watch_held() {
-            super::held::watch_held(shared);
-        }
-        if slot.wakes() != wakes {
-            wakes = slot.wakes();
-            super::apart::woken(wakes);
-        }
-        grow_pool(shared, grow);
+            .take_held_first(&mut slot, || shared.lanes.here());
+        let item = match held {
+            Some(item) => item,
+            None => {
+                let Next::Run { item, grow } =
+                    shared
+                        .core
+                        .next_then(&mut slot, || shared.lanes.here(), siblings, !looked)
+                else {
+                    break;
+                };
+                if slot.take_watch_held() {
+                    super::held::watch_held(shared);
+                }
+                if slot.wakes() != wakes {
+                    wakes = slot.wakes();
+                    super::apart::woken(wakes);
+                }
+                grow_pool(shared, grow);
+                item
+            }
+        };
         if let Some(probe) = probe {
             runs += 1;
             probe.mark(runs);

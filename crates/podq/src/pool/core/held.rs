@@ -192,6 +192,7 @@ impl<T> Core<T> {
     /// A slot that holds a task ahead (H8) keeps it, and `item` is pushed. After a put (its
     /// `SeqCst` swap), reads whether the watchdog watches, and registers the watch if nobody
     /// does (the pair with H6's look).
+    #[inline(always)]
     pub(crate) fn hold(&self, index: usize, item: T) -> Hold<T> {
         let slot = &self.held.slots[index];
         if slot.fanned.load(Ordering::Relaxed) {
@@ -219,6 +220,7 @@ impl<T> Core<T> {
 
     /// (H2, H8) Puts `item` into the empty slot `index`; returns whether the watchdog must
     /// watch.
+    #[inline(always)]
     fn put_held(&self, index: usize, item: T) -> bool {
         self.held.slots[index].cell.put(item);
         after_seqcst_rmw();
@@ -256,6 +258,21 @@ impl<T> Core<T> {
         head.started += 1;
         self.held.slots[index].ahead.store(true, Ordering::Relaxed);
         slot.holder.watch |= self.put_held(index, task);
+    }
+
+    /// (H3) The worker loop's first look, before [`Core::next_then`]: the worker's held task,
+    /// unless the worker has just arrived (W1 comes first then, and `next_then` looks). Returns
+    /// whether it looked, and the task if there was one.
+    #[inline(always)]
+    pub(crate) fn take_held_first(
+        &self,
+        slot: &mut WorkerSlot,
+        lane_here: impl Fn() -> usize,
+    ) -> (bool, Option<T>) {
+        if slot.coming {
+            return (false, None);
+        }
+        (true, self.take_held(slot, lane_here))
     }
 
     /// (H3) The worker, back from a task, takes its held task, unless it has run
@@ -297,23 +314,25 @@ impl<T> Core<T> {
         let in_a_row = slot.holder.in_a_row;
         let look = policy::must_look(in_a_row);
         let others_wait = look && self.others_wait();
-        let Some(item) = held.cell.take_own() else {
-            slot.holder.in_a_row = 0;
-            return None;
-        };
-        if policy::runs_held(in_a_row, others_wait) {
+        // The task stays in its `Option` on the way out: unwrapped and wrapped again, it would
+        // be copied twice more.
+        let item = held.cell.take_own();
+        if item.is_some() && policy::runs_held(in_a_row, others_wait) {
             slot.holder.in_a_row = if look { 0 } else { in_a_row + 1 };
             HeldSlot::<T>::add(&held.ran, 1);
             HeldSlot::<T>::add(&held.executed, std::mem::take(&mut slot.ran));
-            return Some(item);
+            return item;
         }
         slot.holder.in_a_row = 0;
-        self.push_for_self(lane_here(), item);
+        if let Some(item) = item {
+            self.push_for_self(lane_here(), item);
+        }
         None
     }
 
     /// (H8) The worker takes the task it held ahead, if nobody took it over, and runs it as a
     /// task of the queue: not counted as run by its queuer, and not in a row of held ones.
+    #[inline(always)]
     fn take_ahead(&self, slot: &mut WorkerSlot, index: usize) -> Option<T> {
         let held = &self.held.slots[index];
         held.ahead.store(false, Ordering::Relaxed);

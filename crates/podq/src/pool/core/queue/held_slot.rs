@@ -89,6 +89,7 @@ impl<T> HeldCell<T> {
     /// saw empty stays empty). The new word is stored with a `SeqCst` swap: the put's half of
     /// the pair with the watchdog's look (H6), which reads the slot after its own `SeqCst`
     /// write.
+    #[inline(always)]
     pub(crate) fn put(&self, task: T) {
         // Acquire: the `EMPTY` that ended another's take (Release).
         let word = self.word.load(Ordering::Acquire);
