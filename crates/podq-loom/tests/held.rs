@@ -40,7 +40,17 @@ fn start(core: &Arc<Core<Item>>) {
         let mut slot = WorkerSlot::new();
         let index = core.claim_held(&mut slot);
         SLOT.with(|s| s.set(index));
-        while let Next::Run { item, grow } = core.next(&mut slot, || WORKER_LANE, &mut NoSiblings) {
+        loop {
+            let (looked, held) = core.take_held_first(&mut slot, || WORKER_LANE);
+            if let Some(item) = held {
+                item();
+                continue;
+            }
+            let Next::Run { item, grow } =
+                core.next_then(&mut slot, || WORKER_LANE, &mut NoSiblings, !looked)
+            else {
+                break;
+            };
             if grow == Grow::Spawn {
                 start(&core);
             }

@@ -115,7 +115,17 @@ fn start_with(core: &Arc<Core<Item>>, mut siblings: impl Siblings<Item> + Send +
         let mut slot = WorkerSlot::new();
         // Workers spin on lane 1's CPU: pushes on lane 0 may hand their task over through the
         // mailbox (P1), pushes on lane 1 may not (the spinner would be on their own CPU).
-        while let Next::Run { item, grow } = core.next(&mut slot, || WORKER_LANE, &mut siblings) {
+        loop {
+            let (looked, held) = core.take_held_first(&mut slot, || WORKER_LANE);
+            if let Some(item) = held {
+                item();
+                continue;
+            }
+            let Next::Run { item, grow } =
+                core.next_then(&mut slot, || WORKER_LANE, &mut siblings, !looked)
+            else {
+                break;
+            };
             // A model whose pool may grow past its eager size has its watchdog as a thread of
             // its own, which looks whether asked or not; elsewhere every worker is eager and
             // the core never asks for it.
