@@ -15,10 +15,8 @@ use podq_loom::{policy, sync};
 use sync::atomic::{AtomicUsize, Ordering};
 use sync::{thread, Arc, Condvar, Mutex};
 
-use common::{
-    check, spinning_core, Core, Grow, Hold, Item, Next, NoSiblings, Push, Ran, WorkerSlot,
-};
-use common::{pushed, PREEMPTION_BOUND, WORKER_LANE};
+use common::{check, spinning_core, Core, Grow, Hold, Item, NoSiblings, Push, Ran, WorkerSlot};
+use common::{next_task, pushed, PREEMPTION_BOUND};
 
 loom::thread_local! {
     /// The held slot of the model worker this thread is, as `pool/held.rs` keeps it.
@@ -40,17 +38,7 @@ fn start(core: &Arc<Core<Item>>) {
         let mut slot = WorkerSlot::new();
         let index = core.claim_held(&mut slot);
         SLOT.with(|s| s.set(index));
-        loop {
-            let (looked, held) = core.take_held_first(&mut slot, || WORKER_LANE);
-            if let Some(item) = held {
-                item();
-                continue;
-            }
-            let Next::Run { item, grow } =
-                core.next_then(&mut slot, || WORKER_LANE, &mut NoSiblings, !looked)
-            else {
-                break;
-            };
+        while let Some((item, grow)) = next_task(&core, &mut slot, &mut NoSiblings) {
             if grow == Grow::Spawn {
                 start(&core);
             }

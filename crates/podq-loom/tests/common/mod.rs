@@ -108,6 +108,23 @@ pub(crate) fn steal(victim: &Arc<Core<Item>>) -> Option<Item> {
     }
 }
 
+/// The worker loop's step as `pool/worker.rs` takes it: the held task first (H3), else the
+/// queue's step; `None` when the worker leaves.
+pub(crate) fn next_task(
+    core: &Core<Item>,
+    slot: &mut WorkerSlot,
+    siblings: &mut impl Siblings<Item>,
+) -> Option<(Item, Grow)> {
+    let (looked, held) = core.take_held_first(slot, || WORKER_LANE);
+    if let Some(item) = held {
+        return Some((item, Grow::No));
+    }
+    match core.next_then(slot, || WORKER_LANE, siblings, !looked) {
+        Next::Run { item, grow } => Some((item, grow)),
+        Next::Exit => None,
+    }
+}
+
 /// Starts one detached worker thread running the pool's worker loop with `siblings`.
 fn start_with(core: &Arc<Core<Item>>, mut siblings: impl Siblings<Item> + Send + 'static) {
     let core = Arc::clone(core);
@@ -115,17 +132,7 @@ fn start_with(core: &Arc<Core<Item>>, mut siblings: impl Siblings<Item> + Send +
         let mut slot = WorkerSlot::new();
         // Workers spin on lane 1's CPU: pushes on lane 0 may hand their task over through the
         // mailbox (P1), pushes on lane 1 may not (the spinner would be on their own CPU).
-        loop {
-            let (looked, held) = core.take_held_first(&mut slot, || WORKER_LANE);
-            if let Some(item) = held {
-                item();
-                continue;
-            }
-            let Next::Run { item, grow } =
-                core.next_then(&mut slot, || WORKER_LANE, &mut siblings, !looked)
-            else {
-                break;
-            };
+        while let Some((item, grow)) = next_task(&core, &mut slot, &mut siblings) {
             // A model whose pool may grow past its eager size has its watchdog as a thread of
             // its own, which looks whether asked or not; elsewhere every worker is eager and
             // the core never asks for it.
