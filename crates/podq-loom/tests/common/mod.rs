@@ -119,7 +119,7 @@ pub(crate) fn next_task(
     if let Some(item) = held {
         return Some((item, Grow::No));
     }
-    match core.next_then(slot, || WORKER_LANE, siblings, !looked) {
+    match core.next(slot, || WORKER_LANE, siblings, !looked) {
         Next::Run { item, grow } => Some((item, grow)),
         Next::Exit => None,
     }

@@ -186,7 +186,7 @@ fn work<T: Runnable>(
                 let Next::Run { item, grow } =
                     shared
                         .core
-                        .next_then(&mut slot, || shared.lanes.here(), siblings, !looked)
+                        .next(&mut slot, || shared.lanes.here(), siblings, !looked)
                 else {
                     break;
                 };

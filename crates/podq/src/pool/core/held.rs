@@ -260,8 +260,8 @@ impl<T> Core<T> {
         slot.holder.watch |= self.put_held(index, task);
     }
 
-    /// (H3) The worker loop's first look, before [`Core::next_then`]: the worker's held task,
-    /// unless the worker has just arrived (W1 comes first then, and `next_then` looks). Returns
+    /// (H3) The worker loop's first look, before [`Core::next`]: the worker's held task,
+    /// unless the worker has just arrived (W1 comes first then, and `next` looks). Returns
     /// whether it looked, and the task if there was one.
     #[inline(always)]
     pub(crate) fn take_held_first(

@@ -323,22 +323,10 @@ impl<T> Core<T> {
 
     /// The worker's step: takes the next item, or pulls one from `siblings`, or parks until
     /// there is one, or says to exit (W1-W12). `lane_here` gives the lane of the CPU the worker
-    /// runs on (wrapped to the lanes there are), where it counts itself while it spins. The
-    /// worker loop (`pool/worker.rs`) takes the same steps as [`Core::take_held_first`] and
-    /// [`Core::next_then`]; the tests and the loom models step with this.
-    #[allow(dead_code)]
+    /// runs on (wrapped to the lanes there are), where it counts itself while it spins. It looks
+    /// at the worker's held task (H3) only if `held`: the worker loop (`pool/worker.rs`) takes
+    /// that task itself first ([`Core::take_held_first`]) and passes `false` when it looked.
     pub(crate) fn next(
-        &self,
-        slot: &mut WorkerSlot,
-        lane_here: impl Fn() -> usize,
-        siblings: &mut impl Siblings<T>,
-    ) -> Next<T> {
-        self.next_then(slot, lane_here, siblings, true)
-    }
-
-    /// [`Core::next`], which looks at the worker's held task (H3) only if `held`: the worker
-    /// loop takes it itself first ([`Core::take_held_first`]) and passes `false` when it looked.
-    pub(crate) fn next_then(
         &self,
         slot: &mut WorkerSlot,
         lane_here: impl Fn() -> usize,

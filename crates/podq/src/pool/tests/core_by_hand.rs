@@ -33,14 +33,14 @@ fn the_core_asks_for_one_worker_at_a_time() {
     let mut slot = WorkerSlot::new();
     // It takes an item while more wait and nobody is idle: it asks for the next worker.
     assert!(matches!(
-        core.next(&mut slot, || 0, &mut NoSiblings),
+        core.next(&mut slot, || 0, &mut NoSiblings, true),
         Next::Run {
             item: 1,
             grow: Grow::Spawn
         }
     ));
     assert!(matches!(
-        core.next(&mut slot, || 0, &mut NoSiblings),
+        core.next(&mut slot, || 0, &mut NoSiblings, true),
         Next::Run {
             item: 2,
             grow: Grow::No
@@ -74,7 +74,7 @@ fn a_full_pool_queues_without_asking_for_workers() {
     assert_eq!(core.push(0, 1), Push::Spawn);
     let mut slot = WorkerSlot::new();
     assert!(matches!(
-        core.next(&mut slot, || 0, &mut NoSiblings),
+        core.next(&mut slot, || 0, &mut NoSiblings, true),
         Next::Run {
             item: 1,
             grow: Grow::No
@@ -97,7 +97,7 @@ fn each_lane_keeps_its_order_and_the_lanes_take_turns() {
     let mut slot = WorkerSlot::new();
     let mut ran = Vec::new();
     for _ in 0..5 {
-        match core.next(&mut slot, || 0, &mut NoSiblings) {
+        match core.next(&mut slot, || 0, &mut NoSiblings, true) {
             Next::Run { item, .. } => ran.push(item),
             Next::Exit => panic!("exit with items waiting"),
         }
@@ -269,7 +269,7 @@ fn a_task_that_queues_one_has_it_held_and_one_that_queues_more_has_them_all_push
     let mut slot = WorkerSlot::new();
     let index = core.claim_held(&mut slot).expect("a free held slot");
     assert!(matches!(
-        core.next(&mut slot, || 0, &mut NoSiblings),
+        core.next(&mut slot, || 0, &mut NoSiblings, true),
         Next::Run { item: 1, .. }
     ));
     // Task 1 queues 2 (H2): held, and its put asks for a watch.
@@ -278,7 +278,7 @@ fn a_task_that_queues_one_has_it_held_and_one_that_queues_more_has_them_all_push
     // Back from 1: the held 2 (H3), which queues 3, 4 and 5. 3 is held; at 4, 3 comes back
     // out and both are for the caller to push, in their order; 5 too.
     assert!(matches!(
-        core.next(&mut slot, || 0, &mut NoSiblings),
+        core.next(&mut slot, || 0, &mut NoSiblings, true),
         Next::Run { item: 2, .. }
     ));
     assert_eq!(core.hold(index, 3), Hold::Held { watch: false });
@@ -292,7 +292,7 @@ fn a_task_that_queues_one_has_it_held_and_one_that_queues_more_has_them_all_push
     // again: the task that queued several has ended.
     let mut ran = Vec::new();
     while ran.len() < 3 {
-        match core.next(&mut slot, || 0, &mut NoSiblings) {
+        match core.next(&mut slot, || 0, &mut NoSiblings, true) {
             Next::Run { item, .. } => ran.push(item),
             Next::Exit => panic!("the worker left with items queued"),
         }
@@ -317,7 +317,7 @@ fn a_busy_worker_holds_the_next_task_ahead_and_runs_the_queue_in_order() {
     // 3 held ahead (4, 5, 6 wait); 3 from the slot; 4 taken and 5 held ahead (6 waits); 5
     // from the slot; 6 taken alone.
     assert!(matches!(
-        core.next(&mut slot, || 0, &mut NoSiblings),
+        core.next(&mut slot, || 0, &mut NoSiblings, true),
         Next::Run {
             item: 1,
             grow: Grow::Spawn
@@ -326,7 +326,7 @@ fn a_busy_worker_holds_the_next_task_ahead_and_runs_the_queue_in_order() {
     assert_eq!(core.snapshot().held.held, 0);
     let mut ran = vec![1];
     while ran.len() < 6 {
-        match core.next(&mut slot, || 0, &mut NoSiblings) {
+        match core.next(&mut slot, || 0, &mut NoSiblings, true) {
             Next::Run { item, .. } => ran.push(item),
             Next::Exit => panic!("the worker left with items queued"),
         }
@@ -360,7 +360,7 @@ fn holding_three_ahead() -> (Core<u32>, WorkerSlot) {
     core.claim_held(&mut slot).expect("a free held slot");
     for expected in [1, 2] {
         assert!(matches!(
-            core.next(&mut slot, || 0, &mut NoSiblings),
+            core.next(&mut slot, || 0, &mut NoSiblings, true),
             Next::Run { item, .. } if item == expected
         ));
     }
@@ -375,7 +375,7 @@ fn cancel_finds_a_task_held_ahead() {
     // The slot is empty: the worker goes on with the head, and holds nothing more ahead.
     for expected in [4, 5] {
         assert!(matches!(
-            core.next(&mut slot, || 0, &mut NoSiblings),
+            core.next(&mut slot, || 0, &mut NoSiblings, true),
             Next::Run { item, .. } if item == expected
         ));
     }
@@ -393,7 +393,7 @@ fn one_worker_alone_holds_nothing_ahead() {
     core.claim_held(&mut slot).expect("a free held slot");
     for expected in 1..=5 {
         assert!(matches!(
-            core.next(&mut slot, || 0, &mut NoSiblings),
+            core.next(&mut slot, || 0, &mut NoSiblings, true),
             Next::Run { item, .. } if item == expected
         ));
         assert_eq!(core.snapshot().held.held, 0);
