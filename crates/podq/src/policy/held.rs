@@ -14,9 +14,9 @@
 //! * [`taken_over`]: another worker (one that spun with nothing to do, or the stall watchdog)
 //!   takes a held item when two looks some time apart saw the same item held: its holder ran
 //!   on, or blocked, all that time, and the item would otherwise wait for it.
-//! * [`holds_ahead`]: a worker taking a task from its pool's queue also holds the next one,
-//!   when others wait behind it and nobody is idle, so that a busy pool's workers take its head
-//!   lock once per two tasks.
+//! * [`holds_ahead`] and [`ahead`]: a worker taking a task from its pool's queue also holds
+//!   the next ones, its share of those that wait behind it and at most [`AHEAD_MAX`], when
+//!   nobody is idle, so that a busy pool's workers take its head lock once per several tasks.
 //!
 //! A simulator calls them with its own counts and looks.
 
@@ -46,18 +46,34 @@ pub fn runs_held(in_a_row: u32, others_wait: bool) -> bool {
 /// task there, and one taken ahead is never the last one another worker could have had.
 pub const AHEAD_LEFT: usize = 2;
 
-/// Whether a worker that takes a task from its pool's head also takes the next one into its
-/// held slot, to run it after the first without taking the head lock again (H8): when
+/// Whether a worker that takes a task from its pool's head also takes the next ones into its
+/// held slot (how many: [`ahead`]), to run them after the first without taking the head lock
+/// again (H8): when
 /// `left` tasks (at least [`AHEAD_LEFT`]) wait in the head after the one it takes, nobody is
 /// idle (`help` clear: every worker is busy, spinning or on its way), so that no idle worker
 /// would have taken it sooner, and the pool runs more than one worker at once (`eager`, its
 /// eager size): one worker alone takes the head lock uncontended, and holding would only let
 /// a take-over (H5, H6) start the task behind later ones. Its slot must be empty, which the
 /// caller checks. With a pod's workers all busy, each then takes the head lock once per two
-/// tasks.
+/// tasks or more.
 #[must_use]
 pub fn holds_ahead(left: usize, help: bool, eager: usize) -> bool {
     !help && may_hold_ahead(left, eager)
+}
+
+/// Tasks a worker holds ahead at most (H8): 7, as many as a held slot's word counts. With two
+/// workers taking a fan-out's 20,000 tasks from one head, the head lock's line moves between
+/// their CPUs at every take, so the time per task falls with the tasks each take moves
+/// (`docs/benchmarks.md`, "Items queued by items").
+pub const AHEAD_MAX: usize = 7;
+
+/// How many tasks a worker holds ahead (H8) once [`holds_ahead`] said yes, with `left` tasks
+/// waiting in the head after the one it takes, in a pool of `eager` eager workers: its share of
+/// them (`left / eager`), at least one and at most [`AHEAD_MAX`]. Each other worker that comes
+/// to the head meanwhile then still finds at least as many as this one took.
+#[must_use]
+pub fn ahead(left: usize, eager: usize) -> usize {
+    (left / eager.max(1)).clamp(1, AHEAD_MAX)
 }
 
 /// The part of [`holds_ahead`] that the head's own state decides: the pool's eager size and the
@@ -104,6 +120,24 @@ mod tests {
         assert!(!holds_ahead(100, true, 8));
         // One worker: nobody to contend with for the head lock.
         assert!(!holds_ahead(100, false, 1));
+    }
+
+    #[test]
+    fn a_worker_holds_its_share_of_the_head_ahead_at_least_one_and_at_most_the_bound() {
+        assert_eq!(ahead(AHEAD_LEFT, 2), 1);
+        assert_eq!(ahead(3, 2), 1);
+        assert_eq!(ahead(4, 2), 2);
+        assert_eq!(ahead(20_000, 2), AHEAD_MAX);
+        assert_eq!(ahead(10, 8), 1);
+        assert_eq!(ahead(80, 8), AHEAD_MAX);
+        for left in AHEAD_LEFT..64 {
+            for eager in 2..17 {
+                let n = ahead(left, eager);
+                assert!((1..=AHEAD_MAX).contains(&n));
+                // What is left behind is at least what each other worker would take.
+                assert!(left - n >= n.min(left / eager), "left {left} eager {eager}");
+            }
+        }
     }
 
     #[test]

@@ -47,11 +47,11 @@ pub(super) fn enter<'a, T: Runnable>(
 }
 
 impl<T: Runnable> Drop for Holding<'_, T> {
-    /// (H7) The worker leaves: the slot is free again, and a task left in it is pushed.
+    /// (H7) The worker leaves: the slot is free again, and the tasks left in it are pushed.
     fn drop(&mut self) {
         if let Some(index) = self.index {
             HOLDER.with(|h| h.set((0, 0)));
-            if let Some(task) = self.shared.core.release_held(index) {
+            for task in self.shared.core.release_held(index) {
                 release(self.shared, task);
             }
         }

@@ -11,9 +11,12 @@ use crate::policy::held as policy;
 use crate::sync::atomic::{after_seqcst_rmw, AtomicBool, AtomicU64, Ordering};
 use crate::sync::CachePadded;
 
-use super::queue::held_slot::HeldCell;
+use super::queue::held_slot::{self, HeldCell};
 use super::queue::Head;
 use super::{Core, WorkerSlot};
+
+// A slot holds every task a worker takes ahead.
+const _: () = assert!(policy::AHEAD_MAX <= held_slot::MOST);
 
 /// The word the watchdog keeps of an empty slot in `HeldSlot::looked`.
 const NOTHING: u64 = u64::MAX;
@@ -151,7 +154,7 @@ pub(crate) struct HeldLook<T> {
 /// The held slots' counts, for the pool's statistics.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct HeldCounts {
-    /// Slots holding a task now.
+    /// Tasks held now.
     pub(crate) held: usize,
     /// Held tasks their holder ran.
     pub(crate) ran: u64,
@@ -175,11 +178,12 @@ impl<T> Core<T> {
         Some(index)
     }
 
-    /// (H7) A worker that exits gives its slot back, with the task still held, if any (none
-    /// when it leaves from [`Core::next`], which runs it first): the caller pushes it.
-    pub(crate) fn release_held(&self, index: usize) -> Option<T> {
+    /// (H7) A worker that exits gives its slot back, with the tasks still held, if any (none
+    /// when it leaves from [`Core::next`], which runs them first): the caller pushes them, in
+    /// this order.
+    pub(crate) fn release_held(&self, index: usize) -> Vec<T> {
         let slot = &self.held.slots[index];
-        let left = slot.cell.take_own();
+        let left = std::iter::from_fn(|| slot.cell.take_own()).collect();
         slot.fanned.store(false, Ordering::Relaxed);
         slot.owned.store(false, Ordering::Release);
         left
@@ -224,14 +228,22 @@ impl<T> Core<T> {
     fn put_held(&self, index: usize, item: T) -> bool {
         self.held.slots[index].cell.put(item);
         after_seqcst_rmw();
+        self.watch_after_put()
+    }
+
+    /// (H2, H8) After a put's `SeqCst` swap: whether the putter must have the watchdog watch
+    /// (nobody does yet, and this call took the watch).
+    #[inline(always)]
+    fn watch_after_put(&self) -> bool {
         let watched = &self.held.watched;
         !watched.load(Ordering::SeqCst) && !watched.swap(true, Ordering::Relaxed)
     }
 
     /// (H8) A worker that took a task from the head (`left` more wait there) also takes the
-    /// next one into its empty held slot, when `policy::held::holds_ahead` says so. Under the
-    /// head lock, so cancel and a re-formation, which look in the head before the slots, find
-    /// the task in one of the two. It counts in `started`: it has left the head.
+    /// next ones into its empty held slot, when `policy::held::holds_ahead` says so, as many as
+    /// `policy::held::ahead` says. Under the head lock, so cancel and a re-formation, which
+    /// look in the head before the slots, find each task in one of the two. They count in
+    /// `started`: they have left the head.
     #[inline]
     pub(super) fn hold_ahead(&self, head: &mut Head<T>, slot: &mut WorkerSlot) {
         let Some(index) = slot.holder.index else {
@@ -246,18 +258,22 @@ impl<T> Core<T> {
         {
             return;
         }
-        self.hold_ahead_now(head, slot, index);
+        self.hold_ahead_now(head, slot, index, policy::ahead(left, eager));
     }
 
-    /// [`Core::hold_ahead`] once it decided to: takes the head's next task into slot `index`.
+    /// [`Core::hold_ahead`] once it decided to: takes the head's next `ahead` tasks into slot
+    /// `index`.
     #[inline(never)]
-    fn hold_ahead_now(&self, head: &mut Head<T>, slot: &mut WorkerSlot, index: usize) {
-        let Some(task) = self.take(head) else {
+    fn hold_ahead_now(&self, head: &mut Head<T>, slot: &mut WorkerSlot, index: usize, ahead: usize) {
+        let Some(first) = self.take(head) else {
             return;
         };
-        head.started += 1;
-        self.held.slots[index].ahead.store(true, Ordering::Relaxed);
-        slot.holder.watch |= self.put_held(index, task);
+        let held = &self.held.slots[index];
+        held.ahead.store(true, Ordering::Relaxed);
+        let put = held.cell.put_all(first, ahead, || self.take(head));
+        head.started += put as u64;
+        after_seqcst_rmw();
+        slot.holder.watch |= self.watch_after_put();
     }
 
     /// (H3) The worker loop's first look, before [`Core::next`]: the worker's held task,
@@ -330,17 +346,20 @@ impl<T> Core<T> {
         None
     }
 
-    /// (H8) The worker takes the task it held ahead, if nobody took it over, and runs it as a
-    /// task of the queue: not counted as run by its queuer, and not in a row of held ones.
+    /// (H8) The worker takes the oldest task it held ahead, if nobody took it over, and runs it
+    /// as a task of the queue: not counted as run by its queuer, and not in a row of held ones.
+    /// The `ahead` flag stays until the next put into the empty slot (H2, H8) sets it anew.
     #[inline(always)]
     fn take_ahead(&self, slot: &mut WorkerSlot, index: usize) -> Option<T> {
         let held = &self.held.slots[index];
-        held.ahead.store(false, Ordering::Relaxed);
         slot.holder.in_a_row = 0;
-        let item = held.cell.take_own()?;
-        HeldSlot::<T>::add(&held.ahead_ran, 1);
-        HeldSlot::<T>::add(&held.executed, std::mem::take(&mut slot.ran));
-        Some(item)
+        // Kept in its `Option` on the way out, as in `take_held_from`.
+        let item = held.cell.take_own();
+        if item.is_some() {
+            HeldSlot::<T>::add(&held.ahead_ran, 1);
+            HeldSlot::<T>::add(&held.executed, std::mem::take(&mut slot.ran));
+        }
+        item
     }
 
     /// (H8, O4) A sibling's worker or the rescuer, taking this pool's oldest waiting task
@@ -409,9 +428,12 @@ impl<T> Core<T> {
             let now = held.cell.held_seqcst();
             let looked = held.looked.swap(now.unwrap_or(NOTHING), Ordering::Relaxed);
             let then = (looked != NOTHING).then_some(looked);
-            if policy::taken_over(then, now) {
-                if let Some(item) = now.and_then(|puts| held.take_over(puts)) {
-                    taken.push(item);
+            if let (true, Some(puts)) = (policy::taken_over(then, now), now) {
+                let before = taken.len();
+                taken.extend(std::iter::from_fn(|| held.take_over(puts)));
+                if taken.len() > before {
+                    // Whatever the slot holds now was put after this look began.
+                    still |= held.cell.held().is_some();
                     continue;
                 }
             }
@@ -430,14 +452,11 @@ impl<T> Core<T> {
     }
 
     /// Takes out every held task for which `matches` is true (a re-formation, after the
-    /// queue).
+    /// queue), each slot's oldest first.
     pub(super) fn take_all_held_if(&self, mut matches: impl FnMut(&T) -> bool, out: &mut Vec<T>) {
-        out.extend(
-            self.held
-                .slots
-                .iter()
-                .filter_map(|held| held.cell.take_if(&mut matches)),
-        );
+        for held in self.held.slots.iter() {
+            out.extend(std::iter::from_fn(|| held.cell.take_if(&mut matches)));
+        }
     }
 
     /// The held slots' counts now.
@@ -446,7 +465,7 @@ impl<T> Core<T> {
             .slots
             .iter()
             .fold(HeldCounts::default(), |counts, held| HeldCounts {
-                held: counts.held + usize::from(held.cell.held().is_some()),
+                held: counts.held + held.cell.len(),
                 ran: counts.ran + held.ran.load(Ordering::Relaxed),
                 executed: counts.executed + held.executed.load(Ordering::Relaxed),
                 taken: counts.taken + held.taken.load(Ordering::Relaxed),

@@ -314,8 +314,8 @@ fn a_busy_worker_holds_the_next_task_ahead_and_runs_the_queue_in_order() {
     let index = core.claim_held(&mut slot).expect("a free held slot");
     // 1 taken with room to grow: a second worker is asked for, and nothing held (H8 waits
     // until nobody is idle and the pool cannot grow). Then, the second on its way: 2 taken and
-    // 3 held ahead (4, 5, 6 wait); 3 from the slot; 4 taken and 5 held ahead (6 waits); 5
-    // from the slot; 6 taken alone.
+    // its share of the four behind it, 3 and 4, held ahead (5 and 6 wait); 3 and 4 from the
+    // slot; 5 taken alone (one left behind it); 6 taken alone.
     assert!(matches!(
         core.next(&mut slot, || 0, &mut NoSiblings, true),
         Next::Run {
@@ -331,7 +331,8 @@ fn a_busy_worker_holds_the_next_task_ahead_and_runs_the_queue_in_order() {
             Next::Exit => panic!("the worker left with items queued"),
         }
         if ran == [1, 2] {
-            assert_eq!(core.snapshot().held.held, 1, "3 is held ahead");
+            assert_eq!(core.snapshot().held.held, 2, "3 and 4 are held ahead");
+            assert_eq!(core.snapshot().queue_depth, 4, "held tasks count as waiting");
             assert!(
                 slot.take_watch_held(),
                 "the first put into an empty slot is watched"
@@ -346,6 +347,61 @@ fn a_busy_worker_holds_the_next_task_ahead_and_runs_the_queue_in_order() {
         (snap.held.ahead_ran, snap.held.ran, snap.held.held),
         (2, 0, 0)
     );
+}
+
+/// Items 1 to 10 queued on a pool of two eager workers; the first worker has run 1 (asking
+/// for the second) and taken 2, holding its share of the eight behind it ahead: 3 to 6 (H8).
+fn holding_four_ahead() -> (Core<u32>, WorkerSlot) {
+    let core = Core::<u32>::new(limits(2));
+    assert_eq!(core.push(0, 1), Push::Spawn);
+    for item in 2..=10 {
+        assert_eq!(core.push(0, item), Push::Busy);
+    }
+    let mut slot = WorkerSlot::new();
+    core.claim_held(&mut slot).expect("a free held slot");
+    for expected in [1, 2] {
+        assert!(matches!(
+            core.next(&mut slot, || 0, &mut NoSiblings, true),
+            Next::Run { item, .. } if item == expected
+        ));
+    }
+    assert_eq!(core.snapshot().held.held, 4, "3 to 6 are held ahead");
+    (core, slot)
+}
+
+#[test]
+fn a_worker_runs_the_tasks_it_holds_ahead_oldest_first_and_others_take_the_rest() {
+    use crate::pool::core::Stolen;
+    let (core, mut slot) = holding_four_ahead();
+    // A sibling's steal takes the oldest held ahead, cancel the one it looks for.
+    assert!(matches!(core.steal(), Stolen::Took { item: 3, .. }));
+    assert_eq!(core.remove_if(|&i| i == 5), Some(5));
+    assert_eq!(core.snapshot().held.held, 2);
+    // The holder runs what is left in its slot, in order, then the head's (7 taken with its
+    // share of the three behind it, 8, held ahead).
+    let mut ran = Vec::new();
+    while ran.len() < 6 {
+        match core.next(&mut slot, || 0, &mut NoSiblings, true) {
+            Next::Run { item, .. } => ran.push(item),
+            Next::Exit => panic!("the worker left with items queued"),
+        }
+    }
+    assert_eq!(ran, [4, 6, 7, 8, 9, 10]);
+    let snap = core.snapshot();
+    assert_eq!(
+        (snap.held.held, snap.held.taken, snap.held.ahead_ran),
+        (0, 1, 3)
+    );
+}
+
+#[test]
+fn a_re_formation_takes_every_task_held_ahead_in_order() {
+    let (core, _slot) = holding_four_ahead();
+    // The head's first (7 to 10), then the held ones, oldest first.
+    assert_eq!(core.take_all_if(|&i| i % 2 == 0), [8, 10, 4, 6]);
+    assert_eq!(core.snapshot().held.held, 2);
+    assert_eq!(core.take_all_if(|_| true), [7, 9, 3, 5]);
+    assert_eq!(core.snapshot().queue_depth, 0);
 }
 
 /// Items 1 to 5 queued on a pool of two eager workers; the first worker has run 1 (asking for

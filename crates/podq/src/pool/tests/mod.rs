@@ -15,6 +15,7 @@ use crate::topology::Topology;
 
 mod chain;
 mod core_by_hand;
+mod held_slot;
 mod lane_lock;
 mod load;
 mod registry;
