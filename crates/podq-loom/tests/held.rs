@@ -44,7 +44,7 @@ fn start(core: &Arc<Core<Item>>) {
             }
             item();
         }
-        if let Some(left) = index.and_then(|index| core.release_held(index)) {
+        for left in index.map_or_else(Vec::new, |index| core.release_held(index)) {
             push(&core, left);
         }
     }));

@@ -42,7 +42,7 @@ pub fn runs_held(in_a_row: u32, others_wait: bool) -> bool {
 }
 
 /// Tasks that must still wait in the head, after the one a worker takes, for the worker to hold
-/// the next one ahead (H8): 2, so that a worker that comes to the head meanwhile still finds a
+/// any ahead (H8): 2, so that a worker that comes to the head meanwhile still finds a
 /// task there, and one taken ahead is never the last one another worker could have had.
 pub const AHEAD_LEFT: usize = 2;
 

@@ -1,11 +1,12 @@
 //! Held items, the core's side (H1-H8 of `pool/README.md`): each worker's **held slot**, where
 //! a worker keeps the one task that its running task queued to this pool and runs it as soon
-//! as that task ends, and the ways another worker, the stall watchdog, cancel and a
-//! re-formation take a held task instead. The decisions are `policy::held`'s.
+//! as that task ends, or the tasks it took from the head ahead, and the ways another worker,
+//! the stall watchdog, cancel and a re-formation take a held task instead. The decisions are
+//! `policy::held`'s.
 //!
-//! A slot's task sits in a [`HeldCell`] (`queue/held_slot.rs`): a state word and a cell, no
-//! lock. Its word also counts its worker's puts, so that two looks some time apart tell
-//! whether the same task was held throughout (`policy::held::taken_over`).
+//! A slot's tasks sit in a [`HeldCell`] (`queue/held_slot.rs`): a state word and a row of
+//! cells, no lock. Its word also counts its worker's puts, so that two looks some time apart
+//! tell whether the same tasks were held throughout (`policy::held::taken_over`).
 
 use crate::policy::held as policy;
 use crate::sync::atomic::{after_seqcst_rmw, AtomicBool, AtomicU64, Ordering};
@@ -264,7 +265,13 @@ impl<T> Core<T> {
     /// [`Core::hold_ahead`] once it decided to: takes the head's next `ahead` tasks into slot
     /// `index`.
     #[inline(never)]
-    fn hold_ahead_now(&self, head: &mut Head<T>, slot: &mut WorkerSlot, index: usize, ahead: usize) {
+    fn hold_ahead_now(
+        &self,
+        head: &mut Head<T>,
+        slot: &mut WorkerSlot,
+        index: usize,
+        ahead: usize,
+    ) {
         let Some(first) = self.take(head) else {
             return;
         };
@@ -348,7 +355,8 @@ impl<T> Core<T> {
 
     /// (H8) The worker takes the oldest task it held ahead, if nobody took it over, and runs it
     /// as a task of the queue: not counted as run by its queuer, and not in a row of held ones.
-    /// The `ahead` flag stays until the next put into the empty slot (H2, H8) sets it anew.
+    /// The `ahead` flag stays as it is until the next put into the empty slot: H2's clears
+    /// it, H8's sets it.
     #[inline(always)]
     fn take_ahead(&self, slot: &mut WorkerSlot, index: usize) -> Option<T> {
         let held = &self.held.slots[index];

@@ -332,7 +332,11 @@ fn a_busy_worker_holds_the_next_task_ahead_and_runs_the_queue_in_order() {
         }
         if ran == [1, 2] {
             assert_eq!(core.snapshot().held.held, 2, "3 and 4 are held ahead");
-            assert_eq!(core.snapshot().queue_depth, 4, "held tasks count as waiting");
+            assert_eq!(
+                core.snapshot().queue_depth,
+                4,
+                "held tasks count as waiting"
+            );
             assert!(
                 slot.take_watch_held(),
                 "the first put into an empty slot is watched"

@@ -206,7 +206,12 @@ impl<T> HeldCell<T> {
     /// most [`MOST`]), oldest first, into its empty slot, with one swap as [`HeldCell::put`]'s.
     /// Returns how many it put.
     #[inline]
-    pub(crate) fn put_all(&self, first: T, ahead: usize, mut more: impl FnMut() -> Option<T>) -> usize {
+    pub(crate) fn put_all(
+        &self,
+        first: T,
+        ahead: usize,
+        mut more: impl FnMut() -> Option<T>,
+    ) -> usize {
         // Acquire: the `EMPTY` that ended another's take (Release).
         let word = Word::of(self.word.load(Ordering::Acquire));
         debug_assert_eq!(word.state, EMPTY, "a put into a slot that holds a task");
@@ -249,7 +254,11 @@ impl<T> HeldCell<T> {
                 Ok(_) => return Some(self.read(word.front)),
                 Err(now) => {
                     let now = Word::of(now);
-                    word = if now.state == BUSY { self.settled() } else { now };
+                    word = if now.state == BUSY {
+                        self.settled()
+                    } else {
+                        now
+                    };
                 }
             }
         }
@@ -282,12 +291,10 @@ impl<T> HeldCell<T> {
                 ..word
             };
             // Acquire: the store that made it `FULL` (Release, or the put's SeqCst swap).
-            match self.word.compare_exchange(
-                now,
-                busy.bits(),
-                Ordering::Acquire,
-                Ordering::Relaxed,
-            ) {
+            match self
+                .word
+                .compare_exchange(now, busy.bits(), Ordering::Acquire, Ordering::Relaxed)
+            {
                 Ok(_) => break word,
                 Err(again) => now = again,
             }
