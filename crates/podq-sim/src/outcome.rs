@@ -119,9 +119,10 @@ pub struct HeldCounts {
     pub ran_by_queuer: u64,
     /// Items a worker took from its pool's head ahead, with the one it took (H8), and ran.
     pub ran_ahead: u64,
-    /// Held items that another worker took after its spin (H5) or the watchdog pushed (H6).
+    /// Held items that another worker took after its spin (H5) or the watchdog pushed (H6),
+    /// and items held ahead that a sibling's worker stole (O4).
     pub taken_from_queuer: u64,
-    /// Of those, the ones the watchdog took (H6) rather than a worker back from its spin (H5).
+    /// Of those, the ones the watchdog took (H6) rather than a worker (H5, O4).
     pub taken_by_watchdog: u64,
     /// Held items that went to the back of the queue because their holder had run
     /// `podq::policy::held::MAX_IN_A_ROW` in a row while others waited (H3).

@@ -52,10 +52,10 @@ pub struct Mechanism {
     pub queue_lock_lines: Option<u32>,
     /// Each worker up to the eager size holds the item that its running item queues to its own
     /// pool, when it queues one, and runs it next, and, taking from a busy pool's head, the
-    /// head's next item too, as `podq::policy::held` decides (podq's held slots, steps H1-H8;
+    /// head's next items too, as `podq::policy::held` decides (podq's held slots, steps H1-H8;
     /// `engine/held.rs`); otherwise such an item is pushed as any other, and a take takes one.
     pub holds: bool,
-    /// A worker taking from a busy pool's head takes the head's next item into its held slot
+    /// A worker taking from a busy pool's head takes the head's next items into its held slot
     /// too (podq's step H8), when [`Mechanism::holds`] is on; off: one item per take, as in
     /// podq before H8 (a `podq bench --json` row without `ahead` was measured so).
     pub holds_ahead: bool,

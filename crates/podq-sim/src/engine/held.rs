@@ -1,17 +1,25 @@
 //! podq's held slots (steps H1-H8 of `crates/podq/src/pool/README.md`), for the profiles whose
-//! [`Mechanism::holds`](crate::Mechanism::holds) is set: a worker holds the item that its running
-//! item queues to its own pool, when it queues one, and runs it next, with no lock, no hand-over to
-//! another CPU and no wake-up; from the running item's second queue call on, the first comes back
-//! out of the slot and every one is pushed, in order. Every decision is `podq::policy::held`'s:
-//! whether the holder runs its held item next or sends it to the back of the queue
-//! ([`held::runs_held`], the bound of [`held::MAX_IN_A_ROW`] runs in a row while other items wait),
-//! whether a worker taking from its pool's head also takes the head's next item into its slot (H8,
-//! [`held::holds_ahead`], every workload), and whether a worker back from its spin (H5) or the
-//! stall watchdog (H6) takes an item over ([`held::taken_over`]: two looks saw the same item held).
+//! [`Mechanism::holds`](crate::Mechanism::holds) is set. A slot holds a few items, oldest first:
+//! either the one item that its holder's running item queued to its own pool (H2), or up to
+//! [`held::AHEAD_MAX`] items its holder took from the pool's head ahead (H8). The holder runs
+//! them one at a time as it comes back to its queue (H3), with no lock, no hand-over to another
+//! CPU and no wake-up. From the running item's second queue call on, its first comes back out
+//! of the slot and every one is pushed, in order; a slot holding items ahead keeps them, and the
+//! running item's are pushed. Every decision is `podq::policy::held`'s: whether the holder runs
+//! an item its running item queued next or sends it to the back of the queue
+//! ([`held::runs_held`], the bound of [`held::MAX_IN_A_ROW`] runs in a row while other items
+//! wait; an item held ahead always runs next, as an item of the queue), whether a worker taking
+//! from its pool's head also takes the head's next items into its empty slot, and how many
+//! ([`held::holds_ahead`] and [`held::ahead`], every workload), and whether a worker back from
+//! its spin (H5) or the stall watchdog (H6) takes a slot's items over ([`held::taken_over`]: two
+//! looks saw items of the same put held). A worker back from its spin takes the slot's oldest
+//! item and leaves the others to a later look; the watchdog takes them all and pushes each; a
+//! sibling's worker that steals from the pool (O4) takes the oldest item held ahead before the
+//! head's.
 //!
 //! Only the queue calls of `chain`, `yield` and `spawn-local` items (`spawned.rs`) are held;
-//! `rpc` and `fanout` hops are pushed as before. An item held ahead is taken in the take's
-//! critical section at the cost of another take ([`Costs::critical_section_ns`]), never by a
+//! `rpc` and `fanout` hops are pushed. The items held ahead are taken in the take's critical
+//! section, each at the cost of another take ([`Costs::critical_section_ns`]), and never at a
 //! steal from a sibling (as podq, whose steal does not hold ahead). What the model leaves out:
 //! a put into the slot (one swap of a line of the holder's own CPU) costs nothing, a held item
 //! that the bound sends back goes to the queue at the worker's next take without its lane
@@ -28,17 +36,19 @@ use super::threads::{Phase, Role};
 use super::{Engine, Event, Item, NO_GROUP};
 use crate::outcome::HeldCounts;
 use std::cmp::Reverse;
+use std::collections::VecDeque;
 
 /// Marks an event target that is the watchdog's look at a pool's held slots (H6).
 pub(super) const HELD_EVENT: u32 = 1 << 30;
 
 /// One worker's held slot.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug, Default)]
 struct Slot {
-    /// The item it holds.
-    item: Option<Item>,
-    /// Whether that item was taken from the head ahead (H8) rather than queued by its
-    /// holder's running item.
+    /// The items it holds, oldest first: the one its holder's running item queued (H2), or
+    /// those taken from the head ahead (H8), at most [`held::AHEAD_MAX`].
+    items: VecDeque<Item>,
+    /// Whether those items were taken from the head ahead (H8) rather than queued by its
+    /// holder's running item; clear while it holds none.
     ahead: bool,
     /// Items its holder ever put in it: what a look compares.
     puts: u64,
@@ -56,7 +66,14 @@ struct Slot {
 impl Slot {
     /// What a look sees in it: `Some(puts)` while it holds an item.
     fn seen(&self) -> Option<u64> {
-        self.item.map(|_| self.puts)
+        (!self.items.is_empty()).then_some(self.puts)
+    }
+
+    /// Takes its oldest item, the `ahead` flag going with the last.
+    fn take_oldest(&mut self) -> Option<Item> {
+        let item = self.items.pop_front();
+        self.ahead &= !self.items.is_empty();
+        item
     }
 }
 
@@ -129,7 +146,9 @@ impl Engine<'_> {
             self.start_push_with(tid, pool, pair, false, NO_GROUP, left);
             return;
         }
-        if let Some(first) = slot.item.take() {
+        // Not fanned and nothing held ahead: at most the running item's first.
+        debug_assert!(slot.items.len() <= 1);
+        if let Some(first) = slot.items.pop_front() {
             // (H2) The running item's second: its first comes back out and is pushed, then
             // this one (`push_then`).
             slot.fanned = true;
@@ -151,7 +170,7 @@ impl Engine<'_> {
             left,
         };
         let slot = &mut self.held.slots[pool as usize][index];
-        slot.item = Some(item);
+        slot.items.push_back(item);
         slot.puts += 1;
         if !self.held.watched[pool as usize] {
             self.held.watched[pool as usize] = true;
@@ -173,15 +192,7 @@ impl Engine<'_> {
         if slots.len() >= self.pools[pool].limits.eager_workers {
             return None;
         }
-        slots.push(Slot {
-            item: None,
-            ahead: false,
-            puts: 0,
-            looked: None,
-            in_a_row: 0,
-            while_waiting: 0,
-            fanned: false,
-        });
+        slots.push(Slot::default());
         let index = slots.len() - 1;
         if self.held.slot_of.len() <= tid as usize {
             self.held.slot_of.resize(tid as usize + 1, None);
@@ -191,37 +202,47 @@ impl Engine<'_> {
     }
 
     /// (H8) Worker `tid` of `pool`, having taken an item from its head under the head lock,
-    /// also takes the head's next item into its empty slot when [`held::holds_ahead`] says so:
-    /// enough items left in the head behind it, nobody idle. Counted in `started`, watched as a
-    /// put of H2's. Returns the time it adds inside the lock: another take's.
+    /// also takes the head's next items into its empty slot when [`held::holds_ahead`] says so
+    /// (enough items left in the head behind it, nobody idle), as many as [`held::ahead`] says.
+    /// Counted in `started`, watched as a put of H2's. Returns the time it adds inside the
+    /// lock: another take's per item.
     pub(super) fn hold_ahead(&mut self, tid: u32, pool: u32) -> f64 {
         if !self.mech.holds || !self.mech.holds_ahead {
             return 0.0;
         }
         let p = &self.pools[pool as usize];
+        let (left, eager) = (p.head_len, p.limits.eager_workers);
         let help = growth::wants_help(p.workers, p.limits);
-        if !held::holds_ahead(p.head_len, help, p.limits.eager_workers) {
+        if !held::holds_ahead(left, help, eager) {
             return 0.0;
         }
         let Some(index) = self.claim_slot(tid, pool as usize) else {
             return 0.0;
         };
-        if self.held.slots[pool as usize][index].item.is_some() {
+        let p = &mut self.pools[pool as usize];
+        let slot = &mut self.held.slots[pool as usize][index];
+        if !slot.items.is_empty() {
             return 0.0;
         }
-        let Some(item) = self.pools[pool as usize].pop_head() else {
+        let ahead = held::ahead(left, eager);
+        while slot.items.len() < ahead {
+            let Some(item) = p.pop_head() else {
+                break;
+            };
+            slot.items.push_back(item);
+        }
+        let taken = slot.items.len();
+        if taken == 0 {
             return 0.0;
-        };
-        self.pools[pool as usize].started += 1;
-        let slot = &mut self.held.slots[pool as usize][index];
-        slot.item = Some(item);
+        }
+        p.started += taken as u64;
         slot.ahead = true;
         slot.puts += 1;
         if !self.held.watched[pool as usize] {
             self.held.watched[pool as usize] = true;
             self.watch_held(pool as usize);
         }
-        self.costs.critical_section_ns
+        self.costs.critical_section_ns * taken as f64
     }
 
     /// (H2) After worker `tid` pushed its running item's first, taken back out of its slot,
@@ -235,9 +256,10 @@ impl Engine<'_> {
         true
     }
 
-    /// (H3) Worker `tid`, back at its queue, runs its held item, unless it has run
-    /// [`held::MAX_IN_A_ROW`] in a row while items wait: then the held item goes to the back
-    /// of the queue and the worker takes from the queue as ever. `true` when it runs it.
+    /// (H3) Worker `tid`, back at its queue, runs its oldest held item: one taken ahead always,
+    /// one its running item queued unless it has run [`held::MAX_IN_A_ROW`] in a row while
+    /// items wait: then that item goes to the back of the queue and the worker takes from the
+    /// queue as ever. `true` when it runs one.
     pub(super) fn run_held(&mut self, tid: u32) -> bool {
         let Some(index) = self.held.slot_of(tid) else {
             return false;
@@ -249,13 +271,14 @@ impl Engine<'_> {
         let slot = &mut self.held.slots[pool as usize][index];
         // (H2) The item that may have queued several has ended.
         slot.fanned = false;
-        let Some(mut item) = slot.item.take() else {
+        let ahead = slot.ahead;
+        let Some(mut item) = slot.take_oldest() else {
             slot.in_a_row = 0;
             return false;
         };
-        if std::mem::take(&mut slot.ahead) {
-            // (H8) A task of the queue, counted in `started` when taken: not run by its
-            // queuer, not in a row of held ones.
+        if ahead {
+            // (H8) An item of the queue, counted in `started` when taken: not run by its
+            // queuer, not in a row of held ones. The others stay held, for its next return.
             slot.in_a_row = 0;
             slot.while_waiting = 0;
             self.held.counts.ran_ahead += 1;
@@ -335,13 +358,14 @@ impl Engine<'_> {
         let slots = &self.held.slots[pool];
         let mark = &mut self.held.marks[tid as usize];
         mark.clear();
-        if slots.iter().any(|s| s.item.is_some()) {
+        if slots.iter().any(|s| !s.items.is_empty()) {
             mark.extend(slots.iter().map(Slot::seen));
         }
     }
 
-    /// (H5) Worker `tid` of `pool`, back from its spin with its queue empty, takes an item that
-    /// another worker's slot held throughout the spin.
+    /// (H5) Worker `tid` of `pool`, back from its spin with its queue empty, takes the oldest
+    /// item of another worker's slot that held items of the same put throughout the spin; the
+    /// others stay, for a later look.
     pub(super) fn take_over_held(&mut self, tid: u32, pool: usize) -> Option<Item> {
         let mark = std::mem::take(self.held.marks.get_mut(tid as usize)?);
         if mark.is_empty() {
@@ -354,8 +378,18 @@ impl Engine<'_> {
         })?;
         self.held.counts.taken_from_queuer += 1;
         slots[index].in_a_row = 0;
-        slots[index].ahead = false;
-        slots[index].item.take()
+        slots[index].take_oldest()
+    }
+
+    /// (H8, O4) A sibling's worker stealing from `pool` under its head lock takes the oldest
+    /// item that a worker of `pool` holds ahead first, if any: it left the head before every
+    /// item still there, and its holder is busy. Counted as taken from its holder, and already
+    /// in `started`.
+    pub(super) fn take_held_ahead(&mut self, pool: usize) -> Option<Item> {
+        let slot = self.held.slots[pool].iter_mut().find(|s| s.ahead)?;
+        let item = slot.take_oldest();
+        self.held.counts.taken_from_queuer += 1;
+        item
     }
 
     /// Schedules the watchdog's next look at `pool`'s slots, [`BLOCK_CHECK_INTERVAL`] from now.
@@ -369,9 +403,10 @@ impl Engine<'_> {
         }));
     }
 
-    /// (H6) The watchdog's look at `pool`'s slots: every item held since its last look is
-    /// pushed from the watchdog's thread (which wakes or starts a worker as any push); it
-    /// looks again while items are held, unless a put has it look already.
+    /// (H6) The watchdog's look at `pool`'s slots: every item of a slot that held items of the
+    /// same put at its last look is pushed, oldest first, from the watchdog's thread (which
+    /// wakes or starts a worker as any push); it looks again while items are held, unless a put
+    /// has it look already.
     pub(super) fn held_look(&mut self, pool: usize) {
         self.held.watched[pool] = false;
         let mut taken = Vec::new();
@@ -380,12 +415,11 @@ impl Engine<'_> {
             let now = slot.seen();
             let then = std::mem::replace(&mut slot.looked, now);
             if held::taken_over(then, now) {
-                if let Some(item) = slot.item.take() {
-                    slot.looked = None;
-                    slot.ahead = false;
-                    taken.push(item);
-                    continue;
-                }
+                // Held at this look (`now`), so not empty.
+                slot.looked = None;
+                slot.ahead = false;
+                taken.extend(slot.items.drain(..));
+                continue;
             }
             still |= now.is_some();
         }
@@ -453,7 +487,7 @@ mod tests {
         // Put again during the spin (its holder came back): left to its holder.
         e.queue_from_worker(holder, 0, 0);
         e.mark_held(spinner, 0);
-        e.held.slots[0][0].item = None;
+        e.held.slots[0][0].items.clear();
         e.queue_from_worker(holder, 0, 0);
         assert!(e.take_over_held(spinner, 0).is_none());
 
@@ -463,69 +497,156 @@ mod tests {
         assert_eq!(e.held.counts.taken_from_queuer, 1);
     }
 
-    /// (H8) A worker that took from the head takes the next item ahead only with enough left
-    /// behind it and nobody idle, a put of H2 keeps it, and its holder runs it as
-    /// an item of the queue.
-    #[test]
-    fn a_busy_worker_holds_the_heads_next_item_ahead_and_runs_it_as_one_of_the_queue() {
-        let (machine, pods, placement) = parts(4, AffinityScope::System, 8);
-        let scenario = Scenario {
-            workload: Workload::Flood,
-            ..Scenario::kernel_test(AffinityScope::System, 1)
-        };
-        let profile = Profile::podq();
-        let mut e = Engine::new(&machine, &profile, &scenario, &pods, &placement);
+    /// Adds a worker of pool 0 on CPU 1 to `e`, with nobody idle and `n` items put in the
+    /// head, the first of them taken; returns the worker's id.
+    fn busy_with_head(e: &mut Engine, n: u32) -> u32 {
         let holder = e.new_thread(Thread::worker(0, 1));
-        let head = |from: u32| Item {
-            producer: 0,
+        e.pools[0].workers.idle = 0;
+        e.pools[0].workers.coming = 1;
+        fill_head(e, n);
+        e.pools[0].pop();
+        holder
+    }
+
+    /// `n` items in pool 0's head, item `k` of producer `k`, and nothing else waiting.
+    fn fill_head(e: &mut Engine, n: u32) {
+        let p = &mut e.pools[0];
+        p.queue.clear();
+        p.queue.extend((0..n).map(|k| Item {
+            producer: k,
             queued_at: 0,
             lane: 0,
-            from,
+            from: 0,
             in_head: true,
             sender: false,
             group: NO_GROUP,
             left: 0,
+        }));
+        p.head_len = n as usize;
+    }
+
+    /// The producers of the items of pool 0's slot `slot`, oldest first.
+    fn held_from(e: &Engine, slot: usize) -> Vec<u32> {
+        e.held.slots[0][slot]
+            .items
+            .iter()
+            .map(|i| i.producer)
+            .collect()
+    }
+
+    /// (H8) A worker that took from the head takes the next items ahead only with enough left
+    /// behind it and nobody idle, as many as `held::ahead` says, at another take's cost each; a
+    /// put of H2 goes past them to the queue, and its holder runs them one at a time, oldest
+    /// first, as items of the queue.
+    #[test]
+    fn a_busy_worker_holds_its_share_of_the_head_ahead_and_runs_them_as_items_of_the_queue() {
+        let (machine, pods, placement) = parts(4, AffinityScope::System, 8);
+        let profile = Profile::podq();
+        let scenario = Scenario {
+            workload: Workload::Flood,
+            ..Scenario::kernel_test(AffinityScope::System, 1)
         };
-        let fill = |e: &mut Engine, n: u32| {
-            let p = &mut e.pools[0];
-            p.queue.clear();
-            p.queue.extend((0..n).map(head));
-            p.head_len = n as usize;
-        };
+        let mut e = Engine::new(&machine, &profile, &scenario, &pods, &placement);
+        let holder = e.new_thread(Thread::worker(0, 1));
         // The pool's one worker is parked: someone idle, so nothing is taken ahead.
-        fill(&mut e, 4);
+        fill_head(&mut e, 4);
         assert_eq!(e.hold_ahead(holder, 0), 0.0);
         assert_eq!(e.pools[0].head_len, 4);
         // Nobody idle, a worker on its way.
         e.pools[0].workers.idle = 0;
         e.pools[0].workers.coming = 1;
         // One item left behind the taken one: fewer than AHEAD_LEFT.
-        fill(&mut e, held::AHEAD_LEFT as u32);
+        fill_head(&mut e, held::AHEAD_LEFT as u32);
         e.pools[0].pop();
         assert_eq!(e.hold_ahead(holder, 0), 0.0);
-        // Enough left: the next one is held ahead, at another take's cost.
-        fill(&mut e, 4);
+        // Enough left: the worker's share of them is held ahead, at another take's cost each.
+        let (head, eager) = (40, e.pools[0].limits.eager_workers);
+        fill_head(&mut e, head);
         e.pools[0].pop();
+        let left = head as usize - 1;
+        let ahead = held::ahead(left, eager);
+        assert!(ahead > 1, "{left} left, {eager} eager");
         let started = e.pools[0].started;
-        assert!(e.hold_ahead(holder, 0) > 0.0);
-        assert_eq!(e.pools[0].head_len, 2);
-        assert_eq!(e.pools[0].started, started + 1);
-        let slot = e.held.slots[0][0];
-        assert!(slot.ahead);
-        assert_eq!(slot.item.map(|i| i.from), Some(1));
-        // Held already: no second one.
+        let cost = e.hold_ahead(holder, 0);
+        assert_eq!(cost, ahead as f64 * e.costs.critical_section_ns);
+        assert_eq!(e.pools[0].head_len, left - ahead);
+        assert_eq!(e.pools[0].started, started + ahead as u64);
+        assert!(e.held.slots[0][0].ahead);
+        assert_eq!(held_from(&e, 0), (1..=ahead as u32).collect::<Vec<_>>());
+        assert_eq!(e.held.slots[0][0].puts, 1);
+        // Held already: no more.
         assert_eq!(e.hold_ahead(holder, 0), 0.0);
-        // A put of the running item goes past it to the queue.
+        // A put of the running item goes past them to the queue.
         e.queue_from_worker(holder, 0, 0);
-        let slot = e.held.slots[0][0];
-        assert!(slot.ahead);
-        assert_eq!(slot.puts, 1);
-        assert_eq!(slot.item.map(|i| i.from), Some(1));
-        // Its holder runs it next, as an item of the queue.
-        assert!(e.run_held(holder));
-        assert_eq!(e.held.counts.ran_ahead, 1);
+        assert_eq!(e.held.slots[0][0].puts, 1);
+        assert_eq!(held_from(&e, 0).len(), ahead);
+        // Its holder runs them one at a time, oldest first, as items of the queue.
+        for k in 1..=ahead as u32 {
+            assert_eq!(held_from(&e, 0)[0], k);
+            assert!(e.run_held(holder));
+            assert_eq!(e.held.counts.ran_ahead, u64::from(k));
+        }
         assert_eq!(e.held.counts.ran_by_queuer, 0);
         assert!(!e.held.slots[0][0].ahead);
-        assert!(e.held.slots[0][0].item.is_none());
+        assert!(e.held.slots[0][0].items.is_empty());
+        assert!(!e.run_held(holder));
+        // Counted in `started` once, when taken ahead.
+        assert_eq!(e.pools[0].started, started + ahead as u64);
+    }
+
+    /// (H5, H6, O4) Items held ahead are taken over one at a time, oldest first, by workers
+    /// back from their spin and by a sibling's steal, the others staying held with the same
+    /// put; the watchdog takes all of a slot it saw with the same put at both looks.
+    #[test]
+    fn items_held_ahead_are_taken_over_oldest_first_and_all_at_once_by_the_watchdog() {
+        let (machine, pods, placement) = parts(4, AffinityScope::System, 8);
+        let profile = Profile::podq();
+        let scenario = Scenario {
+            workload: Workload::Flood,
+            ..Scenario::kernel_test(AffinityScope::System, 1)
+        };
+        let mut e = Engine::new(&machine, &profile, &scenario, &pods, &placement);
+        let holder = busy_with_head(&mut e, 40);
+        let spinner = e.new_thread(Thread::worker(0, 2));
+        e.hold_ahead(holder, 0);
+        let ahead = held_from(&e, 0).len();
+        assert!(ahead >= 3, "{ahead} held ahead");
+        let puts = e.held.slots[0][0].seen();
+
+        // (H5) Held throughout the spin: the oldest is taken, the others stay, same put.
+        e.mark_held(spinner, 0);
+        assert_eq!(e.take_over_held(spinner, 0).map(|i| i.producer), Some(1));
+        assert_eq!(held_from(&e, 0).len(), ahead - 1);
+        assert_eq!(e.held.slots[0][0].seen(), puts);
+        assert!(e.held.slots[0][0].ahead);
+        // A later spin takes the next.
+        e.mark_held(spinner, 0);
+        assert_eq!(e.take_over_held(spinner, 0).map(|i| i.producer), Some(2));
+
+        // (O4) A sibling's steal takes the oldest item held ahead.
+        assert_eq!(e.take_held_ahead(0).map(|i| i.producer), Some(3));
+        assert_eq!(e.held.counts.taken_from_queuer, 3);
+
+        // (H6) The watchdog's first look only notes the put; its second takes every item left.
+        let queued = e.pools[0].queue.len();
+        let left = held_from(&e, 0);
+        e.held_look(0);
+        assert_eq!(held_from(&e, 0), left);
+        e.held_look(0);
+        assert!(e.held.slots[0][0].items.is_empty());
+        assert!(!e.held.slots[0][0].ahead);
+        let back: Vec<u32> = e.pools[0]
+            .queue
+            .iter()
+            .skip(queued)
+            .map(|i| i.producer)
+            .collect();
+        assert_eq!(back, left);
+        let total = 3 + left.len() as u64;
+        assert_eq!(e.held.counts.taken_from_queuer, total);
+        assert_eq!(e.held.counts.taken_by_watchdog, left.len() as u64);
+        assert_eq!(e.held.counts.ran_ahead, 0);
+        // Nothing held ahead is left for a steal.
+        assert!(e.take_held_ahead(0).is_none());
     }
 }

@@ -373,21 +373,29 @@ impl Engine<'_> {
         }
     }
 
-    /// The steal's critical section, under the victim's head lock (`Core::steal`): takes its
-    /// oldest item as W2-W4 would (counted in its `started`, the items left handed on as W4
-    /// decides for that pool), withdraws its offer when it is left empty. Returns the time it
-    /// takes inside the lock.
+    /// The steal's critical section, under the victim's head lock (`Core::steal`): takes an
+    /// item one of its workers holds ahead (H8), or else its oldest item as W2-W4 would
+    /// (counted in its `started`), the items left handed on as W4 decides for that pool;
+    /// withdraws its offer when it is left empty. Returns the time it takes inside the lock.
     pub(super) fn steal(&mut self, tid: u32) -> f64 {
         let t = &self.threads[tid as usize];
         let (cpu, Role::Worker { search, .. }) = (t.cpu, t.role) else {
             unreachable!("only workers steal")
         };
         let victim = search.victim as usize;
-        let popped = self.pools[victim].pop();
+        let popped = match self.take_held_ahead(victim) {
+            Some(item) => Some((item, false)),
+            None => {
+                let popped = self.pools[victim].pop();
+                if popped.is_some() {
+                    self.pools[victim].started += 1;
+                }
+                popped
+            }
+        };
         let item = popped.map(|(item, _)| item);
         let mut action = None;
         if let Some((item, refilled)) = popped {
-            self.pools[victim].started += 1;
             if self.mech.push_lanes && refilled {
                 self.locks[item.lane as usize].last_cpu = cpu;
             }

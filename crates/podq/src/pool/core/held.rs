@@ -357,7 +357,7 @@ impl<T> Core<T> {
     /// as a task of the queue: not counted as run by its queuer, and not in a row of held ones.
     /// The `ahead` flag stays as it is until the next put into the empty slot: H2's clears
     /// it, H8's sets it.
-    #[inline(always)]
+    #[inline(never)]
     fn take_ahead(&self, slot: &mut WorkerSlot, index: usize) -> Option<T> {
         let held = &self.held.slots[index];
         slot.holder.in_a_row = 0;

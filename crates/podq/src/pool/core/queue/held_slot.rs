@@ -22,8 +22,6 @@
 //! the pool that may use `unsafe`; loom's cell checks its accesses.
 #![allow(unsafe_code)]
 
-use std::mem::MaybeUninit;
-
 use crate::sync::atomic::{AtomicU64, Ordering};
 use crate::sync::cell::UnsafeCell;
 use crate::sync::thread;
@@ -46,6 +44,12 @@ const PUTS_AT: u32 = 8;
 const FIELD: u64 = 7;
 /// Tasks a slot holds at most, and its cells: the count's field holds 7.
 pub(crate) const MOST: usize = FIELD as usize;
+/// The bits of the word that count the puts.
+const PUTS: u64 = !((1 << PUTS_AT) - 1);
+/// One task more in the word's count.
+const ONE_TASK: u64 = 1 << TASKS_AT;
+/// One cell further in the word's `front`.
+const ONE_CELL: u64 = 1 << FRONT_AT;
 
 /// A word's fields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -112,8 +116,9 @@ pub(crate) struct HeldCell<T> {
     /// written) and takes from `FULL`, moving `front` on or the word to `EMPTY`; anyone else
     /// moves it from `FULL` to `BUSY` and back to `FULL` or `EMPTY`.
     word: AtomicU64,
-    /// The cells of the tasks; the word makes every access exclusive (see the `Sync` impl).
-    cells: [UnsafeCell<MaybeUninit<T>>; MOST],
+    /// The cells of the tasks, `None` outside the word's range; the word makes every access
+    /// exclusive (see the `Sync` impl).
+    cells: [UnsafeCell<Option<T>>; MOST],
 }
 
 // SAFETY: the cells are the only fields that are not `Sync`, and the word hands each on so
@@ -132,7 +137,7 @@ impl<T> HeldCell<T> {
     pub(crate) fn new() -> Self {
         Self {
             word: AtomicU64::new(EMPTY),
-            cells: std::array::from_fn(|_| UnsafeCell::new(MaybeUninit::uninit())),
+            cells: std::array::from_fn(|_| UnsafeCell::new(None)),
         }
     }
 
@@ -158,11 +163,12 @@ impl<T> HeldCell<T> {
     }
 
     /// The word, read by the owner before it reaches a cell: waits out a `BUSY` look.
-    fn settled(&self) -> Word {
+    #[inline]
+    fn settled(&self) -> u64 {
         loop {
             // Acquire: the `FULL` or `EMPTY` that ended another's access (Release).
-            let word = Word::of(self.word.load(Ordering::Acquire));
-            if word.state != BUSY {
+            let word = self.word.load(Ordering::Acquire);
+            if word & STATE != BUSY {
                 return word;
             }
             thread::yield_now();
@@ -171,16 +177,16 @@ impl<T> HeldCell<T> {
 
     /// Writes `task` into cell `at`, which the caller reaches alone and which holds no task.
     #[inline(always)]
-    fn write(&self, at: usize, task: T) {
+    fn write(&self, at: usize, task: Option<T>) {
         // SAFETY: the caller's contract.
-        self.cells[at].with_mut(|cell| unsafe { (*cell).write(task) });
+        self.cells[at].with_mut(|cell| unsafe { *cell = task });
     }
 
-    /// Moves the task out of cell `at`, which the caller reaches alone and which holds one.
+    /// Takes the task out of cell `at`, which the caller reaches alone.
     #[inline(always)]
-    fn read(&self, at: usize) -> T {
-        // SAFETY: the caller's contract; the cell holds a task, which it leaves as a bare cell.
-        self.cells[at].with_mut(|cell| unsafe { (*cell).assume_init_read() })
+    fn take_cell(&self, at: usize) -> Option<T> {
+        // SAFETY: the caller's contract.
+        self.cells[at].with_mut(|cell| unsafe { (*cell).take() })
     }
 
     /// (H2) The owner puts `task` into its empty slot (only the owner fills a slot, so one it
@@ -194,7 +200,7 @@ impl<T> HeldCell<T> {
         debug_assert_eq!(word.state, EMPTY, "a put into a slot that holds a task");
         // The slot is `EMPTY`: only the owner, this caller, reaches a cell, and nobody else
         // does until the swap below makes it `FULL`.
-        self.write(0, task);
+        self.write(0, Some(task));
         let full = Word {
             puts: word.puts + 1,
             ..word.holding(0, 1)
@@ -216,13 +222,13 @@ impl<T> HeldCell<T> {
         let word = Word::of(self.word.load(Ordering::Acquire));
         debug_assert_eq!(word.state, EMPTY, "a put into a slot that holds a task");
         // As in `put`: `EMPTY`, so only this caller reaches a cell until the swap.
-        self.write(0, first);
+        self.write(0, Some(first));
         let mut put = 1;
         while put < ahead.min(MOST) {
             let Some(task) = more() else {
                 break;
             };
-            self.write(put, task);
+            self.write(put, Some(task));
             put += 1;
         }
         let full = Word {
@@ -238,27 +244,35 @@ impl<T> HeldCell<T> {
     /// their `puts`: they have been held since that put.
     #[inline]
     pub(crate) fn take_own(&self) -> Option<T> {
-        let mut word = self.settled();
+        // Acquire: the `FULL` or `EMPTY` that ended another's access (Release).
+        let mut word = self.word.load(Ordering::Acquire);
         loop {
-            if word.state != FULL {
+            if word & STATE != FULL {
+                if word & STATE == BUSY {
+                    word = self.settled();
+                    continue;
+                }
                 return None;
             }
-            let left = word.holding(word.front + 1, word.tasks - 1);
-            match self.word.compare_exchange(
-                word.bits(),
-                left.bits(),
-                Ordering::Acquire,
-                Ordering::Relaxed,
-            ) {
+            // On the word's bits, as `Word::holding` would: the last task leaves the puts
+            // alone (`EMPTY`, from cell 0); else `front` moves on and the count down.
+            let left = if word >> TASKS_AT & FIELD == 1 {
+                word & PUTS
+            } else {
+                word + ONE_CELL - ONE_TASK
+            };
+            match self
+                .word
+                .compare_exchange(word, left, Ordering::Acquire, Ordering::Relaxed)
+            {
                 // The cell `front` is now outside the slot's range: the owner's alone.
-                Ok(_) => return Some(self.read(word.front)),
+                Ok(_) => return self.take_cell(Word::of(word).front),
                 Err(now) => {
-                    let now = Word::of(now);
-                    word = if now.state == BUSY {
+                    word = if now & STATE == BUSY {
                         self.settled()
                     } else {
                         now
-                    };
+                    }
                 }
             }
         }
@@ -303,21 +317,21 @@ impl<T> HeldCell<T> {
         // its range until it stores `FULL` or `EMPTY` below.
         let cell = |k: usize| word.front + k;
         let found = (0..word.tasks).find(|&k| {
-            // SAFETY: a cell of the range, which holds a task; only read here.
-            self.cells[cell(k)].with(|task| matches(unsafe { (*task).assume_init_ref() }))
+            // SAFETY: a cell of the range; only read here.
+            self.cells[cell(k)].with(|task| unsafe { (*task).as_ref() }.is_some_and(&mut matches))
         });
         let after = match found {
             None => word.holding(word.front, word.tasks),
             Some(0) => word.holding(word.front + 1, word.tasks - 1),
             Some(_) => word.holding(word.front, word.tasks - 1),
         };
-        let taken = found.map(|k| {
-            let task = self.read(cell(k));
+        let taken = found.and_then(|k| {
+            let task = self.take_cell(cell(k));
             // Past the oldest, the tasks behind it move up one cell, so that the range stays
             // whole (the oldest's cell is left by moving `front` past it).
             if k > 0 {
                 for j in k + 1..word.tasks {
-                    let behind = self.read(cell(j));
+                    let behind = self.take_cell(cell(j));
                     self.write(cell(j - 1), behind);
                 }
             }
@@ -326,15 +340,5 @@ impl<T> HeldCell<T> {
         // Release: the owner reads it (Acquire) before it reaches the cells again.
         self.word.store(after.bits(), Ordering::Release);
         taken
-    }
-}
-
-impl<T> Drop for HeldCell<T> {
-    /// Drops the tasks still held (none once the pool's workers have run or pushed them).
-    fn drop(&mut self) {
-        let word = Word::of(self.word.load(Ordering::Relaxed));
-        for k in 0..word.tasks {
-            drop(self.read(word.front + k));
-        }
     }
 }
