@@ -276,8 +276,9 @@ fn shutdown_waits_for_a_held_task() {
 }
 
 /// (H8 vs H7, C2) Four tasks queued on a pool of two eager workers: the second worker may take
-/// a task and hold the next one ahead (two wait behind it, and nobody is idle), or a worker
-/// finds the sought one in the head or its lane, while cancel looks for the third in the head,
+/// a task and hold the next one ahead (two wait behind it, its share is one, and nobody is
+/// idle), or a worker finds the sought one in the head or its lane, while cancel looks for the
+/// third in the head,
 /// the lanes (through `Lane::take_out` and `Lane::put_back`) and the slots. Cancel takes it out
 /// or a worker runs it, exactly one of the two, and the others run once. Every task is made
 /// before the first push (`addr`). One preemption fewer than the others, as for the models

@@ -55,6 +55,59 @@ fn an_item_held_for_a_queuer_that_then_sleeps_runs_before_the_sleep_ends() {
 }
 
 #[test]
+fn items_held_ahead_by_a_worker_that_then_sleeps_run_before_the_sleep_ends() {
+    const SHORT: usize = 12;
+    let wq = system("held-ahead-sleep", 104);
+    // Each attempt: one worker waits in a gate; the other, parked, is woken by the first of the
+    // items queued behind the gate. It runs that one (which has the pool watched, so that
+    // nobody is idle and the pool does not grow), comes back to the head, takes the next one,
+    // which sleeps, with the rest behind it, and holds its share of them ahead (H8). The gated
+    // worker, let go, runs the head's and takes the held ones over (H5, or the watchdog, H6).
+    // An attempt whose woken worker came to the head before the rest were queued holds none;
+    // another attempt follows.
+    for _ in 0..5 {
+        let taken_before = total(&wq, |p| p.taken_from_queuer);
+        let (gate, gated) = mpsc::channel::<()>();
+        let (in_gate, waiting) = mpsc::channel();
+        assert!(wq.queue(move || {
+            let _ = in_gate.send(());
+            let _ = gated.recv();
+        }));
+        waiting.recv().expect("the gate item ran");
+        // The other worker spins a little, then parks.
+        std::thread::sleep(Duration::from_millis(50));
+        let started = Instant::now();
+        let (ran, rx) = mpsc::channel();
+        let first = ran.clone();
+        assert!(wq.queue(move || {
+            let _ = first.send(started.elapsed());
+        }));
+        assert!(wq.queue(|| std::thread::sleep(SLEEP)));
+        for _ in 0..SHORT {
+            let ran = ran.clone();
+            assert!(wq.queue(move || {
+                let _ = ran.send(started.elapsed());
+            }));
+        }
+        drop(ran);
+        gate.send(()).expect("the gate item waits");
+        for _ in 0..=SHORT {
+            let after = rx.recv_timeout(SLEEP * 10).expect("a short item never ran");
+            assert!(
+                after < SLEEP / 2,
+                "it waited for the sleeping worker: {after:?}"
+            );
+        }
+        assert!(wq.flush());
+        if total(&wq, |p| p.taken_from_queuer) > taken_before {
+            assert!(total(&wq, |p| p.ran_ahead) > 0);
+            return;
+        }
+    }
+    panic!("no attempt had items held ahead by the sleeping worker");
+}
+
+#[test]
 fn a_chain_of_items_runs_on_its_queuer_and_drain_waits_for_all_of_it() {
     const DEPTH: usize = 10_000;
     let wq = system("held-chain", 102);

@@ -374,7 +374,7 @@ impl<T> Core<T> {
             // pusher ever takes the head lock.
             if let Some(item) = self.take(&mut head) {
                 slot.pulled = false;
-                // (H8) With others waiting behind it and nobody idle, the next one too.
+                // (H8) With others waiting behind it and nobody idle, its share of them too.
                 self.hold_ahead(&mut head, slot);
                 // (W4)
                 let (item, grow) = self.hand_on(head, item);
