@@ -228,7 +228,7 @@ const POOL: &[Metric<PoolStats>] = &[
         name: "podq_pool_ran_ahead_total",
         kind: Kind::Counter,
         unit: "work items",
-        help: "Work items a worker took from the queue with the one before them and ran next.",
+        help: "Work items a worker took from the queue with the one before them and ran after it.",
         read: |s| s.ran_ahead,
     },
     Metric {

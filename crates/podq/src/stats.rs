@@ -57,9 +57,10 @@ pub struct PoolStats {
     /// Held items that another worker of the pool, or the stall watchdog, took from the worker
     /// that held them because it ran on or blocked.
     pub taken_from_queuer: u64,
-    /// Work items that a worker took from the pool's queue together with the one before them,
-    /// while others waited behind them and no worker was idle, and ran next without taking the
-    /// queue's lock again (`pool/README.md`, H8); held items too, until they run.
+    /// Work items that a worker took from the pool's queue together with the one before them
+    /// (up to its share of those waiting behind it), while no worker was idle, and ran after it
+    /// without taking the queue's lock again (`pool/README.md`, H8); held items too, until they
+    /// run.
     pub ran_ahead: u64,
     /// Workers that could not be placed on their CPUs and ran where the OS put them (for
     /// instance on a synthetic topology whose CPUs this machine lacks).

@@ -78,7 +78,7 @@ pub(crate) struct Measurement {
     /// The share of the items that the worker of the item that queued them ran (podq only).
     pub(crate) by_queuer: Option<f64>,
     /// The share of the items that a worker took from the queue with the one before them and
-    /// ran next (`PoolStats::ran_ahead`; podq only).
+    /// ran after it (`PoolStats::ran_ahead`; podq only).
     pub(crate) ahead: Option<f64>,
     /// Acquisitions of the pools' locks (lanes, heads, pool locks) per item (podq only).
     pub(crate) locks_per_item: Option<f64>,

@@ -353,12 +353,13 @@ fn a_busy_worker_holds_the_next_task_ahead_and_runs_the_queue_in_order() {
     );
 }
 
-/// Items 1 to 10 queued on a pool of two eager workers; the first worker has run 1 (asking
-/// for the second) and taken 2, holding its share of the eight behind it ahead: 3 to 6 (H8).
-fn holding_four_ahead() -> (Core<u32>, WorkerSlot) {
+/// Items 1 to `last` queued on a pool of two eager workers; the first worker has run 1 (asking
+/// for the second) and taken 2, holding its share of those behind it ahead (H8): `held` tasks,
+/// from 3 on.
+fn holding_ahead(last: u32, held: usize) -> (Core<u32>, WorkerSlot) {
     let core = Core::<u32>::new(limits(2));
     assert_eq!(core.push(0, 1), Push::Spawn);
-    for item in 2..=10 {
+    for item in 2..=last {
         assert_eq!(core.push(0, item), Push::Busy);
     }
     let mut slot = WorkerSlot::new();
@@ -369,8 +370,13 @@ fn holding_four_ahead() -> (Core<u32>, WorkerSlot) {
             Next::Run { item, .. } if item == expected
         ));
     }
-    assert_eq!(core.snapshot().held.held, 4, "3 to 6 are held ahead");
+    assert_eq!(core.snapshot().held.held, held, "held ahead");
     (core, slot)
+}
+
+/// [`holding_ahead`] with 10 items: 3 to 6 held.
+fn holding_four_ahead() -> (Core<u32>, WorkerSlot) {
+    holding_ahead(10, 4)
 }
 
 #[test]
@@ -408,24 +414,9 @@ fn a_re_formation_takes_every_task_held_ahead_in_order() {
     assert_eq!(core.snapshot().queue_depth, 0);
 }
 
-/// Items 1 to 5 queued on a pool of two eager workers; the first worker has run 1 (asking for
-/// the second) and taken 2, holding 3 ahead (H8).
+/// [`holding_ahead`] with 5 items: 3 held.
 fn holding_three_ahead() -> (Core<u32>, WorkerSlot) {
-    let core = Core::<u32>::new(limits(2));
-    assert_eq!(core.push(0, 1), Push::Spawn);
-    for item in 2..=5 {
-        assert_eq!(core.push(0, item), Push::Busy);
-    }
-    let mut slot = WorkerSlot::new();
-    core.claim_held(&mut slot).expect("a free held slot");
-    for expected in [1, 2] {
-        assert!(matches!(
-            core.next(&mut slot, || 0, &mut NoSiblings, true),
-            Next::Run { item, .. } if item == expected
-        ));
-    }
-    assert_eq!(core.snapshot().held.held, 1, "3 is held ahead");
-    (core, slot)
+    holding_ahead(5, 1)
 }
 
 #[test]
