@@ -14,10 +14,11 @@
 //! Only the owner puts, into an empty slot only, from cell 0, with one swap; `front` only moves
 //! on until the slot is empty again, so the tasks never run past the last cell. The owner takes
 //! its oldest task with one compare-and-swap that moves `front` past it (and the word to
-//! `EMPTY` with the last): the cell it leaves is its own from then on, since nobody else reaches a cell
-//! outside `front .. front + tasks`, and only the owner puts. Anyone else moves the word from
-//! `FULL` to `BUSY`, takes the oldest task or the one it looks for (moving the cells behind it
-//! up), and stores the word back, `FULL` with the tasks left and the same `puts`, or `EMPTY`.
+//! `EMPTY` with the last): the cell it leaves is its own from then on, since nobody else
+//! reaches a cell outside `front .. front + tasks`, and only the owner puts. Anyone else moves
+//! the word from `FULL` to `BUSY`, takes the oldest task or the one it looks for (moving the
+//! cells behind it up), and stores the word back, `FULL` with the tasks left and the same
+//! `puts`, or `EMPTY`.
 //! With `chain.rs`, `lane_lock.rs` and `mailbox.rs` beside it, this is one of the four files of
 //! the pool that may use `unsafe`; loom's cell checks its accesses.
 #![allow(unsafe_code)]
