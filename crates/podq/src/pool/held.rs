@@ -59,15 +59,19 @@ impl<T: Runnable> Drop for Holding<'_, T> {
 }
 
 impl<T: Runnable> Pool<T> {
-    /// Queues `task` as [`Pool::push`] does, except on a worker of this pool that owns a held
-    /// slot (the caller runs on it: a running task queues to its own pool): that worker holds
-    /// the running task's first task and runs it when the running task ends (H2); from its
-    /// second on, the running task's tasks are pushed, the first one again too.
+    /// Queues `task` from the worker of this pool that owns held slot `index` (the caller runs
+    /// on it: a running task queues to its own pool, [`PoolSet::held_slot_here`]): that worker
+    /// holds the running task's first task and runs it when the running task ends (H2); from
+    /// its second on, the running task's tasks are pushed as [`Pool::push`] does, the first one
+    /// again too.
     #[inline(always)]
-    pub(crate) fn push_held(&self, task: T, at: usize, siblings: bool) -> Option<Level> {
-        let Some(index) = slot_of(&self.shared) else {
-            return self.push(task, at, siblings);
-        };
+    pub(crate) fn push_held(
+        &self,
+        index: usize,
+        task: T,
+        at: usize,
+        siblings: bool,
+    ) -> Option<Level> {
         match self.shared.core.hold(index, task) {
             Hold::Held { watch } => {
                 if watch {
@@ -86,11 +90,19 @@ impl<T: Runnable> Pool<T> {
 }
 
 impl<T: Runnable> PoolSet<T> {
-    /// Queues `task` to pod `index`'s pool from `at`, holding it when the caller is one of that
-    /// pool's workers ([`Pool::push_held`]).
+    /// The held slot that the calling thread owns in pod `index`'s pool, if it is one of that
+    /// pool's workers and got one (H2). Asked before the task moves, so that a queue call from
+    /// any other thread hands its task straight to [`PoolSet::push`].
     #[inline]
-    pub(crate) fn push_held(&self, index: usize, task: T, at: usize) {
-        if let Some(reach) = self.pools[index].push_held(task, at, self.pull.is_some()) {
+    pub(crate) fn held_slot_here(&self, index: usize) -> Option<usize> {
+        slot_of(&self.pools[index].shared)
+    }
+
+    /// Queues `task` to pod `index`'s pool from `at`, from that pool's worker that owns held
+    /// slot `slot` ([`Pool::push_held`]).
+    #[inline]
+    pub(crate) fn push_held(&self, index: usize, slot: usize, task: T, at: usize) {
+        if let Some(reach) = self.pools[index].push_held(slot, task, at, self.pull.is_some()) {
             self.offer(index, reach);
         }
     }

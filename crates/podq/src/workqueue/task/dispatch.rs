@@ -108,10 +108,9 @@ fn dispatch(wq: &WqShared, task: Task, at: usize, hold: bool) {
         .pools
         .get(set)
         .expect("a pod's pool set is pushed before the pod");
-    if hold {
-        pools.push_held(index, task, at);
-    } else {
-        pools.push(index, task, at);
+    match hold.then(|| pools.held_slot_here(index)).flatten() {
+        Some(slot) => pools.push_held(index, slot, task, at),
+        None => pools.push(index, task, at),
     }
 }
 
