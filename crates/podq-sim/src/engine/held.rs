@@ -447,11 +447,13 @@ impl Engine<'_> {
 
 #[cfg(test)]
 mod tests {
-    use podq::AffinityScope;
+    use podq::policy::Placement;
+    use podq::{AffinityScope, Pods};
 
     use super::super::test_parts::parts;
     use super::super::threads::Thread;
     use super::*;
+    use crate::machine::SimMachine;
     use crate::profile::Profile;
     use crate::scenario::{Scenario, Workload};
 
@@ -534,18 +536,24 @@ mod tests {
             .collect()
     }
 
+    /// What an engine of the podq profile running `flood` on one pool of four CPUs is built
+    /// on (the engine borrows it).
+    fn podq_flood() -> (SimMachine, Pods, Placement, Profile, Scenario) {
+        let (machine, pods, placement) = parts(4, AffinityScope::System, 8);
+        let scenario = Scenario {
+            workload: Workload::Flood,
+            ..Scenario::kernel_test(AffinityScope::System, 1)
+        };
+        (machine, pods, placement, Profile::podq(), scenario)
+    }
+
     /// (H8) A worker that took from the head takes the next items ahead only with enough left
     /// behind it and nobody idle, as many as `held::ahead` says, at another take's cost each; a
     /// put of H2 goes past them to the queue, and its holder runs them one at a time, oldest
     /// first, as items of the queue.
     #[test]
     fn a_busy_worker_holds_its_share_of_the_head_ahead_and_runs_them_as_items_of_the_queue() {
-        let (machine, pods, placement) = parts(4, AffinityScope::System, 8);
-        let profile = Profile::podq();
-        let scenario = Scenario {
-            workload: Workload::Flood,
-            ..Scenario::kernel_test(AffinityScope::System, 1)
-        };
+        let (machine, pods, placement, profile, scenario) = podq_flood();
         let mut e = Engine::new(&machine, &profile, &scenario, &pods, &placement);
         let holder = e.new_thread(Thread::worker(0, 1));
         // The pool's one worker is parked: someone idle, so nothing is taken ahead.
@@ -599,12 +607,7 @@ mod tests {
     /// put; the watchdog takes all of a slot it saw with the same put at both looks.
     #[test]
     fn items_held_ahead_are_taken_over_oldest_first_and_all_at_once_by_the_watchdog() {
-        let (machine, pods, placement) = parts(4, AffinityScope::System, 8);
-        let profile = Profile::podq();
-        let scenario = Scenario {
-            workload: Workload::Flood,
-            ..Scenario::kernel_test(AffinityScope::System, 1)
-        };
+        let (machine, pods, placement, profile, scenario) = podq_flood();
         let mut e = Engine::new(&machine, &profile, &scenario, &pods, &placement);
         let holder = busy_with_head(&mut e, 40);
         let spinner = e.new_thread(Thread::worker(0, 2));
