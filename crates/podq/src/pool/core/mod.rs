@@ -49,7 +49,6 @@ use crate::sync::{Arc, CachePadded, Condvar, Mutex, MutexGuard};
 
 use held::Held;
 use idle::{AtomicHint, Parked, Parker};
-use queue::chain::Spares;
 use queue::mailbox::Mailbox;
 use queue::{lock_counted, Head, Lane, LockCounts};
 
@@ -164,9 +163,6 @@ pub(crate) struct Core<T> {
     /// The tail of the queue, in lanes, each on lines of its own: a pusher locks and writes
     /// only its own CPU's lane, so pushers on different CPUs share no line.
     lanes: Box<[Lane<T>]>,
-    /// The segments that the lanes' chains are done with, kept for each other (`chain.rs`);
-    /// freed when a worker has been idle for `idle_timeout` (W12).
-    spares: Arc<Spares<T>>,
     /// The spinners' mailbox (P1, W6): one spinner at a time waits there for a task that a
     /// pusher hands it directly. On lines of its own.
     mailbox: CachePadded<Mailbox<T>>,
@@ -198,16 +194,13 @@ pub(crate) struct Core<T> {
 impl<T> Core<T> {
     /// An empty pool with no worker.
     pub(crate) fn new(config: Config) -> Self {
-        let spares = Arc::new(Spares::new());
-        let (lanes, consumers): (Vec<_>, Vec<_>) = (0..config.lanes.max(1))
-            .map(|_| Lane::new(Arc::clone(&spares)))
-            .collect();
+        let (lanes, consumers): (Vec<_>, Vec<_>) =
+            (0..config.lanes.max(1)).map(|_| Lane::new()).collect();
         let lanes = lanes.into_boxed_slice();
         let consumers = consumers.into_boxed_slice();
         Self {
             head: CachePadded::new(Mutex::new(Head::new(consumers))),
             lanes,
-            spares,
             mailbox: CachePadded::new(Mailbox::new()),
             synced: CachePadded::new(Mutex::new(Synced {
                 lock: LockCounts::default(),
@@ -230,12 +223,6 @@ impl<T> Core<T> {
             // An empty pool can grow.
             hint: AtomicHint::new(true),
         }
-    }
-
-    /// How many segments the lanes' chains keep for each other now.
-    #[cfg(test)]
-    pub(crate) fn kept_segments(&self) -> usize {
-        self.spares.len()
     }
 
     /// Takes the pool lock, counting the acquisition and whether it was contended.
