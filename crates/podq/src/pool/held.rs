@@ -72,7 +72,10 @@ impl<T: Runnable> Pool<T> {
         at: usize,
         siblings: bool,
     ) -> Option<Level> {
-        match self.shared.core.hold(index, task) {
+        if self.shared.core.fanned_out(index) {
+            return self.push(task, at, siblings);
+        }
+        match self.shared.core.hold_first(index, task) {
             Hold::Held { watch } => {
                 if watch {
                     watch_held(&self.shared);
@@ -100,7 +103,7 @@ impl<T: Runnable> PoolSet<T> {
 
     /// Queues `task` to pod `index`'s pool from `at`, from that pool's worker that owns held
     /// slot `slot` ([`Pool::push_held`]).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn push_held(&self, index: usize, slot: usize, task: T, at: usize) {
         if let Some(reach) = self.pools[index].push_held(slot, task, at, self.pull.is_some()) {
             self.offer(index, reach);

@@ -127,7 +127,7 @@ impl Holder {
     }
 }
 
-/// What [`Core::hold`] did.
+/// What [`Core::hold_first`] did.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Hold<T> {
     /// The slot took the task; `watch`: the caller must have the watchdog watch the held slots
@@ -190,19 +190,27 @@ impl<T> Core<T> {
         left
     }
 
+    /// [`Core::fanned_out`], then [`Core::hold_first`] unless it said so: what
+    /// `Pool::push_held` does, for the tests to call in one step.
+    #[cfg(test)]
+    pub(crate) fn hold(&self, index: usize, item: T) -> Hold<T> {
+        if self.fanned_out(index) {
+            return Hold::Push(item);
+        }
+        self.hold_first(index, item)
+    }
+
     /// (H2) The worker that owns slot `index` holds `item`, the first task that the task it
     /// runs queues, in its empty slot. At the running task's second queue call, the first comes
     /// back out of the slot, if nobody took it meanwhile, and both are for the caller to push,
-    /// in their order; so is every later one, until the worker comes back for its next task.
-    /// A slot that holds a task ahead (H8) keeps it, and `item` is pushed. After a put (its
-    /// `SeqCst` swap), reads whether the watchdog watches, and registers the watch if nobody
-    /// does (the pair with H6's look).
+    /// in their order; so is every later one, until the worker comes back for its next task:
+    /// the caller asks [`Core::fanned_out`] first, and calls this only when it says no. A slot
+    /// that holds a task ahead (H8) keeps it, and `item` is pushed. After a put (its `SeqCst`
+    /// swap), reads whether the watchdog watches, and registers the watch if nobody does (the
+    /// pair with H6's look).
     #[inline(always)]
-    pub(crate) fn hold(&self, index: usize, item: T) -> Hold<T> {
+    pub(crate) fn hold_first(&self, index: usize, item: T) -> Hold<T> {
         let slot = &self.held.slots[index];
-        if slot.fanned.load(Ordering::Relaxed) {
-            return Hold::Push(item);
-        }
         // Only this worker puts, so an empty slot stays empty; a full one may empty meanwhile
         // (H5-H7).
         if slot.cell.held().is_none() {
@@ -221,6 +229,14 @@ impl<T> Core<T> {
             Some(first) => Hold::PushBoth(first, item),
             None => Hold::Push(item),
         }
+    }
+
+    /// (H2) Whether the task running on the worker that owns slot `index` has queued two tasks
+    /// already: its next ones are pushed as any other. Asked before [`Core::hold_first`], so
+    /// that a fan-out's task does not move through [`Hold`] on its way to the pool.
+    #[inline(always)]
+    pub(crate) fn fanned_out(&self, index: usize) -> bool {
+        self.held.slots[index].fanned.load(Ordering::Relaxed)
     }
 
     /// (H2, H8) Puts `item` into the empty slot `index`; returns whether the watchdog must

@@ -42,6 +42,22 @@ fn submit_to(wq: &WqShared, pod: &Arc<CachePadded<PodShared>>, job: Job, at: usi
 /// (the pushing thread's CPU or thread index).
 #[inline]
 fn submit_counted(wq: &WqShared, counted: Counted, job: Job, at: usize) {
+    if wq.active.is_none() && !matches!(job, Job::Work(_)) {
+        // A closure: no `max_active` to pass and no item to defer to (Q5), so the task is
+        // built where it goes to its pool, and moves once less.
+        to_pool(
+            wq,
+            Task {
+                job: PackedJob::pack(job),
+                acct: Acct { counted },
+                #[cfg(feature = "tracing")]
+                queued: crate::trace::Stamp::now(),
+            },
+            at,
+            true,
+        );
+        return;
+    }
     let task = Task {
         job: PackedJob::pack(job),
         acct: Acct { counted },
@@ -90,16 +106,22 @@ fn activate_at(wq: &WqShared, mut task: Task, at: usize) {
 /// item's worker, which runs it next (H2 of `pool/README.md`).
 #[inline]
 fn dispatch(wq: &WqShared, task: Task, at: usize, hold: bool) {
-    let task = match task.job.work() {
-        Some(item) if item.state.load() & RUNNING != 0 => {
+    if let Some(item) = task.job.work() {
+        if item.state.load() & RUNNING != 0 {
             let item = Arc::clone(item);
-            match item.state.defer(task) {
-                None => return,
-                Some(task) => task,
+            if let Some(task) = item.state.defer(task) {
+                to_pool(wq, task, at, hold);
             }
+            return;
         }
-        _ => task,
-    };
+    }
+    to_pool(wq, task, at, hold);
+}
+
+/// Pushes an execution that its item does not defer to its pool from `at`, or to the held
+/// slot of the pool's worker that runs the calling task (see [`dispatch`]).
+#[inline(always)]
+fn to_pool(wq: &WqShared, task: Task, at: usize, hold: bool) {
     let (set, index) = {
         let pod = task.acct.counted.pod();
         (pod.set, pod.index)
