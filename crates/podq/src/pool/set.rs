@@ -63,7 +63,7 @@ impl<T: Runnable> PoolSet<T> {
     /// Queues `task` to the pool of pod `index`, in the lane of `at` (the pusher's CPU, read
     /// once per queue call: see [`Pool::push`]); when work then waits with every worker busy,
     /// the pool offers it to its siblings (O1).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn push(&self, index: usize, task: T, at: usize) {
         if let Some(reach) = self.pools[index].push(task, at, self.pull.is_some()) {
             self.offer(index, reach);

@@ -106,15 +106,16 @@ fn activate_at(wq: &WqShared, mut task: Task, at: usize) {
 /// item's worker, which runs it next (H2 of `pool/README.md`).
 #[inline]
 fn dispatch(wq: &WqShared, task: Task, at: usize, hold: bool) {
-    if let Some(item) = task.job.work() {
-        if item.state.load() & RUNNING != 0 {
+    let task = match task.job.work() {
+        Some(item) if item.state.load() & RUNNING != 0 => {
             let item = Arc::clone(item);
-            if let Some(task) = item.state.defer(task) {
-                to_pool(wq, task, at, hold);
+            match item.state.defer(task) {
+                None => return,
+                Some(task) => task,
             }
-            return;
         }
-    }
+        _ => task,
+    };
     to_pool(wq, task, at, hold);
 }
 

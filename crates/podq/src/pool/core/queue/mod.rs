@@ -290,7 +290,7 @@ impl<T> Core<T> {
     /// (P2) Appends `item` to lane `lane` (one of the lanes: see [`Core::wrap`]) and publishes
     /// it. The lane lock's release fences (`SeqCst`) after the publication: the [`Fenced`]
     /// that P3 asks for.
-    #[inline]
+    #[inline(always)]
     pub(super) fn push_to_lane(&self, lane: usize, item: T) -> Fenced {
         let lane = &self.lanes[lane];
         let mut tasks = lane.lock();
