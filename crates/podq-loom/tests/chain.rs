@@ -1,5 +1,5 @@
 //! loom models of a lane's chain of segments (`crates/podq/src/pool/core/queue/chain.rs`): a
-//! pusher and a reader racing across segment ends and the spare, every access to a slot or an
+//! pusher and a reader racing across segment ends, the spare and the pool's kept segments, every access to a slot or an
 //! end's cell checked by loom's cell.
 
 // The chain names `crate::sync`: here it is loom's.
@@ -9,7 +9,7 @@ use podq_loom::sync;
 #[allow(dead_code)]
 mod chain;
 
-use chain::{Chain, Consumer};
+use chain::{Chain, Consumer, Spares};
 use sync::{thread, Arc};
 
 /// Two slots a segment: five tasks cross two segment ends, and the reader's first segment can
@@ -30,7 +30,7 @@ fn read_into(chain: &Small, consumer: &mut Consumer, seen: &mut Vec<usize>) {
 #[test]
 fn a_pusher_and_a_reader_move_every_task_once_in_order() {
     podq_loom::check(3, || {
-        let (chain, mut producer, mut consumer) = Small::new();
+        let (chain, mut producer, mut consumer) = Small::new(Arc::new(Spares::new()));
         let chain = Arc::new(chain);
         let pusher = {
             let chain = Arc::clone(&chain);
@@ -56,7 +56,7 @@ fn a_pusher_and_a_reader_move_every_task_once_in_order() {
 #[test]
 fn a_chain_dropped_after_a_race_drops_the_tasks_left() {
     podq_loom::check(3, || {
-        let (chain, mut producer, mut consumer) = Chain::<Arc<()>, 2>::new();
+        let (chain, mut producer, mut consumer) = Chain::<Arc<()>, 2>::new(Arc::new(Spares::new()));
         let chain = Arc::new(chain);
         let task = Arc::new(());
         let pusher = {
@@ -75,5 +75,38 @@ fn a_chain_dropped_after_a_race_drops_the_tasks_left() {
         drop(first);
         drop(chain);
         assert_eq!(Arc::strong_count(&task), 1);
+    });
+}
+
+/// One slot a segment: the reader is done with a segment at every task, so segments go to the
+/// chain's spare and past it to the pool's kept ones, which the pusher takes back while the
+/// reader puts others there. Every task is read once, in order, and no slot is written while
+/// it is read.
+#[test]
+fn segments_move_through_the_kept_ones_without_an_overlap() {
+    podq_loom::check(2, || {
+        let spares = Arc::new(Spares::<usize, 1>::new());
+        let (chain, mut producer, mut consumer) = Chain::new(Arc::clone(&spares));
+        let chain = Arc::new(chain);
+        let pusher = {
+            let chain = Arc::clone(&chain);
+            thread::spawn(move || {
+                for task in 0..4 {
+                    chain.push(&mut producer, task);
+                }
+            })
+        };
+        let mut seen = Vec::new();
+        while seen.len() < 4 {
+            chain.claim(&mut consumer);
+            while let Some(task) = chain.next(&mut consumer) {
+                seen.push(task);
+            }
+            thread::yield_now();
+        }
+        pusher.join().expect("the pusher");
+        assert_eq!(seen, [0, 1, 2, 3]);
+        drop(chain);
+        spares.free_all();
     });
 }

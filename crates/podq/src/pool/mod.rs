@@ -50,6 +50,7 @@ use crate::stats::PoolStats;
 use crate::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use crate::sync::{Arc, CachePadded};
 
+pub(crate) use self::core::queue::chain::Spares;
 use self::core::{Config, Core, Grow, Push};
 use lanes::LaneMap;
 use load::{LoadSignal, Sample};
@@ -200,8 +201,9 @@ pub(crate) struct Pool<T: Runnable> {
 }
 
 impl<T: Runnable> Pool<T> {
-    /// A pool with no worker yet, serving `pod` (its CPUs already within `attrs.cpus`).
-    pub(crate) fn new(name: String, pod: Pod, attrs: &PoolAttrs) -> Self {
+    /// A pool with no worker yet, serving `pod` (its CPUs already within `attrs.cpus`), whose
+    /// lanes keep the segments they are done with in `spares` (see [`Registry`]).
+    pub(crate) fn new(name: String, pod: Pod, attrs: &PoolAttrs, spares: Arc<Spares<T>>) -> Self {
         let (lanes, lane_count) = LaneMap::new(&pod.cpus);
         let load = CachePadded::new(LoadSignal::new(pod.cpus.len()));
         // Asked once per pool: a change of the CPUs allowed that changes a workqueue's pods
@@ -211,15 +213,18 @@ impl<T: Runnable> Pool<T> {
             idle_wait(crate::launch::process_cpus().map(|cpus| cpus.len()));
         Self {
             shared: Arc::new(Shared {
-                core: Core::new(Config {
-                    // As many busy workers as the pod has CPUs keep it busy; more only help
-                    // items that block, and the stall watchdog adds those.
-                    limits: Limits::new(attrs.max_workers, pod.cpus.len()),
-                    idle_timeout: attrs.idle_timeout,
-                    spin_rounds,
-                    yield_only,
-                    lanes: lane_count,
-                }),
+                core: Core::with_spares(
+                    Config {
+                        // As many busy workers as the pod has CPUs keep it busy; more only help
+                        // items that block, and the stall watchdog adds those.
+                        limits: Limits::new(attrs.max_workers, pod.cpus.len()),
+                        idle_timeout: attrs.idle_timeout,
+                        spin_rounds,
+                        yield_only,
+                        lanes: lane_count,
+                    },
+                    spares,
+                ),
                 name,
                 pod,
                 strict: attrs.strict,

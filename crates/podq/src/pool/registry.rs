@@ -7,7 +7,7 @@ use std::fmt;
 use std::sync::Weak;
 
 use super::pull::PullGroup;
-use super::{pool_name, Pool, PoolAttrs, PoolSet, Runnable};
+use super::{pool_name, Pool, PoolAttrs, PoolSet, Runnable, Spares};
 use crate::cpuset::CpuSet;
 use crate::error::Result;
 use crate::scope::Pods;
@@ -27,12 +27,20 @@ pub(crate) struct PoolKey {
 /// static (the workqueue layer does, for its tasks), so that equal attributes anywhere in the
 /// process give the same pools.
 ///
+/// Beside them, per NUMA node, the queue segments that the node's pools are done with
+/// ([`Spares`], at most `chain::KEPT_SEGMENTS` a node): a backlog that grows after another
+/// drained, in the same pool or in a pool made since (a workqueue built for a job), takes
+/// memory already in use rather than fresh pages, and never memory of another node.
+///
 /// Entries are weak: a pool lives as long as some [`PoolSet`] holds it, and its drop removes
 /// its entry. Lock order: the registry's lock is never held while a pool is dropped (a pool's
 /// drop takes it), nor while a pool lock is held.
 pub(crate) struct Registry<T: Runnable> {
     /// The pools, by key.
     pools: Mutex<HashMap<PoolKey, Weak<Pool<T>>>>,
+    /// The kept segments of each node's pools (`None`: pods of no known node); only grows,
+    /// by one entry a node. Taken after `pools`, never the other way.
+    spares: Mutex<HashMap<Option<usize>, Arc<Spares<T>>>>,
 }
 
 /// A pool's entry in its registry, which the pool's drop removes.
@@ -48,6 +56,7 @@ impl<T: Runnable> Registry<T> {
     pub(crate) fn new() -> Self {
         Self {
             pools: Mutex::new(HashMap::new()),
+            spares: Mutex::new(HashMap::new()),
         }
     }
 
@@ -86,10 +95,12 @@ impl<T: Runnable> Registry<T> {
                     return pool;
                 }
                 let served = pod.with_cpus(pod.cpus.intersection(&attrs.cpus));
+                let spares = Arc::clone(self.spares.lock().entry(pod.node).or_default());
                 let mut pool = Pool::new(
                     pool_name(attrs.scope, attrs.shard_size, pod.id),
                     served,
                     attrs,
+                    spares,
                 );
                 pool.entry = Some(Entry {
                     registry: self,

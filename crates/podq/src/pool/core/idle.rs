@@ -295,8 +295,14 @@ impl<T> Core<T> {
             // (W12) Idle for `idle_timeout` and not woken: retire if another worker remains;
             // the last worker stays, parked without a timeout, while the pool is in use. No
             // last look is needed: while this worker was on the idle stack every push saw the
-            // hint and took the pool lock.
-            match policy::idle(idle_for, self.idle_timeout, synced.workers) {
+            // hint and took the pool lock. Either way the pool has had a worker idle that
+            // long, so the kept segments (its node's, `Core::spares`) go back to the
+            // allocator: another backlog takes new ones.
+            let idle = policy::idle(idle_for, self.idle_timeout, synced.workers);
+            if !matches!(idle, Idle::Wait(_)) {
+                self.spares.free_all();
+            }
+            match idle {
                 Idle::Wait(left) => {
                     let (again, timed_out) = slot.parker.condvar.wait_timeout(synced, left);
                     synced = again;

@@ -49,6 +49,7 @@ use crate::sync::{Arc, CachePadded, Condvar, Mutex, MutexGuard};
 
 use held::Held;
 use idle::{AtomicHint, Parked, Parker};
+use queue::chain::Spares;
 use queue::mailbox::Mailbox;
 use queue::{lock_counted, Head, Lane, LockCounts};
 
@@ -163,6 +164,10 @@ pub(crate) struct Core<T> {
     /// The tail of the queue, in lanes, each on lines of its own: a pusher locks and writes
     /// only its own CPU's lane, so pushers on different CPUs share no line.
     lanes: Box<[Lane<T>]>,
+    /// The segments that the lanes' chains are done with, kept for the next ones that need
+    /// one (`chain.rs`), shared with the other pools of the pod's node; freed when a worker
+    /// has been idle for `idle_timeout` (W12).
+    spares: Arc<Spares<T>>,
     /// The spinners' mailbox (P1, W6): one spinner at a time waits there for a task that a
     /// pusher hands it directly. On lines of its own.
     mailbox: CachePadded<Mailbox<T>>,
@@ -192,15 +197,24 @@ pub(crate) struct Core<T> {
 }
 
 impl<T> Core<T> {
-    /// An empty pool with no worker.
+    /// An empty pool with no worker, whose lanes keep drained segments for each other only.
+    #[cfg(test)]
     pub(crate) fn new(config: Config) -> Self {
-        let (lanes, consumers): (Vec<_>, Vec<_>) =
-            (0..config.lanes.max(1)).map(|_| Lane::new()).collect();
+        Self::with_spares(config, Arc::new(Spares::new()))
+    }
+
+    /// An empty pool with no worker, whose lanes keep drained segments in `spares`, which
+    /// other pools may share (`pool/registry.rs`: the pools of one node do).
+    pub(crate) fn with_spares(config: Config, spares: Arc<Spares<T>>) -> Self {
+        let (lanes, consumers): (Vec<_>, Vec<_>) = (0..config.lanes.max(1))
+            .map(|_| Lane::new(Arc::clone(&spares)))
+            .collect();
         let lanes = lanes.into_boxed_slice();
         let consumers = consumers.into_boxed_slice();
         Self {
             head: CachePadded::new(Mutex::new(Head::new(consumers))),
             lanes,
+            spares,
             mailbox: CachePadded::new(Mailbox::new()),
             synced: CachePadded::new(Mutex::new(Synced {
                 lock: LockCounts::default(),
@@ -223,6 +237,18 @@ impl<T> Core<T> {
             // An empty pool can grow.
             hint: AtomicHint::new(true),
         }
+    }
+
+    /// Whether this pool's lanes keep their drained segments where `other`'s do.
+    #[cfg(test)]
+    pub(crate) fn shares_spares_with(&self, other: &Core<T>) -> bool {
+        Arc::ptr_eq(&self.spares, &other.spares)
+    }
+
+    /// How many segments the lanes' chains keep for each other now.
+    #[cfg(test)]
+    pub(crate) fn kept_segments(&self) -> usize {
+        self.spares.len()
     }
 
     /// Takes the pool lock, counting the acquisition and whether it was contended.

@@ -69,7 +69,12 @@ fn pool(pod_cpus: CpuSet, attrs: &PoolAttrs) -> Pool<TestJob> {
     let topo = Topology::from_machine("sockets=1,nodes=1,caches=1,cores=1,smt=1").expect("m");
     let pods = Pods::new(&topo, AffinityScope::System, 8).expect("pods");
     let pod = pods.pods()[0].with_cpus(pod_cpus);
-    Pool::new(pool_name(attrs.scope, attrs.shard_size, 0), pod, attrs)
+    Pool::new(
+        pool_name(attrs.scope, attrs.shard_size, 0),
+        pod,
+        attrs,
+        Arc::default(),
+    )
 }
 
 impl Pool<TestJob> {
@@ -185,6 +190,36 @@ fn idle_workers_retire_after_the_timeout_but_one_stays() {
     let stats = p.stats();
     assert_eq!(stats.workers_retired, stats.workers_created - 1);
     // The one that stays still serves the pool.
+    assert_eq!(on_worker(&p, || 7), 7);
+}
+
+#[test]
+fn segments_kept_after_a_backlog_are_freed_once_a_worker_has_been_idle_for_the_timeout() {
+    use crate::pool::core::queue::chain::{KEPT_SEGMENTS, SEGMENT_SLOTS};
+    let mut a = attrs(false, allowed());
+    a.max_workers = 1;
+    a.idle_timeout = Duration::from_millis(50);
+    let p = pool(one_cpu(), &a);
+    // One worker, held at the first item while forty segments' worth queue behind it.
+    let (open, gate) = mpsc::channel::<()>();
+    p.push_here(job(move || gate.recv().expect("test alive")));
+    for _ in 0..40 * SEGMENT_SLOTS - 2 {
+        p.push_here(job(|| {}));
+    }
+    let (tx, rx) = mpsc::channel();
+    let shared = Arc::clone(&p.shared);
+    p.push_here(job(move || {
+        tx.send(shared.core.kept_segments()).expect("test alive");
+    }));
+    open.send(()).expect("the gate is waited on");
+    // The last item runs on the one worker, busy since the backlog began: nothing freed yet.
+    let kept = rx.recv_timeout(PATIENCE).expect("the backlog ran");
+    assert!((30..=KEPT_SEGMENTS).contains(&kept), "kept {kept}");
+    assert!(
+        eventually(|| p.shared.core.kept_segments() == 0),
+        "the kept segments stayed after the worker idled"
+    );
+    // The pool goes on, with segments of its own again.
     assert_eq!(on_worker(&p, || 7), 7);
 }
 

@@ -12,6 +12,34 @@ fn machine() -> Topology {
 }
 
 #[test]
+fn the_pools_of_one_node_keep_drained_segments_together_and_two_nodes_apart() {
+    let topo = Topology::from_machine("sockets=2,nodes=2,caches=2,cores=4,smt=1").expect("m");
+    let a = attrs_of(AffinityScope::Cache, false, topo.cpu_set());
+    let per_cache = REGISTRY.pools_for(&topo, &a).expect("pools");
+    let core = |set: &PoolSet<TestJob>, pod: usize| Arc::clone(&set.pools[pod].shared);
+    let (node0, node1) = (core(&per_cache, 0), core(&per_cache, 1));
+    assert!(!node0.core.shares_spares_with(&node1.core));
+    // Pools made for other attributes, even after these are gone, share their node's.
+    let cpus = PoolAttrs {
+        scope: AffinityScope::Cpu,
+        ..a
+    };
+    drop(per_cache);
+    let per_cpu = REGISTRY.pools_for(&topo, &cpus).expect("pools");
+    assert_eq!(per_cpu.pools.len(), topo.cpu_set().len());
+    assert_ne!(node0.pod.node, node1.pod.node);
+    for pool in &per_cpu.pools {
+        let same_node = if pool.shared.pod.node == node0.pod.node {
+            &node0
+        } else {
+            &node1
+        };
+        assert_eq!(pool.shared.pod.node, same_node.pod.node);
+        assert!(pool.shared.core.shares_spares_with(&same_node.core));
+    }
+}
+
+#[test]
 fn equal_attributes_share_pools_and_others_do_not() {
     let topo = machine();
     let a = attrs_of(AffinityScope::Cache, false, topo.cpu_set());

@@ -14,11 +14,14 @@
 //! on). The consumer keeps one such segment as the chain's spare, which the producer takes
 //! when it needs a new one: in a steady flow, no segment is allocated or freed (freeing on
 //! another thread than the allocating one takes the allocator's arena lock for a segment's
-//! size). Each end is used through a token that only [`Chain::new`] makes, one of each per
-//! chain, and holding a token `&mut` is what makes that end's use exclusive (the lane lock
-//! holds the producer's, the head lock the consumer's). This file uses only `crate::sync`, so
-//! that `crates/podq-loom` checks it with loom's cell, which fails a model whose accesses to a
-//! slot could overlap.
+//! size). Past the spare, segments go to the [`Spares`] that the chains share (the pools of
+//! one node share one), up to [`KEPT_SEGMENTS`], so that a backlog that grows after another
+//! drained (a task that queues ten thousand) writes to memory already in use instead of
+//! faulting in fresh pages. Each end is used through a token that only [`Chain::new`] makes,
+//! one of each per chain, and holding a token `&mut` is what makes that end's use exclusive
+//! (the lane lock holds the producer's, the head lock the consumer's). This file uses only
+//! `crate::sync`, so that `crates/podq-loom` checks it with loom's cell, which fails a model
+//! whose accesses to a slot could overlap.
 #![allow(unsafe_code)]
 
 use std::mem::MaybeUninit;
@@ -26,7 +29,7 @@ use std::ptr;
 
 use crate::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use crate::sync::cell::UnsafeCell;
-use crate::sync::CachePadded;
+use crate::sync::{Arc, CachePadded, Mutex};
 
 /// Slots per segment: 256 tasks of the workqueue (64 bytes) are 16 KiB. A pusher moves to a
 /// new segment (the spare, or a new allocation) once every 256 tasks, under one in a hundred
@@ -97,15 +100,18 @@ struct Segment<T, const N: usize> {
 impl<T, const N: usize> Segment<T, N> {
     /// A segment with empty slots and no next one, on the heap: `spare` when it holds one (which
     /// it empties), else a new one. Freed by [`Segment::free`].
-    fn take_or_alloc(spare: &AtomicPtr<Self>) -> *mut Self {
+    fn take_or_alloc(spare: &AtomicPtr<Self>, spares: &Spares<T, N>) -> *mut Self {
         // Acquire: the consumer's reads of the spare's slots come before this producer's
         // writes (its swap in `Chain::retire` is a Release).
-        let segment = spare.swap(ptr::null_mut(), Ordering::Acquire);
+        let mut segment = spare.swap(ptr::null_mut(), Ordering::Acquire);
         if segment.is_null() {
-            return Self::alloc();
+            match spares.take() {
+                Some(kept) => segment = kept,
+                None => return Self::alloc(),
+            }
         }
-        // SAFETY: the swap gave this end the spare alone; the consumer left it once done with
-        // it (`Chain::retire`), so nobody else reaches it.
+        // SAFETY: the swap or the spares gave this end the segment alone; the consumer
+        // left it once done with it (`Chain::retire`), so nobody else reaches it.
         unsafe { (*segment).next.with_mut(|link| *link = ptr::null_mut()) };
         segment
     }
@@ -127,6 +133,92 @@ impl<T, const N: usize> Segment<T, N> {
         // SAFETY: the caller's contract; the slots are `MaybeUninit`, so nothing in them is
         // dropped.
         drop(unsafe { Box::from_raw(segment) });
+    }
+}
+
+/// How many segments, at most, one [`Spares`] keeps beyond each chain's own spare: 64
+/// segments of the workqueue's tasks are 1 MiB, the backlog of a task that queues 16,384
+/// others (why keep them: `pool/README.md`, "Why these choices").
+pub(crate) const KEPT_SEGMENTS: usize = 64;
+
+/// Segments that chains are done with, past each chain's spare: at most [`KEPT_SEGMENTS`],
+/// taken by a producer that needs a segment before it allocates one. Shared by the chains of
+/// one node's pools (`pool/registry.rs`). [`Spares::free_all`] gives them back to the
+/// allocator (a pool does when one of its workers has been idle for the pool's idle timeout,
+/// W12); so does the drop.
+pub(crate) struct Spares<T, const N: usize = SEGMENT_SLOTS> {
+    /// The segments kept, each holding no task and reached by nobody else. Its lock is taken
+    /// once per segment's worth of tasks at most, and holds no other lock.
+    kept: Mutex<Vec<Kept<T, N>>>,
+}
+
+/// A segment in [`Spares`].
+struct Kept<T, const N: usize>(*mut Segment<T, N>);
+
+// SAFETY: a kept segment holds no task and only the spares reach it; sending it sends memory.
+unsafe impl<T: Send, const N: usize> Send for Kept<T, N> {}
+
+impl<T, const N: usize> Spares<T, N> {
+    /// No segments kept.
+    pub(crate) fn new() -> Self {
+        Self {
+            kept: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// How many segments are kept.
+    pub(crate) fn len(&self) -> usize {
+        self.kept.lock().len()
+    }
+
+    /// A kept segment, for the caller alone (the lock's release and acquire order the last
+    /// reads of its slots before the caller's writes).
+    fn take(&self) -> Option<*mut Segment<T, N>> {
+        self.kept.lock().pop().map(|kept| kept.0)
+    }
+
+    /// Keeps `segment` if fewer than [`KEPT_SEGMENTS`] are kept, and frees it otherwise.
+    ///
+    /// # Safety
+    ///
+    /// `segment` came from [`Segment::alloc`], holds no task, and nobody else reaches it.
+    unsafe fn keep(&self, segment: *mut Segment<T, N>) {
+        let mut kept = self.kept.lock();
+        if kept.len() < KEPT_SEGMENTS {
+            kept.push(Kept(segment));
+            return;
+        }
+        drop(kept);
+        // SAFETY: the caller's contract.
+        unsafe { Segment::free(segment) };
+    }
+
+    /// Frees every kept segment.
+    pub(crate) fn free_all(&self) {
+        let all = std::mem::take(&mut *self.kept.lock());
+        for kept in all {
+            // SAFETY: a kept segment came from `Segment::alloc`, holds no task, and the take
+            // above removed it from the spares: nobody else reaches it.
+            unsafe { Segment::free(kept.0) };
+        }
+    }
+}
+
+impl<T, const N: usize> Default for Spares<T, N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T, const N: usize> Drop for Spares<T, N> {
+    fn drop(&mut self) {
+        self.free_all();
+    }
+}
+
+impl<T, const N: usize> std::fmt::Debug for Spares<T, N> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Spares").field("kept", &self.len()).finish()
     }
 }
 
@@ -177,6 +269,9 @@ pub(crate) struct Chain<T, const N: usize = SEGMENT_SLOTS> {
     head: CachePadded<Head<T, N>>,
     /// A segment the consumer is done with, for the producer's next one; null when none.
     spare: CachePadded<AtomicPtr<Segment<T, N>>>,
+    /// Where the consumer puts a segment it is done with when the spare is taken, and where
+    /// the producer looks when there is no spare: shared with other chains.
+    spares: Arc<Spares<T, N>>,
 }
 
 // SAFETY: the slots and the ends' cells are the only fields that are not `Sync`. A slot is
@@ -195,8 +290,9 @@ impl<T, const N: usize> std::fmt::Debug for Chain<T, N> {
 }
 
 impl<T, const N: usize> Chain<T, N> {
-    /// An empty chain (no segment yet) and the tokens of its two ends.
-    pub(crate) fn new() -> (Self, Producer, Consumer) {
+    /// An empty chain (no segment yet) that shares `spares` with other chains, and the tokens
+    /// of its two ends.
+    pub(crate) fn new(spares: Arc<Spares<T, N>>) -> (Self, Producer, Consumer) {
         const { assert!(N > 0, "a segment holds at least one slot") };
         let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let chain = Self {
@@ -213,6 +309,7 @@ impl<T, const N: usize> Chain<T, N> {
                 id,
             }),
             spare: CachePadded::new(AtomicPtr::new(ptr::null_mut())),
+            spares,
         };
         (chain, Producer { chain: id }, Consumer { chain: id })
     }
@@ -248,7 +345,7 @@ impl<T, const N: usize> Chain<T, N> {
             // with only after it has read slot `pushed`, not yet published.
             unsafe {
                 if pushed.is_multiple_of(N) {
-                    let next = Segment::take_or_alloc(&self.spare);
+                    let next = Segment::take_or_alloc(&self.spare, &self.spares);
                     // The consumer follows the link only after it sees this task published.
                     if pushed == 0 {
                         self.tail.first.with_mut(|link| *link = next);
@@ -364,7 +461,8 @@ impl<T, const N: usize> Chain<T, N> {
         Some(unsafe { (*segment).slots[i % N].with_mut(|slot| (*slot).assume_init_read()) })
     }
 
-    /// The consumer is done with `segment`: it becomes the spare, or is freed when there is one.
+    /// The consumer is done with `segment`: it becomes the spare, and the spare it replaces goes
+    /// to the shared spares.
     ///
     /// # Safety
     ///
@@ -377,7 +475,7 @@ impl<T, const N: usize> Chain<T, N> {
         if !old.is_null() {
             // SAFETY: the swap took the old spare back from the chain: this end alone has it,
             // and it holds no task.
-            unsafe { Segment::free(old) };
+            unsafe { self.spares.keep(old) };
         }
     }
 }

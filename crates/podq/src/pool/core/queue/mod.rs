@@ -21,8 +21,8 @@ use std::collections::VecDeque;
 
 use super::Core;
 use crate::sync::atomic::{fence, Ordering};
-use crate::sync::{CachePadded, Mutex, MutexGuard};
-use chain::{Chain, Consumer, Producer};
+use crate::sync::{Arc, CachePadded, Mutex, MutexGuard};
+use chain::{Chain, Consumer, Producer, Spares};
 use lane_lock::{Fenced, LaneGuard, LaneLock};
 // Std's, on purpose, also under loom: only for `Lane::spinners`.
 use std::sync::atomic::AtomicUsize as UnmodelledAtomicUsize;
@@ -205,9 +205,10 @@ pub(crate) struct Lane<T> {
 }
 
 impl<T> Lane<T> {
-    /// An empty lane, and the consumer end of its tasks, for the head.
-    pub(super) fn new() -> (Self, Consumer) {
-        let (chain, producer, consumer) = Chain::new();
+    /// An empty lane whose chain shares `spares` with the pool's other lanes, and the consumer
+    /// end of its tasks, for the head.
+    pub(super) fn new(spares: Arc<Spares<T>>) -> (Self, Consumer) {
+        let (chain, producer, consumer) = Chain::new(spares);
         let lane = Self {
             tasks: CachePadded::new(LaneLock::new(LaneTasks {
                 producer,
