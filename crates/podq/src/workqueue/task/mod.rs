@@ -329,12 +329,19 @@ impl Acct {
     pub(crate) fn retire_at(self, at: usize) {
         let Acct { counted } = self;
         if counted.holds_slot() {
-            let wq = &counted.pod().wq;
-            if let Some(active) = &wq.active {
-                active.release(|next| dispatch::activate(wq, next));
-            }
+            release_slot(&counted);
         }
         counted.leave_at(at);
+    }
+}
+
+/// A finished execution that held a `max_active` slot hands it on (Q3). Out of line, so that
+/// an execution without a slot, the common case, uncounts without its frame.
+#[inline(never)]
+fn release_slot(counted: &Counted) {
+    let wq = &counted.pod().wq;
+    if let Some(active) = &wq.active {
+        active.release(|next| dispatch::activate(wq, next));
     }
 }
 

@@ -69,6 +69,7 @@ impl WorkInner {
     }
 
     /// Records where the owner of a claim queues the item, for cancel to find it.
+    #[inline]
     pub(crate) fn record_home(&self, wq: &Arc<WqShared>, pod: usize) {
         self.home_pod.store(pod, Ordering::Relaxed);
         if self.home_id.load(Ordering::Relaxed) != wq.id {

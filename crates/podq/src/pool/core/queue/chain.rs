@@ -173,6 +173,8 @@ impl<T, const N: usize> Spares<T, N> {
 
     /// A kept segment, for the caller alone (the lock's release and acquire order the last
     /// reads of its slots before the caller's writes).
+    #[cold]
+    #[inline(never)]
     fn take(&self) -> Option<*mut Segment<T, N>> {
         self.kept.lock().pop().map(|kept| kept.0)
     }
@@ -182,6 +184,8 @@ impl<T, const N: usize> Spares<T, N> {
     /// # Safety
     ///
     /// `segment` came from [`Segment::alloc`], holds no task, and nobody else reaches it.
+    #[cold]
+    #[inline(never)]
     unsafe fn keep(&self, segment: *mut Segment<T, N>) {
         let mut kept = self.kept.lock();
         if kept.len() < KEPT_SEGMENTS {

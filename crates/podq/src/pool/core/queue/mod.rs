@@ -222,7 +222,7 @@ impl<T> Lane<T> {
 
     /// Takes the lane lock, counting the acquisition and whether it was contended (as
     /// [`lock_counted`] does).
-    #[inline]
+    #[inline(always)]
     fn lock(&self) -> LaneGuard<'_, LaneTasks> {
         let (mut guard, contended) = tried_first(self.tasks.try_lock(), || self.tasks.lock());
         guard.with(|tasks| tasks.lock.record(contended));
