@@ -9,45 +9,54 @@ use podq_loom::sync;
 #[allow(dead_code)]
 mod chain;
 
-use chain::{Chain, Consumer, Spares};
+use chain::{Chain, Consumer, Producer, Spares};
 use sync::{thread, Arc};
 
 /// Two slots a segment: five tasks cross two segment ends, and the reader's first segment can
 /// come back to the pusher as the spare.
 type Small = Chain<usize, 2>;
 
-/// Claims what is published and reads it into `seen`.
-fn read_into(chain: &Small, consumer: &mut Consumer, seen: &mut Vec<usize>) {
-    chain.claim(consumer);
-    while let Some(task) = chain.next(consumer) {
-        seen.push(task);
+/// A pusher thread publishing `tasks` tasks (`0..tasks`) into `chain` while this thread claims
+/// and reads until it has them all, yielding between tries so that loom runs the pusher
+/// between any two of its steps; returns the tasks in the order read.
+fn push_while_reading<const N: usize>(
+    chain: Chain<usize, N>,
+    mut producer: Producer,
+    mut consumer: Consumer,
+    tasks: usize,
+) -> Vec<usize> {
+    let chain = Arc::new(chain);
+    let pusher = {
+        let chain = Arc::clone(&chain);
+        thread::spawn(move || {
+            for task in 0..tasks {
+                chain.push(&mut producer, task);
+            }
+        })
+    };
+    let mut seen = Vec::new();
+    while seen.len() < tasks {
+        chain.claim(&mut consumer);
+        while let Some(task) = chain.next(&mut consumer) {
+            seen.push(task);
+        }
+        thread::yield_now();
     }
+    pusher.join().expect("the pusher");
+    assert_eq!(chain.len(), 0);
+    seen
 }
 
-/// A pusher publishing five tasks while the reader claims and reads until it has them all
-/// (yielding between tries, so that loom runs the pusher between any two of its steps): every
-/// task is read once, in order, and no slot is read while it is written.
+/// A pusher publishing five tasks while the reader claims and reads until it has them all:
+/// every task is read once, in order, and no slot is read while it is written.
 #[test]
 fn a_pusher_and_a_reader_move_every_task_once_in_order() {
     podq_loom::check(3, || {
-        let (chain, mut producer, mut consumer) = Small::new(Arc::new(Spares::new()));
-        let chain = Arc::new(chain);
-        let pusher = {
-            let chain = Arc::clone(&chain);
-            thread::spawn(move || {
-                for task in 0..5 {
-                    chain.push(&mut producer, task);
-                }
-            })
-        };
-        let mut seen = Vec::new();
-        while seen.len() < 5 {
-            read_into(&chain, &mut consumer, &mut seen);
-            thread::yield_now();
-        }
-        pusher.join().expect("the pusher");
-        assert_eq!(seen, [0, 1, 2, 3, 4]);
-        assert_eq!(chain.len(), 0);
+        let (chain, producer, consumer) = Small::new(Arc::new(Spares::new()));
+        assert_eq!(
+            push_while_reading(chain, producer, consumer, 5),
+            [0, 1, 2, 3, 4]
+        );
     });
 }
 
@@ -79,34 +88,18 @@ fn a_chain_dropped_after_a_race_drops_the_tasks_left() {
 }
 
 /// One slot a segment: the reader is done with a segment at every task, so segments go to the
-/// chain's spare and past it to the pool's kept ones, which the pusher takes back while the
-/// reader puts others there. Every task is read once, in order, and no slot is written while
-/// it is read.
+/// chain's spare and past it to the kept ones, which the pusher takes back while the reader
+/// puts others there. Every task is read once, in order, and no slot is written while it is
+/// read.
 #[test]
 fn segments_move_through_the_kept_ones_without_an_overlap() {
     podq_loom::check(2, || {
         let spares = Arc::new(Spares::<usize, 1>::new());
-        let (chain, mut producer, mut consumer) = Chain::new(Arc::clone(&spares));
-        let chain = Arc::new(chain);
-        let pusher = {
-            let chain = Arc::clone(&chain);
-            thread::spawn(move || {
-                for task in 0..4 {
-                    chain.push(&mut producer, task);
-                }
-            })
-        };
-        let mut seen = Vec::new();
-        while seen.len() < 4 {
-            chain.claim(&mut consumer);
-            while let Some(task) = chain.next(&mut consumer) {
-                seen.push(task);
-            }
-            thread::yield_now();
-        }
-        pusher.join().expect("the pusher");
-        assert_eq!(seen, [0, 1, 2, 3]);
-        drop(chain);
+        let (chain, producer, consumer) = Chain::new(Arc::clone(&spares));
+        assert_eq!(
+            push_while_reading(chain, producer, consumer, 4),
+            [0, 1, 2, 3]
+        );
         spares.free_all();
     });
 }
