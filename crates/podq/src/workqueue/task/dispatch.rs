@@ -43,8 +43,8 @@ fn submit_to(wq: &WqShared, pod: &Arc<CachePadded<PodShared>>, job: Job, at: usi
 #[inline]
 fn submit_counted(wq: &WqShared, counted: Counted, job: Job, at: usize) {
     if wq.active.is_none() && !matches!(job, Job::Work(_)) {
-        // A closure: no `max_active` to pass and no item to defer to (Q5), so the task is
-        // built where it goes to its pool, and moves once less.
+        // A closure, queued or spawned: no `max_active` to pass and no item to defer to
+        // (Q5), so the task is built where it goes to its pool, and moves once less.
         to_pool(
             wq,
             Task {
