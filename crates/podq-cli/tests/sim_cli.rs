@@ -277,6 +277,11 @@ fn the_published_check_reports_every_cell_fitted_and_held_out() {
             assert!(cell["p50_error"].is_f64(), "{cell}");
         }
     }
+    let factor = report["leave_one_machine_out"]["order_error"]["factor"]
+        .as_f64()
+        .unwrap();
+    assert!(factor > 1.0, "{report}");
+    assert!(report["order_error_bound"].as_f64().unwrap() >= factor - 0.2);
     // Held out, a table is predicted with other costs than the calibration's.
     assert_ne!(
         report["calibration"]["cells"][0]["items_per_sec"],
@@ -310,6 +315,48 @@ fn ranges_are_printed_by_default_and_a_recommendation_only_when_it_holds() {
     ]);
     assert!(!bare.contains("range="), "{bare}");
     assert!(bare.contains("without ranges"), "{bare}");
+}
+
+#[test]
+fn configurations_closer_than_the_order_error_are_not_ranked() {
+    // On Grace the model puts cpu ahead of cache_shard in every draw, by less than the factor
+    // by which it misjudged the two on the published table held out: no recommendation, and
+    // the one-pool scopes are named as slower beyond that error.
+    let text = podq_ok(&["sim", "--machine", "grace", "--items", "200"]);
+    let verdict = text
+        .lines()
+        .find(|l| l.starts_with("fastest:"))
+        .expect("a verdict");
+    assert!(
+        verdict.starts_with("fastest: no recommendation: cpu "),
+        "{text}"
+    );
+    assert!(
+        verdict.contains("cache_shard is within its order error (1.74x"),
+        "{text}"
+    );
+    let slower = text
+        .lines()
+        .find(|l| l.starts_with("slower beyond the model's error: "))
+        .expect("the configurations behind by more than the error");
+    assert!(slower.contains("cache, numa and system"), "{slower}");
+    // Without cache_shard, cpu is ahead of the rest by more than the error: recommended.
+    let text = podq_ok(&[
+        "sim",
+        "--machine",
+        "grace",
+        "--items",
+        "200",
+        "--scopes",
+        "cpu,cache",
+    ]);
+    assert!(
+        text.lines().any(|l| l
+            == "fastest: cpu in every draw with parameters moved by up to 20%, and by more than \
+                the model's order error (1.74x): PODQ_SCOPE=cpu PODQ_SHARD_SIZE=8"),
+        "{text}"
+    );
+    assert!(!text.contains("slower beyond"), "{text}");
 }
 
 #[test]

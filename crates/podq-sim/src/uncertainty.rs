@@ -1,7 +1,8 @@
 //! The range of every prediction: how far each result moves when every cost parameter, every
 //! platform parameter (line latencies, idle exits) and every cache parameter (the `locality`
 //! workload's) may be off by up to P %, each draw with a seed of its own; and which orders of
-//! configurations that can flip, so that a report recommends only an order that holds.
+//! configurations that can flip, or are closer than the model's order error, so that a report
+//! recommends only an order that holds.
 
 use crate::cost::Param;
 use crate::engine::simulate;
@@ -79,10 +80,30 @@ impl Spread {
     /// Whether scenario `best` is ahead of every other in every draw, but those equal to it in
     /// every draw (another scope with the same pods).
     pub fn always_first(&self, best: usize) -> bool {
-        let width = self.runs[0].len();
-        (0..width)
-            .filter(|&o| o != best && self.runs.iter().any(|r| r[o] != r[best]))
-            .all(|o| self.runs.iter().all(|r| r[best] > r[o]))
+        self.within(best, 1.0).is_empty()
+    }
+
+    /// The scenarios, but `best` and those equal to it in every draw, that `best` is not ahead
+    /// of by more than `factor` in every draw: those the model cannot rank below it when its
+    /// ratios may be off by `factor` ([`ORDER_ERROR`](crate::published::ORDER_ERROR)).
+    pub fn within(&self, best: usize, factor: f64) -> Vec<usize> {
+        self.others(best)
+            .filter(|&o| self.runs.iter().any(|r| r[best] <= r[o] * factor))
+            .collect()
+    }
+
+    /// The scenarios `best` is ahead of by more than `factor` in every draw: those the model
+    /// ranks below it even when its ratios may be off by `factor`.
+    pub fn beyond(&self, best: usize, factor: f64) -> Vec<usize> {
+        self.others(best)
+            .filter(|&o| self.runs.iter().all(|r| r[best] > r[o] * factor))
+            .collect()
+    }
+
+    /// The scenarios but `best` and those equal to it in every draw.
+    fn others(&self, best: usize) -> impl Iterator<Item = usize> + '_ {
+        (0..self.runs[0].len())
+            .filter(move |&o| o != best && self.runs.iter().any(|r| r[o] != r[best]))
     }
 }
 
@@ -218,5 +239,18 @@ mod tests {
         };
         assert!(steady.always_first(0));
         assert!(!steady.always_first(1));
+        // Ahead in every draw, but by 1.14x in one: within an order error of 1.5, not of 1.1.
+        assert_eq!(steady.within(0, 1.5), vec![1]);
+        assert!(steady.beyond(0, 1.5).is_empty());
+        assert!(steady.within(0, 1.1).is_empty());
+        assert_eq!(steady.beyond(0, 1.1), vec![1]);
+        // A scenario equal to the best in every draw is neither ahead nor behind it.
+        let twins = Spread {
+            runs: vec![vec![10.0, 10.0, 2.0], vec![9.0, 9.0, 1.0]],
+        };
+        assert!(twins.within(0, 1.74).is_empty());
+        assert_eq!(twins.beyond(0, 1.74), vec![2]);
+        assert_eq!(twins.within(0, 5.0), vec![2]);
+        assert!(twins.beyond(0, 5.0).is_empty());
     }
 }

@@ -16,7 +16,7 @@ mod published;
 mod report;
 
 use podq::{AffinityScope, Topology};
-use podq_sim::published::XEON_8321HC;
+use podq_sim::published::{ORDER_ERROR, XEON_8321HC};
 use podq_sim::{simulate, Outcome, Profile, Scenario, ShardRule, SimMachine, Workload};
 
 use self::args::Settings;
@@ -98,7 +98,7 @@ pub(crate) fn run(args: &SimArgs) -> Result<(), CliError> {
         })
         .collect();
     let mut flips = Vec::new();
-    let mut survives = None;
+    let mut verdict = None;
     if let Some(percent) = settings.uncertainty {
         let spread =
             podq_sim::uncertainty::spread(&machine, &profile, &scenarios, percent, settings.seed)
@@ -107,7 +107,11 @@ pub(crate) fn run(args: &SimArgs) -> Result<(), CliError> {
             row.range = Some(spread.range_of(i, row.outcome.items_per_sec));
         }
         flips = spread.flips();
-        survives = best_row(&rows).map(|best| spread.always_first(best));
+        verdict = best_row(&rows).map(|best| report::Verdict {
+            first_in_every_draw: spread.always_first(best),
+            within_error: spread.within(best, ORDER_ERROR),
+            beyond_error: spread.beyond(best, ORDER_ERROR),
+        });
     }
     if let Some(path) = &settings.plot {
         plot::draw(path, &rows, &machine, &profile, settings.show_pull)?;
@@ -118,7 +122,7 @@ pub(crate) fn run(args: &SimArgs) -> Result<(), CliError> {
         settings: &settings,
         rows: &rows,
         flips: &flips,
-        survives,
+        verdict,
         calibration: calibration.as_ref(),
     };
     let out = if settings.json {

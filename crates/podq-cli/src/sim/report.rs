@@ -2,6 +2,7 @@
 //! `"system": "sim"` and the profile.
 
 use podq::AffinityScope;
+use podq_sim::published::ORDER_ERROR;
 use podq_sim::{Outcome, Profile, Scenario, SimMachine, Workload};
 use serde_json::{json, Value};
 
@@ -21,10 +22,21 @@ pub(crate) struct Report<'a> {
     pub(crate) rows: &'a [Row],
     /// Pairs of rows whose order flips under `--uncertainty`.
     pub(crate) flips: &'a [(usize, usize)],
-    /// With ranges: whether the fastest row is ahead of every other in every draw.
-    pub(crate) survives: Option<bool>,
+    /// With ranges: how the fastest row stands against the others.
+    pub(crate) verdict: Option<Verdict>,
     /// The fit of `--calibrate`.
     pub(crate) calibration: Option<&'a Calibration>,
+}
+
+/// How the fastest row stands against the others across the draws of `--uncertainty`.
+pub(crate) struct Verdict {
+    /// Whether it is ahead of every other row in every draw.
+    pub(crate) first_in_every_draw: bool,
+    /// The rows it is not ahead of by more than the model's order error
+    /// ([`ORDER_ERROR`]) in every draw.
+    pub(crate) within_error: Vec<usize>,
+    /// The rows it is ahead of by more than the order error in every draw.
+    pub(crate) beyond_error: Vec<usize>,
 }
 
 impl Report<'_> {
@@ -154,17 +166,47 @@ impl Report<'_> {
             let row = &self.rows[best];
             let line = podq::scope::env_line(row.scenario.scope, row.scenario.shard_size);
             let label = row.label(self.sweeping(), self.settings.show_pull);
-            match (self.survives, self.settings.uncertainty) {
-                (Some(true), Some(percent)) => out.push_str(&format!(
-                    "fastest: {label} in every draw with parameters moved by up to \
-                     {percent}%: {line}\n"
-                )),
-                (_, Some(percent)) => out.push_str(&format!(
-                    "fastest: no recommendation: {label} is ahead at the nominal costs, but the \
-                     choices are within the model's error (the order changes with parameters \
-                     moved by up to {percent}%)\n"
-                )),
-                (_, None) => out.push_str(&format!(
+            match (&self.verdict, self.settings.uncertainty) {
+                (Some(v), Some(percent)) if v.first_in_every_draw && v.within_error.is_empty() => {
+                    out.push_str(&format!(
+                        "fastest: {label} in every draw with parameters moved by up to \
+                         {percent}%, and by more than the model's order error ({ORDER_ERROR}x): \
+                         {line}\n"
+                    ));
+                }
+                (Some(v), Some(percent)) => {
+                    let mut why = Vec::new();
+                    if !v.first_in_every_draw {
+                        why.push(format!(
+                            "the order changes with parameters moved by up to {percent}%"
+                        ));
+                    }
+                    if !v.within_error.is_empty() {
+                        why.push(format!(
+                            "{} {} within its order error ({ORDER_ERROR}x: the most it \
+                             misjudged two scopes of a published machine it was not fitted on)",
+                            self.labels(&v.within_error),
+                            if v.within_error.len() == 1 {
+                                "is"
+                            } else {
+                                "are"
+                            }
+                        ));
+                    }
+                    out.push_str(&format!(
+                        "fastest: no recommendation: {label} is ahead at the nominal costs, but \
+                         not by more than the model's error: {}\n",
+                        why.join("; ")
+                    ));
+                    if !v.beyond_error.is_empty() {
+                        out.push_str(&format!(
+                            "slower beyond the model's error: {} (behind {label} by more than \
+                             {ORDER_ERROR}x in every draw)\n",
+                            self.labels(&v.beyond_error)
+                        ));
+                    }
+                }
+                (_, _) => out.push_str(&format!(
                     "fastest at the nominal costs, without ranges: {label} ({line})\n"
                 )),
             }
@@ -186,6 +228,18 @@ impl Report<'_> {
             }
         }
         out
+    }
+
+    /// The labels of `rows`, joined: "A", "A and B", "A, B and C".
+    fn labels(&self, rows: &[usize]) -> String {
+        let names: Vec<String> = rows
+            .iter()
+            .map(|&r| self.rows[r].label(self.sweeping(), self.settings.show_pull))
+            .collect();
+        match names.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+            _ => names.concat(),
+        }
     }
 
     /// The kernel's format, tab-separated:
