@@ -357,6 +357,29 @@ fn configurations_closer_than_the_order_error_are_not_ranked() {
         "{text}"
     );
     assert!(!text.contains("slower beyond"), "{text}");
+    // The same verdict in JSON.
+    let report = podq_json(&["sim", "--machine", "grace", "--items", "200", "--json"]);
+    let verdict = &report["verdict"];
+    assert_eq!(verdict["fastest"], "cpu", "{report}");
+    assert_eq!(verdict["recommended"], false, "{report}");
+    assert_eq!(verdict["first_in_every_draw"], true, "{report}");
+    assert_eq!(verdict["order_error"], 1.74, "{report}");
+    assert_eq!(verdict["within_error"], serde_json::json!(["cache_shard"]));
+    assert_eq!(
+        verdict["slower_beyond_error"],
+        serde_json::json!(["cache", "numa", "system"])
+    );
+    let bare = podq_json(&[
+        "sim",
+        "--machine",
+        "grace",
+        "--items",
+        "200",
+        "--json",
+        "--uncertainty",
+        "0",
+    ]);
+    assert!(bare.get("verdict").is_none(), "{bare}");
 }
 
 #[test]

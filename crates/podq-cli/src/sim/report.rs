@@ -232,14 +232,18 @@ impl Report<'_> {
 
     /// The labels of `rows`, joined: "A", "A and B", "A, B and C".
     fn labels(&self, rows: &[usize]) -> String {
-        let names: Vec<String> = rows
-            .iter()
-            .map(|&r| self.rows[r].label(self.sweeping(), self.settings.show_pull))
-            .collect();
+        let names = self.names(rows);
         match names.split_last() {
             Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
             _ => names.concat(),
         }
+    }
+
+    /// The labels of `rows`.
+    fn names(&self, rows: &[usize]) -> Vec<String> {
+        rows.iter()
+            .map(|&r| self.rows[r].label(self.sweeping(), self.settings.show_pull))
+            .collect()
     }
 
     /// The kernel's format, tab-separated:
@@ -368,7 +372,26 @@ impl Report<'_> {
         if let (Some(calibration), Value::Object(map)) = (self.calibration, &mut value) {
             map.insert("calibration".into(), calibration.json());
         }
+        if let (Some(verdict), Value::Object(map)) = (self.verdict_json(), &mut value) {
+            map.insert("verdict".into(), verdict);
+        }
         value
+    }
+
+    /// The text report's `fastest:` line as JSON (with ranges only): the fastest row, whether
+    /// it is recommended, and the rows within and beyond the model's order error.
+    fn verdict_json(&self) -> Option<Value> {
+        let (v, best) = (self.verdict.as_ref()?, super::best_row(self.rows)?);
+        let row = &self.rows[best];
+        Some(json!({
+            "fastest": row.label(self.sweeping(), self.settings.show_pull),
+            "environment": podq::scope::env_line(row.scenario.scope, row.scenario.shard_size),
+            "recommended": v.first_in_every_draw && v.within_error.is_empty(),
+            "first_in_every_draw": v.first_in_every_draw,
+            "order_error": ORDER_ERROR,
+            "within_error": self.names(&v.within_error),
+            "slower_beyond_error": self.names(&v.beyond_error),
+        }))
     }
 
     /// One result row in the bench's shape.
