@@ -322,7 +322,13 @@ fn configurations_closer_than_the_order_error_are_not_ranked() {
     // On Grace the model puts cpu ahead of cache_shard in every draw, by less than the factor
     // by which it misjudged the two on the published table held out: no recommendation, and
     // the one-pool scopes are named as slower beyond that error.
-    let text = podq_ok(&["sim", "--machine", "grace", "--items", "200"]);
+    // Grace at 200 items per producer, with `extra` arguments.
+    let grace = |extra: &[&'static str]| -> Vec<&'static str> {
+        let mut args = vec!["sim", "--machine", "grace", "--items", "200"];
+        args.extend_from_slice(extra);
+        args
+    };
+    let text = podq_ok(&grace(&[]));
     let verdict = text
         .lines()
         .find(|l| l.starts_with("fastest:"))
@@ -341,15 +347,7 @@ fn configurations_closer_than_the_order_error_are_not_ranked() {
         .expect("the configurations behind by more than the error");
     assert!(slower.contains("cache, numa and system"), "{slower}");
     // Without cache_shard, cpu is ahead of the rest by more than the error: recommended.
-    let text = podq_ok(&[
-        "sim",
-        "--machine",
-        "grace",
-        "--items",
-        "200",
-        "--scopes",
-        "cpu,cache",
-    ]);
+    let text = podq_ok(&grace(&["--scopes", "cpu,cache"]));
     assert!(
         text.lines().any(|l| l
             == "fastest: cpu in every draw with parameters moved by up to 20%, and by more than \
@@ -358,7 +356,7 @@ fn configurations_closer_than_the_order_error_are_not_ranked() {
     );
     assert!(!text.contains("slower beyond"), "{text}");
     // The same verdict in JSON.
-    let report = podq_json(&["sim", "--machine", "grace", "--items", "200", "--json"]);
+    let report = podq_json(&grace(&["--json"]));
     let verdict = &report["verdict"];
     assert_eq!(verdict["fastest"], "cpu", "{report}");
     assert_eq!(verdict["recommended"], false, "{report}");
@@ -369,16 +367,7 @@ fn configurations_closer_than_the_order_error_are_not_ranked() {
         verdict["slower_beyond_error"],
         serde_json::json!(["cache", "numa", "system"])
     );
-    let bare = podq_json(&[
-        "sim",
-        "--machine",
-        "grace",
-        "--items",
-        "200",
-        "--json",
-        "--uncertainty",
-        "0",
-    ]);
+    let bare = podq_json(&grace(&["--json", "--uncertainty", "0"]));
     assert!(bare.get("verdict").is_none(), "{bare}");
 }
 
