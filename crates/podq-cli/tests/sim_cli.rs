@@ -350,8 +350,9 @@ fn configurations_closer_than_the_order_error_are_not_ranked() {
     let text = podq_ok(&grace(&["--scopes", "cpu,cache"]));
     assert!(
         text.lines().any(|l| l
-            == "fastest: cpu in every draw with parameters moved by up to 20%, and by more than \
-                the model's order error (1.74x): PODQ_SCOPE=cpu PODQ_SHARD_SIZE=8"),
+            == "fastest: cpu in every draw with parameters moved by up to 20% (fitted costs \
+                across all their fits' values too), and by more than the model's order error \
+                (1.74x): PODQ_SCOPE=cpu PODQ_SHARD_SIZE=8"),
         "{text}"
     );
     assert!(!text.contains("slower beyond"), "{text}");

@@ -4,7 +4,7 @@
 //! `cargo run --release -p podq-sim --example fit_kernel -- all|grace|xeon-8321hc` prints them.
 //! `podq sim --published` prints the error per published cell.
 
-use crate::cost::Costs;
+use crate::cost::{Costs, Param};
 
 /// The costs that are not fitted, with the fitted ones ([`crate::kernel_fit::FREE`]) to be
 /// set.
@@ -77,4 +77,52 @@ pub(crate) fn fitted_without(machine: &str) -> Option<Costs> {
         "xeon-8321hc" => Some(GRACE_ONLY),
         _ => None,
     }
+}
+
+/// The least and greatest value of each fitted cost ([`crate::kernel_fit::FREE`]) over the
+/// three fits: on both tables and on each alone. The published tables leave each cost open that
+/// far, so a range drawn for the `kernel` profile's costs spans at least this
+/// ([`crate::uncertainty::spread`]).
+pub(crate) const FIT_SPREAD: [(Param, f64, f64); 3] = [
+    (
+        Param::WakeCall,
+        least(
+            KERNEL.wake_call_ns,
+            GRACE_ONLY.wake_call_ns,
+            XEON_ONLY.wake_call_ns,
+        ),
+        most(
+            KERNEL.wake_call_ns,
+            GRACE_ONLY.wake_call_ns,
+            XEON_ONLY.wake_call_ns,
+        ),
+    ),
+    (
+        Param::Switch,
+        least(KERNEL.switch_ns, GRACE_ONLY.switch_ns, XEON_ONLY.switch_ns),
+        most(KERNEL.switch_ns, GRACE_ONLY.switch_ns, XEON_ONLY.switch_ns),
+    ),
+    (
+        Param::ProducerItem,
+        least(
+            KERNEL.producer_item_ns,
+            GRACE_ONLY.producer_item_ns,
+            XEON_ONLY.producer_item_ns,
+        ),
+        most(
+            KERNEL.producer_item_ns,
+            GRACE_ONLY.producer_item_ns,
+            XEON_ONLY.producer_item_ns,
+        ),
+    ),
+];
+
+/// The least of three.
+const fn least(a: f64, b: f64, c: f64) -> f64 {
+    a.min(b).min(c)
+}
+
+/// The greatest of three.
+const fn most(a: f64, b: f64, c: f64) -> f64 {
+    a.max(b).max(c)
 }

@@ -1,7 +1,7 @@
 //! [`Profile`]: the costs and mechanisms of one runtime: the Linux workqueue (`kernel`) or
 //! podq (`podq`).
 
-use crate::cost::Costs;
+use crate::cost::{Costs, Param};
 
 /// How a runtime's pools work, where the two profiles differ in more than costs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,6 +77,11 @@ pub struct Profile {
     pub costs: Costs,
     /// The mechanisms.
     pub mechanism: Mechanism,
+    /// For each cost fitted on the published tables, the least and greatest value its fits
+    /// gave (on both tables and on each alone): a range spans at least that much of it
+    /// ([`uncertainty::spread`](crate::uncertainty::spread)). Empty when the costs rest on
+    /// another fit (`podq sim --calibrate`).
+    pub fit_spread: &'static [(Param, f64, f64)],
 }
 
 /// The `spin_loop` pauses of a `podq bench` producer's wait on its item's completion before it
@@ -112,6 +117,7 @@ impl Profile {
         Profile {
             name: "kernel",
             costs: crate::calibrated::KERNEL,
+            fit_spread: &crate::calibrated::FIT_SPREAD,
             mechanism: Mechanism {
                 wake_under_lock: true,
                 push_lanes: false,
@@ -147,6 +153,7 @@ impl Profile {
                 item_lines: 1.0,
                 ..crate::calibrated::KERNEL
             },
+            fit_spread: &crate::calibrated::FIT_SPREAD,
             mechanism: Mechanism {
                 wake_under_lock: false,
                 push_lanes: true,

@@ -107,6 +107,21 @@ impl Spread {
     }
 }
 
+/// Where a draw may put `param` of `profile`'s costs: within ±`percent` % of its value and, for
+/// a cost fitted on the published tables, across every value its fits gave
+/// ([`Profile::fit_spread`]).
+pub fn draw_bounds(profile: &Profile, param: Param, percent: f64) -> (f64, f64) {
+    let value = profile.costs.get(param);
+    let (low, high) = (
+        value * (1.0 - percent / 100.0),
+        value * (1.0 + percent / 100.0),
+    );
+    match profile.fit_spread.iter().find(|s| s.0 == param) {
+        Some(&(_, least, most)) => (low.min(least), high.max(most)),
+        None => (low, high),
+    }
+}
+
 /// Runs `scenarios` (at most [`DRAW_ITEMS`] per producer) with `profile` on `machine`, and
 /// with [`DRAWS`] profiles and machines whose every cost, platform and cache parameter is moved
 /// by up to `percent` %, the moves drawn from `seed` (the caches' and the platform's from
@@ -133,8 +148,9 @@ pub fn spread(
         let mut on = machine.clone();
         if draw > 0 {
             for param in Param::ALL {
-                let factor = 1.0 + percent / 100.0 * rng.symmetric();
-                moved.costs.set(param, profile.costs.get(param) * factor);
+                let (low, high) = draw_bounds(profile, param, percent);
+                let at = (rng.symmetric() + 1.0) / 2.0;
+                moved.costs.set(param, low + (high - low) * at);
             }
             let caches = machine
                 .caches()
@@ -220,6 +236,41 @@ fn pods_key(machine: &SimMachine, s: &Scenario) -> Option<(Scenario, Vec<podq::C
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fitted_cost_is_drawn_across_all_its_fits() {
+        let kernel = Profile::kernel();
+        // Every fitted cost, and no other, has its fits' span; the costs fitted on both tables
+        // lie within it.
+        let fitted: Vec<Param> = crate::kernel_fit::FREE.iter().map(|f| f.0).collect();
+        let spread: Vec<Param> = kernel.fit_spread.iter().map(|s| s.0).collect();
+        assert_eq!(spread, fitted);
+        for &(param, least, most) in kernel.fit_spread {
+            let value = kernel.costs.get(param);
+            assert!(least <= value && value <= most, "{}", param.name());
+        }
+        // The switch's fits (1.5 to 4.8 us) reach past ±20 % of 3.6 us; the bounds follow them.
+        let (low, high) = draw_bounds(&kernel, Param::Switch, 20.0);
+        let switch = kernel.costs.switch_ns;
+        assert!(
+            low < 0.5 * switch && high > 1.3 * switch,
+            "{low}-{high} around {switch}"
+        );
+        // A cost no fit moves, or one whose costs rest on another fit, is moved by ±20 %.
+        let lines = kernel.costs.get(Param::LinesPerHandover);
+        assert_eq!(
+            draw_bounds(&kernel, Param::LinesPerHandover, 20.0),
+            (lines * 0.8, lines * 1.2)
+        );
+        let calibrated = Profile {
+            fit_spread: &[],
+            ..Profile::kernel()
+        };
+        assert_eq!(
+            draw_bounds(&calibrated, Param::Switch, 20.0),
+            (switch * 0.8, switch * 1.2)
+        );
+    }
 
     #[test]
     fn ranges_and_flips_come_from_the_draws() {

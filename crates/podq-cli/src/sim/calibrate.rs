@@ -344,6 +344,8 @@ pub(crate) fn fit(
         FIT_EVALUATIONS,
     );
     profile.costs = costs;
+    // The published fits no longer bound these costs: ranges are the plain ±P %.
+    profile.fit_spread = &[];
     let simulated = run(&Profile {
         mechanism: measured_mechanism,
         ..profile.clone()

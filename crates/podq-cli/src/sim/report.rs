@@ -169,16 +169,17 @@ impl Report<'_> {
             match (&self.verdict, self.settings.uncertainty) {
                 (Some(v), Some(percent)) if v.first_in_every_draw && v.within_error.is_empty() => {
                     out.push_str(&format!(
-                        "fastest: {label} in every draw with parameters moved by up to \
-                         {percent}%, and by more than the model's order error ({ORDER_ERROR}x): \
-                         {line}\n"
+                        "fastest: {label} in every draw with parameters {}, and by more than the \
+                         model's order error ({ORDER_ERROR}x): {line}\n",
+                        self.moved(percent)
                     ));
                 }
                 (Some(v), Some(percent)) => {
                     let mut why = Vec::new();
                     if !v.first_in_every_draw {
                         why.push(format!(
-                            "the order changes with parameters moved by up to {percent}%"
+                            "the order changes with parameters {}",
+                            self.moved(percent)
                         ));
                     }
                     if !v.within_error.is_empty() {
@@ -215,19 +216,31 @@ impl Report<'_> {
             if self.flips.is_empty() {
                 out.push_str(&format!(
                     "uncertainty: no order of two configurations flips with every cost, \
-                     platform and cache parameter moved by up to {percent}%\n"
+                     platform and cache parameter {}\n",
+                    self.moved(percent)
                 ));
             }
             for &(a, b) in self.flips {
                 out.push_str(&format!(
                     "uncertainty: the order of {} and {} flips with costs, platform and caches \
-                     moved by up to {percent}%\n",
+                     {}\n",
                     self.rows[a].label(self.sweeping(), self.settings.show_pull),
-                    self.rows[b].label(self.sweeping(), self.settings.show_pull)
+                    self.rows[b].label(self.sweeping(), self.settings.show_pull),
+                    self.moved(percent)
                 ));
             }
         }
         out
+    }
+
+    /// How far the draws move the parameters: by up to `percent` %, and the costs fitted on the
+    /// published tables also across every value their fits gave.
+    fn moved(&self, percent: f64) -> String {
+        if self.profile.fit_spread.is_empty() {
+            format!("moved by up to {percent}%")
+        } else {
+            format!("moved by up to {percent}% (fitted costs across all their fits' values too)")
+        }
     }
 
     /// The labels of `rows`, joined: "A", "A and B", "A, B and C".
