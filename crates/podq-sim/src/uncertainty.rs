@@ -1,6 +1,7 @@
 //! The range of every prediction: how far each result moves when every cost parameter, every
 //! platform parameter (line latencies, idle exits) and every cache parameter (the `locality`
-//! workload's) may be off by up to P %, each draw with a seed of its own; and which orders of
+//! workload's) may be off by up to P %, and each cost fitted on the published tables may take
+//! any value its fits gave, each draw with a seed of its own; and which orders of
 //! configurations that can flip, or are closer than the model's order error, so that a report
 //! recommends only an order that holds.
 
@@ -13,8 +14,8 @@ use crate::scenario::{Scenario, Workload};
 use crate::SimError;
 
 /// Draws of moved parameters per range, besides the nominal one: each moves every parameter
-/// of [`Param::ALL`], the platform's line latencies and idle exits
-/// ([`Platform::moved`](crate::Platform::moved)) and every one
+/// of [`Param::ALL`] uniformly within its [`draw_bounds`], and the platform's line latencies
+/// and idle exits ([`Platform::moved`](crate::Platform::moved)) and every one
 /// [`Caches::moved`](crate::Caches::moved) moves by its own factor, uniform in
 /// `[1 - P, 1 + P]`, and runs with the seed after the previous draw's.
 pub const DRAWS: usize = 8;
