@@ -84,45 +84,29 @@ pub(crate) fn fitted_without(machine: &str) -> Option<Costs> {
 /// far, so a range drawn for the `kernel` profile's costs spans at least this
 /// ([`crate::uncertainty::spread`]).
 pub(crate) const FIT_SPREAD: [(Param, f64, f64); 3] = [
-    (
+    span(
         Param::WakeCall,
-        least(
+        [
             KERNEL.wake_call_ns,
             GRACE_ONLY.wake_call_ns,
             XEON_ONLY.wake_call_ns,
-        ),
-        most(
-            KERNEL.wake_call_ns,
-            GRACE_ONLY.wake_call_ns,
-            XEON_ONLY.wake_call_ns,
-        ),
+        ],
     ),
-    (
+    span(
         Param::Switch,
-        least(KERNEL.switch_ns, GRACE_ONLY.switch_ns, XEON_ONLY.switch_ns),
-        most(KERNEL.switch_ns, GRACE_ONLY.switch_ns, XEON_ONLY.switch_ns),
+        [KERNEL.switch_ns, GRACE_ONLY.switch_ns, XEON_ONLY.switch_ns],
     ),
-    (
+    span(
         Param::ProducerItem,
-        least(
+        [
             KERNEL.producer_item_ns,
             GRACE_ONLY.producer_item_ns,
             XEON_ONLY.producer_item_ns,
-        ),
-        most(
-            KERNEL.producer_item_ns,
-            GRACE_ONLY.producer_item_ns,
-            XEON_ONLY.producer_item_ns,
-        ),
+        ],
     ),
 ];
 
-/// The least of three.
-const fn least(a: f64, b: f64, c: f64) -> f64 {
-    a.min(b).min(c)
-}
-
-/// The greatest of three.
-const fn most(a: f64, b: f64, c: f64) -> f64 {
-    a.max(b).max(c)
+/// `param` with the least and greatest of its fitted values.
+const fn span(param: Param, [a, b, c]: [f64; 3]) -> (Param, f64, f64) {
+    (param, a.min(b).min(c), a.max(b).max(c))
 }
