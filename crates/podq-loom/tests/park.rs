@@ -91,7 +91,22 @@ fn two_pushes_one_spinner() {
 /// loom reports as a deadlock.
 #[test]
 fn a_batch_moved_to_the_head_is_handed_on() {
-    check(|| {
+    check(|| first_blocks_until_second_ran(0));
+}
+
+/// As above, but the second task is pushed on another lane (its pusher moved to another CPU),
+/// while the first one's worker may still be on its way: that push leaves its task to the coming
+/// worker (P4), which takes only the first lane's batch (W3), so on arriving it must count the
+/// other lanes too when it hands on (W4).
+#[test]
+fn a_task_left_to_a_coming_worker_on_another_lane_is_handed_on() {
+    check(|| first_blocks_until_second_ran(1));
+}
+
+/// Two tasks pushed to a pool of two workers, the second on `second_lane`: the first blocks
+/// until the second has run.
+fn first_blocks_until_second_ran(second_lane: usize) {
+    {
         let core = core(2);
         let ran = Ran::new(2);
         let second_ran = Arc::new((Mutex::new(false), Condvar::new()));
@@ -117,12 +132,12 @@ fn a_batch_moved_to_the_head_is_handed_on() {
             })
         };
         push(&core, first);
-        push(&core, second);
+        push_on(&core, second_lane, second);
         ran.wait_for_all();
         core.shutdown();
         core.wait_for_exit();
         assert_eq!(ran.total(), 2);
-    });
+    }
 }
 
 /// Two threads push at once, each on its own lane, to a pool of one worker: both tasks run,

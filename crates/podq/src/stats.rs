@@ -76,7 +76,9 @@ pub struct PoolStats {
     /// pool cannot grow, its rescuer runs what waits (see [`crate::threads`]), and it asks
     /// the OS again every [`RETRY_INTERVAL`](crate::threads::RETRY_INTERVAL).
     pub workers_refused_since: Option<std::time::SystemTime>,
-    /// Work items of this pool that its rescuer ran because no worker could be started.
+    /// Work items of this pool that its rescuer ran because no worker could be started
+    /// (counted when the run returns, so a `flush` may return a moment before this count
+    /// moves).
     pub rescued: u64,
     /// Busy workers that the stall watchdog found asleep in a work item (blocked on I/O, a
     /// lock, a sleep), each item counted once.

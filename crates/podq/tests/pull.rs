@@ -173,9 +173,11 @@ fn one_worker_per_pod(
 }
 
 /// On a `cpu`-scope workqueue built by `build`, with one worker per pool: item A, queued on
-/// CPU 0, waits up to `patience` for item B, queued behind it on CPU 0 with a third item C.
-/// Returns the threads that ran A and B and the workqueue (to read its stats), or `None` on a
-/// machine with one CPU.
+/// CPU 0, waits up to `patience` for item B, which is queued on CPU 0 with a third item C once A
+/// runs. A is running before B and C are queued, so both wait in pod 0's queue behind a busy
+/// worker, and the push that leaves two of them there (or B's, from a thread outside pod 0)
+/// offers them (O1): where a sibling may pull, B does not wait for A. Returns the threads that
+/// ran A and B and the workqueue (to read its stats), or `None` on a machine with one CPU.
 fn blocked_behind(
     build: impl FnOnce(podq::WorkqueueBuilder) -> podq::WorkqueueBuilder,
     patience: Duration,
@@ -191,15 +193,20 @@ fn blocked_behind_after(
 ) -> Option<([String; 2], Workqueue)> {
     let wq = one_worker_per_pod("pull-test", build, &[0])?;
     before(&wq);
+    let (a_started, a_running) = mpsc::channel::<()>();
     let (b_ran, b_seen) = mpsc::channel::<()>();
     let who = Arc::new(Mutex::new([String::new(), String::new()]));
     let who_a = Arc::clone(&who);
     wq.queue_on(0, move || {
         who_a.lock().unwrap()[0] = thread_name();
+        let _ = a_started.send(());
         // A: blocks its worker until B has run on another, or until `patience`.
         let _ = b_seen.recv_timeout(patience);
     })
     .expect("cpu 0");
+    a_running
+        .recv_timeout(Duration::from_secs(60))
+        .expect("A never started");
     let who_b = Arc::clone(&who);
     wq.queue_on(0, move || {
         who_b.lock().unwrap()[1] = thread_name();
@@ -212,14 +219,12 @@ fn blocked_behind_after(
     Some((names, wq))
 }
 
-/// Checks that A and B ran on the workers of both pods, and that pod 0 counts an item pulled
+/// Checks that A ran on pod 0's worker and B on pod 1's, and that pod 0 counts an item pulled
 /// out; returns the workqueue's stats.
 fn ran_on_both_pods(who: &[String; 2], wq: &Workqueue) -> podq::WorkqueueStats {
-    let mut names = who.to_vec();
-    names.sort();
     assert_eq!(
-        names,
-        ["podq/cpu-p0", "podq/cpu-p1"],
+        who,
+        &["podq/cpu-p0", "podq/cpu-p1"],
         "A and B ran on {who:?}"
     );
     let stats = wq.stats();
@@ -230,9 +235,8 @@ fn ran_on_both_pods(who: &[String; 2], wq: &Workqueue) -> podq::WorkqueueStats {
 
 #[test]
 fn an_idle_pod_pulls_the_work_waiting_behind_a_busy_one() {
-    // Without pull B would wait for A's whole patience; with it, pod 1's worker takes the
-    // oldest waiting item (A, if pod 0's worker has not taken it yet, else B), so A and B run
-    // on the workers of both pods.
+    // Without pull B would wait for A's whole patience; with it, pod 1's worker takes B, so A
+    // and B run on the workers of both pods.
     let Some((who, wq)) = blocked_behind(|b| b.idle_timeout(own_pools(1)), Duration::from_secs(60))
     else {
         return;

@@ -81,20 +81,32 @@ impl<T> Core<T> {
     /// (W4) Counts a task taken from the head and, if more wait there and the hint asks for
     /// help, hands them on: wakes an idle worker, or asks for one more worker (the kernel's
     /// `need_more_worker` chain), so that a batch moved to the head does not wait for this
-    /// worker alone and items that block do not starve the ones behind them. Releases the head
-    /// lock.
+    /// worker alone and items that block do not starve the ones behind them. A worker that has
+    /// just `arrived` (W1) also hands on the tasks waiting in the lanes, which pushes made while
+    /// it was on its way left to it ([`Core::left_to_arrival`]). Releases the head lock.
     /// Returns the task, to run after acting on the returned [`Grow`].
-    pub(super) fn hand_on(&self, mut head: MutexGuard<'_, Head<T>>, item: T) -> (T, Grow) {
+    pub(super) fn hand_on(
+        &self,
+        mut head: MutexGuard<'_, Head<T>>,
+        item: T,
+        arrived: bool,
+    ) -> (T, Grow) {
         head.started += 1;
-        self.hand_on_counted(head, item)
+        self.hand_on_counted(head, item, arrived)
     }
 
     /// (W4) [`Core::hand_on`] for a task already counted in `started` (one held ahead, H8,
     /// that a sibling's steal takes): hands on the tasks left in the head.
-    pub(super) fn hand_on_counted(&self, head: MutexGuard<'_, Head<T>>, item: T) -> (T, Grow) {
+    pub(super) fn hand_on_counted(
+        &self,
+        head: MutexGuard<'_, Head<T>>,
+        item: T,
+        arrived: bool,
+    ) -> (T, Grow) {
         let waiting = self.in_head(&head);
         self.note_head_waits(waiting > 0);
-        if waiting == 0 || !self.hint.help() {
+        let left = waiting > 0 || (arrived && self.left_to_arrival());
+        if !left || !self.hint.help() {
             return (item, Grow::No);
         }
         let mut synced = self.lock();

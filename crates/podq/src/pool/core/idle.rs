@@ -215,10 +215,29 @@ impl<T> Core<T> {
     /// the push sees this worker's hint and acts on it, or this look sees the push's task.
     /// Returns whether every lane looked empty.
     pub(super) fn last_look_empty(&self, synced: &Synced) -> bool {
-        self.hint
-            .set_help(policy::wants_help(synced.workers(), self.limits));
+        self.write_help(synced);
         fence(Ordering::SeqCst);
         self.lanes.iter().all(|lane| lane.len() == 0)
+    }
+
+    /// Writes the hint's `HELP` bit from `synced` even if unchanged, so that the write is the
+    /// caller's own for a fence that follows it: the last look (W10), and a worker's arrival
+    /// (W1), whose first hand-on ([`Core::left_to_arrival`]) pairs with the pushes made while
+    /// it was on its way. Called under the pool lock.
+    pub(super) fn write_help(&self, synced: &Synced) {
+        self.hint
+            .set_help(policy::wants_help(synced.workers(), self.limits));
+    }
+
+    /// (W4) After a worker's arrival (W1, which wrote `HELP` with [`Core::write_help`]): fences
+    /// (`SeqCst`) and says whether any lane holds a task. A push made while the worker was on
+    /// its way read `HELP` clear (`coming` was counted) and left its task to it (P4), in
+    /// whatever lane it pushed to; the worker's first take claimed one lane's batch only (W3).
+    /// Of this fence and such a push's (P3) one comes first: either the push read the arrival's
+    /// `HELP` and acted on it, or this look sees its task.
+    pub(super) fn left_to_arrival(&self) -> bool {
+        fence(Ordering::SeqCst);
+        self.lanes.iter().any(|lane| lane.len() > 0)
     }
 
     /// (W7) Back from spinning: stops counting the worker as a spinner (in the hint and on

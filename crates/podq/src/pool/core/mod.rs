@@ -359,11 +359,13 @@ impl<T> Core<T> {
         siblings: &mut impl Siblings<T>,
         held: bool,
     ) -> Next<T> {
-        // (W1) Back at the queue: leave `coming`.
-        if slot.coming {
+        // (W1) Back at the queue: leave `coming`, and write `HELP` as this worker's own, for
+        // the first hand-on's look at the lanes (W4).
+        let mut arrived = slot.coming;
+        if arrived {
             let mut synced = self.lock();
             synced.arrive(slot);
-            self.publish(&synced);
+            self.write_help(&synced);
         }
         // (H3) The task this worker's last task queued, which it holds, comes first.
         if held {
@@ -403,7 +405,7 @@ impl<T> Core<T> {
                 // (H8) With others waiting behind it and nobody idle, its share of them too.
                 self.hold_ahead(&mut head, slot);
                 // (W4)
-                let (item, grow) = self.hand_on(head, item);
+                let (item, grow) = self.hand_on(head, item, arrived);
                 return Next::Run { item, grow };
             }
             self.note_head_waits(false);
@@ -468,7 +470,8 @@ impl<T> Core<T> {
                 Parked::Woken(mut synced) => {
                     slot.wakes += 1;
                     synced.arrive(slot);
-                    self.publish(&synced);
+                    self.write_help(&synced);
+                    arrived = true;
                     // Woken, perhaps by a sibling's kick (O2): a new look at the siblings.
                     pulled = false;
                 }

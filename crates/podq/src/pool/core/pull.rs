@@ -68,7 +68,7 @@ impl<T> Core<T> {
         let mut head = self.lock_head();
         if let Some(item) = self.take_held_ahead() {
             let more = self.in_head(&head) > 0 || self.lanes_len() > 0;
-            let (item, grow) = self.hand_on_counted(head, item);
+            let (item, grow) = self.hand_on_counted(head, item, false);
             return Stolen::Took { item, grow, more };
         }
         let Some(item) = self.take(&mut head) else {
@@ -76,7 +76,7 @@ impl<T> Core<T> {
             return Stolen::Empty;
         };
         let more = self.in_head(&head) > 0 || self.lanes_len() > 0;
-        let (item, grow) = self.hand_on(head, item);
+        let (item, grow) = self.hand_on(head, item, false);
         Stolen::Took { item, grow, more }
     }
 
