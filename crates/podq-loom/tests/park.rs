@@ -98,7 +98,7 @@ fn a_batch_moved_to_the_head_is_handed_on() {
 /// while the first one's worker may still be on its way: that push leaves its task to the coming
 /// worker (P4), which takes only the first lane's batch (W3), so on arriving it must count the
 /// other lanes too when it hands on (W4). Two preemptions find that deadlock (W4 counting only
-/// the head) in seconds; three take half a minute more for nothing else.
+/// the head) in seconds; three take half a minute and find nothing more.
 #[test]
 fn a_task_left_to_a_coming_worker_on_another_lane_is_handed_on() {
     podq_loom::check(2, || first_blocks_until_second_ran(1));
