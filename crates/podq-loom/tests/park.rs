@@ -91,7 +91,7 @@ fn two_pushes_one_spinner() {
 /// loom reports as a deadlock.
 #[test]
 fn a_batch_moved_to_the_head_is_handed_on() {
-    check(|| first_blocks_until_second_ran(0));
+    check(|| first_blocks_until_second_ran(0, false));
 }
 
 /// As above, but the second task is pushed on another lane (its pusher moved to another CPU),
@@ -101,44 +101,56 @@ fn a_batch_moved_to_the_head_is_handed_on() {
 /// the head) in seconds; three take half a minute and find nothing more.
 #[test]
 fn a_task_left_to_a_coming_worker_on_another_lane_is_handed_on() {
-    podq_loom::check(2, || first_blocks_until_second_ran(1));
+    podq_loom::check(2, || first_blocks_until_second_ran(1, false));
+}
+
+/// As above, with the pool's first worker started by an earlier task, so that it may have
+/// parked: the first push wakes it (P5), and the woken worker, on its way as a started one is,
+/// must count the other lanes too (W11, W4).
+#[test]
+fn a_task_left_to_a_woken_worker_on_another_lane_is_handed_on() {
+    podq_loom::check(2, || first_blocks_until_second_ran(1, true));
 }
 
 /// Two tasks pushed to a pool of two workers, the second on `second_lane`: the first blocks
-/// until the second has run.
-fn first_blocks_until_second_ran(second_lane: usize) {
-    {
-        let core = core(2);
-        let ran = Ran::new(2);
-        let second_ran = Arc::new((Mutex::new(false), Condvar::new()));
-        let first = {
-            let (ran, second_ran) = (Arc::clone(&ran), Arc::clone(&second_ran));
-            Box::new(move || {
-                let (done, cv) = &*second_ran;
-                let mut done_now = done.lock();
-                while !*done_now {
-                    done_now = cv.wait(done_now);
-                }
-                drop(done_now);
-                Ran::task(&ran)();
-            })
-        };
-        let second = {
-            let (ran, second_ran) = (Arc::clone(&ran), Arc::clone(&second_ran));
-            Box::new(move || {
-                let (done, cv) = &*second_ran;
-                *done.lock() = true;
-                cv.notify_all();
-                Ran::task(&ran)();
-            })
-        };
-        push(&core, first);
-        push_on(&core, second_lane, second);
-        ran.wait_for_all();
-        core.shutdown();
-        core.wait_for_exit();
-        assert_eq!(ran.total(), 2);
+/// until the second has run. With `warm`, a task has run on the pool first.
+fn first_blocks_until_second_ran(second_lane: usize, warm: bool) {
+    let core = core(2);
+    if warm {
+        // On lane 1, so that the lanes' turn (W3) comes back to lane 0, the first task's.
+        let earlier = Ran::new(1);
+        push_on(&core, 1, Ran::task(&earlier));
+        earlier.wait_for_all();
     }
+    let ran = Ran::new(2);
+    let second_ran = Arc::new((Mutex::new(false), Condvar::new()));
+    let first = {
+        let (ran, second_ran) = (Arc::clone(&ran), Arc::clone(&second_ran));
+        Box::new(move || {
+            let (done, cv) = &*second_ran;
+            let mut done_now = done.lock();
+            while !*done_now {
+                done_now = cv.wait(done_now);
+            }
+            drop(done_now);
+            Ran::task(&ran)();
+        })
+    };
+    let second = {
+        let (ran, second_ran) = (Arc::clone(&ran), Arc::clone(&second_ran));
+        Box::new(move || {
+            let (done, cv) = &*second_ran;
+            *done.lock() = true;
+            cv.notify_all();
+            Ran::task(&ran)();
+        })
+    };
+    push(&core, first);
+    push_on(&core, second_lane, second);
+    ran.wait_for_all();
+    core.shutdown();
+    core.wait_for_exit();
+    assert_eq!(ran.total(), 2);
 }
 
 /// Two threads push at once, each on its own lane, to a pool of one worker: both tasks run,
