@@ -99,8 +99,10 @@ fn items_held_ahead_by_a_worker_that_then_sleeps_run_before_the_sleep_ends() {
             );
         }
         assert!(wq.flush());
+        // No item here queues another (H2), so an item taken from its holder was held ahead
+        // (H8). Whether any held item also ran on its holder (`ran_ahead`) depends on the
+        // timing: the take-overs may leave it none.
         if total(&wq, |p| p.taken_from_queuer) > taken_before {
-            assert!(total(&wq, |p| p.ran_ahead) > 0);
             return;
         }
     }
