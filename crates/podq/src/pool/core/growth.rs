@@ -105,8 +105,11 @@ impl<T> Core<T> {
     ) -> (T, Grow) {
         let waiting = self.in_head(&head);
         self.note_head_waits(waiting > 0);
-        let left = waiting > 0 || (arrived && self.left_to_arrival());
-        if !left || !self.hint.help() {
+        // `HELP` first: clear, nobody can be woken or started, and the lanes need no look.
+        if (waiting == 0 && !arrived) || !self.hint.help() {
+            return (item, Grow::No);
+        }
+        if waiting == 0 && !self.left_to_arrival() {
             return (item, Grow::No);
         }
         let mut synced = self.lock();
