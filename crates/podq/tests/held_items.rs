@@ -65,7 +65,7 @@ fn items_held_ahead_by_a_worker_that_then_sleeps_run_before_the_sleep_ends() {
     // worker, let go, runs the head's and takes the held ones over (H5, or the watchdog, H6).
     // An attempt whose woken worker came to the head before the rest were queued holds none;
     // another attempt follows.
-    for _ in 0..5 {
+    for _ in 0..8 {
         let taken_before = total(&wq, |p| p.taken_from_queuer);
         let (gate, gated) = mpsc::channel::<()>();
         let (in_gate, waiting) = mpsc::channel();
@@ -99,14 +99,13 @@ fn items_held_ahead_by_a_worker_that_then_sleeps_run_before_the_sleep_ends() {
             );
         }
         assert!(wq.flush());
-        // No item here queues another (H2), so an item taken from its holder was held ahead
-        // (H8). Whether any held item also ran on its holder (`ran_ahead`) depends on the
-        // timing: the take-overs may leave it none.
-        if total(&wq, |p| p.taken_from_queuer) > taken_before {
+        // Held ahead and taken over, and some held item ran on its holder: an attempt whose
+        // take-overs left its holder none is followed by another.
+        if total(&wq, |p| p.taken_from_queuer) > taken_before && total(&wq, |p| p.ran_ahead) > 0 {
             return;
         }
     }
-    panic!("no attempt had items held ahead by the sleeping worker");
+    panic!("no attempt had items held ahead, taken over and run ahead by their holder");
 }
 
 #[test]
