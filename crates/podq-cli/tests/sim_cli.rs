@@ -287,6 +287,23 @@ fn the_published_check_reports_every_cell_fitted_and_held_out() {
         report["calibration"]["cells"][0]["items_per_sec"],
         report["leave_one_machine_out"]["cells"][0]["items_per_sec"]
     );
+    // Grace's other published run: its own figures beside the same simulations.
+    let run = &report["other_runs"][0];
+    assert_eq!(run["machine"], "grace", "{report}");
+    assert!(run["runs_apart"].as_f64().unwrap() > 0.1, "{run}");
+    for section in ["calibration", "leave_one_machine_out"] {
+        let cells = run[section]["cells"].as_array().unwrap();
+        assert_eq!(cells.len(), 6, "{section}");
+        let grace = report[section]["cells"][0].clone();
+        assert_eq!(
+            cells[0]["items_per_sec"], grace["items_per_sec"],
+            "{section}"
+        );
+        assert_ne!(
+            cells[0]["published_items_per_sec"],
+            grace["published_items_per_sec"]
+        );
+    }
 }
 
 #[test]

@@ -18,7 +18,7 @@ pub mod policy;
 
 /// Runs `model` under loom with at most `preemptions` preemptions per execution: 3 finds the
 /// bugs of small protocols (loom's own advice for models of this size) and keeps each model to
-/// seconds; four-thread models use 2, whose space at 3 takes minutes.
+/// seconds; four-thread models use 2, whose space at 3 takes minutes, or 1 where 2 does.
 pub fn check(preemptions: usize, model: impl Fn() + Sync + Send + 'static) {
     let mut builder = loom::model::Builder::new();
     builder.preemption_bound = Some(preemptions);

@@ -57,6 +57,28 @@ pub const XEON_8321HC: Table = Table {
 /// Both tables.
 pub const TABLES: [Table; 2] = [GRACE, XEON_8321HC];
 
+/// NVIDIA Grace as the series' first posting published it (`[PATCH RFC 2/5] workqueue: add
+/// WQ_AFFN_CACHE_SHARD affinity scope`, 12 March 2026): the same machine and test as [`GRACE`],
+/// an earlier run. Never fitted: it shows how far two published runs of one machine differ,
+/// and it is a run the model did not see ([`against_run`]). The posting cut shards by CPUs;
+/// Grace has one CPU per core, so they are [`GRACE`]'s.
+pub const GRACE_RFC: Table = Table {
+    machine: "grace",
+    description: GRACE.description,
+    shard_rule: GRACE.shard_rule,
+    cells: [
+        (AffinityScope::Cpu, 3_433_158.0, 16_416),
+        (AffinityScope::Smt, 3_449_709.0, 16_576),
+        (AffinityScope::CacheShard, 2_939_917.0, 8_192),
+        (AffinityScope::Cache, 602_096.0, 53_056),
+        (AffinityScope::Numa, 599_090.0, 53_152),
+        (AffinityScope::System, 598_865.0, 53_184),
+    ],
+};
+
+/// Other published runs of the tables' machines, never fitted, with where each was published.
+pub const OTHER_RUNS: [(Table, &str); 1] = [(GRACE_RFC, "the series' RFC posting, 12 March 2026")];
+
 /// The model's order error: the most by which it misjudged the ratio of two configurations of
 /// one machine it was not fitted on, [`order_error`] of [`leave_one_out`] at the published
 /// 50,000 items per producer (1.731: Grace's `cpu` against its `cache_shard`), rounded up. A
@@ -237,6 +259,33 @@ pub fn leave_one_out(items: u64, seed: u64) -> Result<Vec<CellCheck>, SimError> 
         )?);
     }
     Ok(out)
+}
+
+/// `cells` (of [`check`] or [`leave_one_out`]) read against `run`, another published run of
+/// one of their tables' machines: the same simulations beside `run`'s published figures. `None`
+/// when `cells` hold no table of `run`'s machine, description and shard rule, whose
+/// simulations would be `run`'s.
+pub fn against_run(cells: &[CellCheck], run: &Table) -> Option<Vec<CellCheck>> {
+    let same = TABLES.iter().any(|t| {
+        t.machine == run.machine
+            && t.description == run.description
+            && t.shard_rule == run.shard_rule
+    });
+    let out: Vec<CellCheck> = run
+        .cells
+        .iter()
+        .filter_map(|&(scope, published, published_p50)| {
+            let cell = cells
+                .iter()
+                .find(|c| c.machine == run.machine && c.scope == scope)?;
+            Some(CellCheck {
+                published,
+                published_p50,
+                ..*cell
+            })
+        })
+        .collect();
+    (same && out.len() == run.cells.len()).then_some(out)
 }
 
 /// Published pairs of one machine that differ by more than `margin` (0.10: 10 %) and whose

@@ -9,7 +9,8 @@
 use podq::AffinityScope;
 use podq_sim::kernel_fit::FREE;
 use podq_sim::published::{
-    check, distinct_values, leave_one_out, order_error, order_flips, CellCheck, ORDER_ERROR, TABLES,
+    against_run, check, distinct_values, leave_one_out, order_error, order_flips, CellCheck,
+    ORDER_ERROR, OTHER_RUNS, TABLES,
 };
 use podq_sim::Profile;
 
@@ -90,6 +91,24 @@ fn the_order_error_is_the_validations() {
     // The calibration misjudges less than the held-out check.
     let (calibrated, _) = order_error(&check(&Profile::kernel(), 2_000, 1).unwrap());
     assert!(calibrated <= factor, "{calibrated} > {factor}");
+}
+
+#[test]
+fn the_other_published_runs_are_within_the_held_out_bar_and_keep_their_order() {
+    // Never fitted: the calibrated costs and the costs fitted without the run's machine both
+    // predict it within the held-out bar, cell by cell, and keep every order published more
+    // than 10 % apart.
+    let fitted = check(&Profile::kernel(), 2_000, 1).unwrap();
+    let held_out = leave_one_out(2_000, 1).unwrap();
+    for (run, source) in &OTHER_RUNS {
+        assert!(against_run(&[], run).is_none(), "no simulation of {source}");
+        for cells in [&fitted, &held_out] {
+            let cells = against_run(cells, run).expect("the run's machine has a table");
+            assert_eq!(cells.len(), run.cells.len(), "{source}");
+            assert_within(&cells, HELD_OUT_BAR, &[]);
+            assert!(order_flips(&cells, 0.10).is_empty(), "{source}: {cells:?}");
+        }
+    }
 }
 
 #[test]

@@ -2,11 +2,13 @@
 //! workqueue's `WQ_AFFN_CACHE_SHARD` patch series (NVIDIA Grace, Intel Xeon Platinum 8321HC)
 //! next to the `kernel` profile's simulation of each cell: first with the costs fitted on both
 //! tables (the calibration), then leaving one machine out (each table predicted with the costs
-//! fitted on the other alone), with the error per cell and the orders kept or lost.
+//! fitted on the other alone), with the error per cell and the orders kept or lost; last, the
+//! other published runs of those machines, never fitted, against the same simulations.
 
 use podq_sim::kernel_fit::FREE;
 use podq_sim::published::{
-    check, distinct_values, leave_one_out, order_error, order_flips, CellCheck, ORDER_ERROR, TABLES,
+    against_run, check, distinct_values, leave_one_out, order_error, order_flips, CellCheck, Table,
+    ORDER_ERROR, OTHER_RUNS, TABLES,
 };
 use podq_sim::Profile;
 use serde_json::{json, Value};
@@ -14,8 +16,8 @@ use serde_json::{json, Value};
 use super::args::Settings;
 use crate::error::CliError;
 
-/// How far apart two published cells must be for their order to count: 10 %, beyond the
-/// run-to-run spread of a benchmark table.
+/// How far apart two published cells must be for their order to count: 10 %. Two published
+/// runs of one machine can differ by more ([`OTHER_RUNS`]).
 const ORDER_MARGIN: f64 = 0.10;
 
 /// Simulates every published cell with the `kernel` profile, fitted on both tables and on
@@ -42,6 +44,10 @@ pub(crate) fn run(settings: &Settings) -> Result<(), CliError> {
             "fitted": FREE.iter().map(|&(p, _, _)| p.name()).collect::<Vec<_>>(),
             "calibration": section_json(&fitted),
             "leave_one_machine_out": section_json(&held_out),
+            "other_runs": OTHER_RUNS
+                .iter()
+                .map(|(run, source)| run_json(run, source, &fitted, &held_out))
+                .collect::<Vec<_>>(),
             "order_error_bound": ORDER_ERROR,
         });
         crate::output::json_text(&value)?
@@ -58,6 +64,9 @@ pub(crate) fn run(settings: &Settings) -> Result<(), CliError> {
              alone\n",
         );
         out.push_str(&section_text(&held_out));
+        for (run, source) in &OTHER_RUNS {
+            out.push_str(&run_text(run, source, &fitted, &held_out));
+        }
         out.push_str(&format!(
             "podq sim ranks two configurations only when one is ahead of the other by more than \
              {ORDER_ERROR}x in every draw: the order error held out at the published 50,000 \
@@ -171,4 +180,101 @@ fn section_json(cells: &[CellCheck]) -> Value {
         },
         "order_flips": flipped,
     })
+}
+
+/// `run` (published in `source`) against the calibration's and the held-out check's
+/// simulations of its machine: a cell per line, each with how far this run is from the
+/// table's, the largest errors and the orders lost.
+fn run_text(run: &Table, source: &str, fitted: &[CellCheck], held_out: &[CellCheck]) -> String {
+    let (Some(calibrated), Some(predicted)) =
+        (against_run(fitted, run), against_run(held_out, run))
+    else {
+        return String::new();
+    };
+    let mut out = format!(
+        "another published run of {}, never fitted ({source}): the same simulations\n",
+        run.machine
+    );
+    out.push_str(&format!(
+        "{:<12} {:>10} {:>8} {:>10} {:>7} {:>10} {:>7} {:>8} {:>8}\n",
+        "scope",
+        "published",
+        "vs table",
+        "calibrated",
+        "error",
+        "held out",
+        "error",
+        "p50 pub",
+        "vs table"
+    ));
+    for ((cal, pred), (table_rate, table_p50)) in calibrated
+        .iter()
+        .zip(&predicted)
+        .zip(table_cells(fitted, run))
+    {
+        out.push_str(&format!(
+            "{:<12} {:>10.0} {:>+7.1}% {:>10.0} {:>+6.1}% {:>10.0} {:>+6.1}% {:>8} {:>+7.0}%\n",
+            cal.scope.name(),
+            cal.published,
+            100.0 * (cal.published / table_rate - 1.0),
+            cal.simulated,
+            100.0 * cal.error(),
+            pred.simulated,
+            100.0 * pred.error(),
+            cal.published_p50,
+            100.0 * (cal.published_p50 as f64 / table_p50.max(1) as f64 - 1.0),
+        ));
+    }
+    out.push_str(&format!(
+        "largest error: {:.1}% calibrated, {:.1}% held out; the two published runs differ by up \
+         to {:.1}% of items/sec\n",
+        100.0 * worst(&calibrated),
+        100.0 * worst(&predicted),
+        100.0 * runs_apart(fitted, run)
+    ));
+    for (name, cells) in [("calibrated", &calibrated), ("held out", &predicted)] {
+        for (lo, hi) in order_flips(cells, ORDER_MARGIN) {
+            out.push_str(&format!(
+                "order lost {name}: {} is published above {} in this run but not simulated so\n",
+                hi.scope.name(),
+                lo.scope.name()
+            ));
+        }
+    }
+    out
+}
+
+/// `run` as JSON, as [`run_text`] gives it.
+fn run_json(run: &Table, source: &str, fitted: &[CellCheck], held_out: &[CellCheck]) -> Value {
+    json!({
+        "machine": run.machine,
+        "source": source,
+        "runs_apart": runs_apart(fitted, run),
+        "calibration": against_run(fitted, run).map(|c| section_json(&c)),
+        "leave_one_machine_out": against_run(held_out, run).map(|c| section_json(&c)),
+    })
+}
+
+/// The table's published items/sec and p50 of each of `run`'s scopes, in `run`'s order, read
+/// from `cells` of the table's machine.
+fn table_cells(cells: &[CellCheck], run: &Table) -> Vec<(f64, u64)> {
+    run.cells
+        .iter()
+        .filter_map(|&(scope, _, _)| {
+            cells
+                .iter()
+                .find(|c| c.machine == run.machine && c.scope == scope)
+                .map(|c| (c.published, c.published_p50))
+        })
+        .collect()
+}
+
+/// The largest relative difference of items/sec between `run` and the table of its machine in
+/// `cells`, as a fraction of the table's.
+fn runs_apart(cells: &[CellCheck], run: &Table) -> f64 {
+    run.cells
+        .iter()
+        .zip(table_cells(cells, run))
+        .map(|(&(_, published, _), (table, _))| (published / table - 1.0).abs())
+        .fold(0.0, f64::max)
 }
