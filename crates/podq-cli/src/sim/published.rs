@@ -207,22 +207,21 @@ fn run_text(run: &Table, source: &str, fitted: &[CellCheck], held_out: &[CellChe
         "p50 pub",
         "vs table"
     ));
-    for ((cal, pred), (table_rate, table_p50)) in calibrated
-        .iter()
-        .zip(&predicted)
-        .zip(table_cells(fitted, run))
-    {
+    for (cal, pred) in calibrated.iter().zip(&predicted) {
+        let Some(table) = table_cell(fitted, cal) else {
+            continue;
+        };
         out.push_str(&format!(
             "{:<12} {:>10.0} {:>+7.1}% {:>10.0} {:>+6.1}% {:>10.0} {:>+6.1}% {:>8} {:>+7.0}%\n",
             cal.scope.name(),
             cal.published,
-            100.0 * (cal.published / table_rate - 1.0),
+            100.0 * (cal.published / table.published - 1.0),
             cal.simulated,
             100.0 * cal.error(),
             pred.simulated,
             100.0 * pred.error(),
             cal.published_p50,
-            100.0 * (cal.published_p50 as f64 / table_p50.max(1) as f64 - 1.0),
+            100.0 * (cal.published_p50 as f64 / table.published_p50.max(1) as f64 - 1.0),
         ));
     }
     out.push_str(&format!(
@@ -230,7 +229,7 @@ fn run_text(run: &Table, source: &str, fitted: &[CellCheck], held_out: &[CellChe
          to {:.1}% of items/sec\n",
         100.0 * worst(&calibrated),
         100.0 * worst(&predicted),
-        100.0 * runs_apart(fitted, run)
+        100.0 * runs_apart(fitted, &calibrated)
     ));
     for (name, cells) in [("calibrated", &calibrated), ("held out", &predicted)] {
         for (lo, hi) in order_flips(cells, ORDER_MARGIN) {
@@ -246,35 +245,29 @@ fn run_text(run: &Table, source: &str, fitted: &[CellCheck], held_out: &[CellChe
 
 /// `run` as JSON, as [`run_text`] gives it.
 fn run_json(run: &Table, source: &str, fitted: &[CellCheck], held_out: &[CellCheck]) -> Value {
+    let calibrated = against_run(fitted, run);
     json!({
         "machine": run.machine,
         "source": source,
-        "runs_apart": runs_apart(fitted, run),
-        "calibration": against_run(fitted, run).map(|c| section_json(&c)),
+        "runs_apart": calibrated.as_deref().map(|cells| runs_apart(fitted, cells)),
+        "calibration": calibrated.as_deref().map(section_json),
         "leave_one_machine_out": against_run(held_out, run).map(|c| section_json(&c)),
     })
 }
 
-/// The table's published items/sec and p50 of each of `run`'s scopes, in `run`'s order, read
-/// from `cells` of the table's machine.
-fn table_cells(cells: &[CellCheck], run: &Table) -> Vec<(f64, u64)> {
-    run.cells
+/// The cell of `cells` (a table's) of `cell`'s machine and scope.
+fn table_cell<'a>(cells: &'a [CellCheck], cell: &CellCheck) -> Option<&'a CellCheck> {
+    cells
         .iter()
-        .filter_map(|&(scope, _, _)| {
-            cells
-                .iter()
-                .find(|c| c.machine == run.machine && c.scope == scope)
-                .map(|c| (c.published, c.published_p50))
-        })
-        .collect()
+        .find(|c| c.machine == cell.machine && c.scope == cell.scope)
 }
 
-/// The largest relative difference of items/sec between `run` and the table of its machine in
-/// `cells`, as a fraction of the table's.
-fn runs_apart(cells: &[CellCheck], run: &Table) -> f64 {
-    run.cells
-        .iter()
-        .zip(table_cells(cells, run))
-        .map(|(&(_, published, _), (table, _))| (published / table - 1.0).abs())
+/// The largest relative difference of items/sec between the cells of another run (`run`) and
+/// the table's of their machine (in `cells`), as a fraction of the table's.
+fn runs_apart(cells: &[CellCheck], run: &[CellCheck]) -> f64 {
+    run.iter()
+        .filter_map(|cell| {
+            table_cell(cells, cell).map(|table| (cell.published / table.published - 1.0).abs())
+        })
         .fold(0.0, f64::max)
 }
