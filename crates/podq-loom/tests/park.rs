@@ -66,8 +66,8 @@ fn push_while_one_worker_spins(lane: usize) {
 /// Two tasks pushed (from two threads) while one worker spins in a pool of two: the second
 /// push must not count on the spinner for both, so it starts or wakes the second worker; all
 /// run, none twice. (Four threads: main, one pusher, two workers: loom's limit.) At one
-/// preemption, a second; two take four minutes on a 2-core machine, a fifth of the whole test
-/// command.
+/// preemption, a second; two take four minutes on a 2-core machine, where all of `cargo test
+/// --workspace` takes nine.
 #[test]
 fn two_pushes_one_spinner() {
     podq_loom::check(1, || {
