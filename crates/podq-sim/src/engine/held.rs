@@ -19,8 +19,9 @@
 //!
 //! Only the queue calls of `chain`, `yield` and `spawn-local` items (`spawned.rs`) are held;
 //! `rpc` and `fanout` hops are pushed. The items held ahead are taken in the take's critical
-//! section, each at the cost of another take ([`Costs::critical_section_ns`]), and never at a
-//! steal from a sibling (as podq, whose steal does not hold ahead). What the model leaves out:
+//! section, each at [`AHEAD_TAKE_SHARE`] of the section's own cost
+//! ([`Costs::critical_section_ns`]), and never at a steal from a sibling (as podq, whose steal
+//! does not hold ahead). What the model leaves out:
 //! a put into the slot (one swap of a line of the holder's own CPU) costs nothing, a held item
 //! that the bound sends back goes to the queue at the worker's next take without its lane
 //! lock, and the watchdog's push runs on no simulated CPU. A worker claims its slot at its
@@ -40,6 +41,14 @@ use std::collections::VecDeque;
 
 /// Marks an event target that is the watchdog's look at a pool's held slots (H6).
 pub(super) const HELD_EVENT: u32 = 1 << 30;
+
+/// What one item taken ahead (H8) adds to the take's critical section, as a share of the
+/// section's own cost: podq's instructions per item in `hold_ahead_now` (90) over those of a
+/// take in `Core::next` without it (251), counted by `valgrind --tool=callgrind --fair-sched=yes
+/// podq bench --workload flood --scopes cache_shard --peers none --threads 2 --runs 1 --items
+/// 20000` (0.87 of the items taken ahead). An item's lines are not in it: each pays them where
+/// it runs (`run_item`), as every item does.
+pub(super) const AHEAD_TAKE_SHARE: f64 = 0.36;
 
 /// One worker's held slot.
 #[derive(Clone, Debug, Default)]
@@ -205,7 +214,7 @@ impl Engine<'_> {
     /// also takes the head's next items into its empty slot when [`held::holds_ahead`] says so
     /// (enough items left in the head behind it, nobody idle), as many as [`held::ahead`] says.
     /// Counted in `started`, watched as a put of H2's. Returns the time it adds inside the
-    /// lock: another take's per item.
+    /// lock: [`AHEAD_TAKE_SHARE`] of a take's per item.
     pub(super) fn hold_ahead(&mut self, tid: u32, pool: u32) -> f64 {
         if !self.mech.holds || !self.mech.holds_ahead {
             return 0.0;
@@ -242,7 +251,7 @@ impl Engine<'_> {
             self.held.watched[pool as usize] = true;
             self.watch_held(pool as usize);
         }
-        self.costs.critical_section_ns * taken as f64
+        self.costs.critical_section_ns * AHEAD_TAKE_SHARE * taken as f64
     }
 
     /// (H2) After worker `tid` pushed its running item's first, taken back out of its slot,
@@ -567,7 +576,7 @@ mod tests {
         fill_head(&mut e, held::AHEAD_LEFT as u32);
         e.pools[0].pop();
         assert_eq!(e.hold_ahead(holder, 0), 0.0);
-        // Enough left: the worker's share of them is held ahead, at another take's cost each.
+        // Enough left: the worker's share of them is held ahead, each at its share of a take.
         let (head, eager) = (40, e.pools[0].limits.eager_workers);
         fill_head(&mut e, head);
         e.pools[0].pop();
@@ -576,7 +585,10 @@ mod tests {
         assert!(ahead > 1, "{left} left, {eager} eager");
         let started = e.pools[0].started;
         let cost = e.hold_ahead(holder, 0);
-        assert_eq!(cost, ahead as f64 * e.costs.critical_section_ns);
+        assert_eq!(
+            cost,
+            e.costs.critical_section_ns * AHEAD_TAKE_SHARE * ahead as f64
+        );
         assert_eq!(e.pools[0].head_len, left - ahead);
         assert_eq!(e.pools[0].started, started + ahead as u64);
         assert!(e.held.slots[0][0].ahead);
