@@ -211,10 +211,13 @@ fn the_plot_is_an_svg_file() {
 fn calibrate_fits_the_podq_profile_to_a_bench_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bench.json");
+    // Each row's best run 10 % above its median: the fit matches the best runs, and every
+    // cost whose fit is within the runs' own disagreement spans the range's draws.
     let row = |scope: &str, ips: u64| {
         serde_json::json!({
             "workload": "queue", "system": "podq", "scope": scope, "shard_size": 8,
             "threads": 4, "items_per_thread": 300, "items_per_sec": ips,
+            "items_per_sec_max": ips * 11 / 10,
         })
     };
     let bench = serde_json::json!({
@@ -236,8 +239,30 @@ fn calibrate_fits_the_podq_profile_to_a_bench_file() {
         "--json",
     ]);
     assert_eq!(report["settings"]["profile"], "podq");
-    let fitted = report["calibration"]["rows"].as_array().unwrap();
+    let calibration = &report["calibration"];
+    let fitted = calibration["rows"].as_array().unwrap();
     assert_eq!(fitted.len(), 2, "the tokio row is not podq's");
+    let tolerance = calibration["tolerance"].as_f64().unwrap();
+    assert!(
+        (tolerance - 2.0 * 1.1f64.ln().powi(2)).abs() < 1e-3,
+        "{tolerance}"
+    );
+    let (near, tried) = (calibration["near"].as_u64(), calibration["tried"].as_u64());
+    assert!(near >= Some(1) && near <= tried, "{near:?} of {tried:?}");
+    let spread = calibration["spread"].as_object().unwrap();
+    assert_eq!(
+        spread.len(),
+        calibration["costs"].as_object().unwrap().len()
+    );
+    for (name, value) in calibration["costs"].as_object().unwrap() {
+        let value = value.as_f64().unwrap();
+        let span = &spread[name];
+        let (least, most) = (span[0].as_f64().unwrap(), span[1].as_f64().unwrap());
+        assert!(
+            least <= value && value <= most,
+            "{name}: {value} not in {least}-{most}"
+        );
+    }
     for row in report["results"].as_array().unwrap() {
         assert_eq!(row["profile"], "podq");
     }

@@ -1,6 +1,8 @@
 //! [`Profile`]: the costs and mechanisms of one runtime: the Linux workqueue (`kernel`) or
 //! podq (`podq`).
 
+use std::borrow::Cow;
+
 use crate::cost::{Costs, Param};
 
 /// How a runtime's pools work, where the two profiles differ in more than costs.
@@ -77,11 +79,12 @@ pub struct Profile {
     pub costs: Costs,
     /// The mechanisms.
     pub mechanism: Mechanism,
-    /// For each cost fitted on the published tables, the least and greatest value its fits
-    /// gave (on both tables and on each alone): a range spans at least that much of it
-    /// ([`uncertainty::spread`](crate::uncertainty::spread)). Empty when the costs rest on
-    /// another fit (`podq sim --calibrate`).
-    pub fit_spread: &'static [(Param, f64, f64)],
+    /// For each fitted cost, the least and greatest value its fit allows: for the costs fitted
+    /// on the published tables, every value their fits gave (on both tables and on each
+    /// alone); for those fitted on a `podq bench` run (`podq sim --calibrate`), every value
+    /// the fit tried that matches the run as closely as the run's own repeats agree. A range
+    /// spans at least that much of it ([`uncertainty::spread`](crate::uncertainty::spread)).
+    pub fit_spread: Cow<'static, [(Param, f64, f64)]>,
 }
 
 /// The `spin_loop` pauses of a `podq bench` producer's wait on its item's completion before it
@@ -117,7 +120,7 @@ impl Profile {
         Profile {
             name: "kernel",
             costs: crate::calibrated::KERNEL,
-            fit_spread: &crate::calibrated::FIT_SPREAD,
+            fit_spread: Cow::Borrowed(&crate::calibrated::FIT_SPREAD),
             mechanism: Mechanism {
                 wake_under_lock: true,
                 push_lanes: false,
@@ -153,7 +156,7 @@ impl Profile {
                 item_lines: 1.0,
                 ..crate::calibrated::KERNEL
             },
-            fit_spread: &crate::calibrated::FIT_SPREAD,
+            fit_spread: Cow::Borrowed(&crate::calibrated::FIT_SPREAD),
             mechanism: Mechanism {
                 wake_under_lock: false,
                 push_lanes: true,

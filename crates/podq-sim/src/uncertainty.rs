@@ -246,7 +246,7 @@ mod tests {
         let fitted: Vec<Param> = crate::kernel_fit::FREE.iter().map(|f| f.0).collect();
         let spread: Vec<Param> = kernel.fit_spread.iter().map(|s| s.0).collect();
         assert_eq!(spread, fitted);
-        for &(param, least, most) in kernel.fit_spread {
+        for &(param, least, most) in kernel.fit_spread.iter() {
             let value = kernel.costs.get(param);
             assert!(least <= value && value <= most, "{}", param.name());
         }
@@ -257,18 +257,27 @@ mod tests {
             low < 0.5 * switch && high > 1.3 * switch,
             "{low}-{high} around {switch}"
         );
-        // A cost no fit moves, or one whose costs rest on another fit, is moved by ±20 %.
+        // A cost no fit moves, or one of a profile whose fit gave no spread, is moved by ±20 %.
         let lines = kernel.costs.get(Param::LinesPerHandover);
         assert_eq!(
             draw_bounds(&kernel, Param::LinesPerHandover, 20.0),
             (lines * 0.8, lines * 1.2)
         );
-        let calibrated = Profile {
-            fit_spread: &[],
+        let unspread = Profile {
+            fit_spread: std::borrow::Cow::Borrowed(&[]),
             ..Profile::kernel()
         };
         assert_eq!(
-            draw_bounds(&calibrated, Param::Switch, 20.0),
+            draw_bounds(&unspread, Param::Switch, 20.0),
+            (switch * 0.8, switch * 1.2)
+        );
+        // A spread inside ±20 % leaves the ±20 % bounds.
+        let narrow = Profile {
+            fit_spread: std::borrow::Cow::Owned(vec![(Param::Switch, switch * 0.9, switch)]),
+            ..Profile::kernel()
+        };
+        assert_eq!(
+            draw_bounds(&narrow, Param::Switch, 20.0),
             (switch * 0.8, switch * 1.2)
         );
     }

@@ -101,7 +101,8 @@ pub(crate) struct SimArgs {
     pub(crate) load: Option<String>,
     /// How far every cost, platform and cache parameter may be off, in percent: each result's
     /// range comes from 8 draws that move them all by up to P percent (a cost fitted on the
-    /// published tables also across every value its fits gave), each with its own seed, and a
+    /// published tables also across every value its fits gave; with --calibrate, across every
+    /// value that fits the file as closely as its runs agree), each with its own seed, and a
     /// recommendation is printed only when it is ahead of every other configuration by more
     /// than the model's order error in every draw (0: no ranges) [default: 20].
     #[arg(long, value_name = "P")]

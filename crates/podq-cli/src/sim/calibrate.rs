@@ -2,11 +2,14 @@
 //! machine, so that the simulator can predict what was not measured (another workload, shard
 //! size or thread count).
 
+use std::borrow::Cow;
 use std::path::Path;
 
 use podq::AffinityScope;
 use podq_sim::fit::{fit_rough, log_error, Bound};
-use podq_sim::{simulate, Locality, Param, Profile, Scenario, ShardRule, SimMachine, Workload};
+use podq_sim::{
+    simulate, Costs, Locality, Param, Profile, Scenario, ShardRule, SimMachine, Workload,
+};
 use serde_json::{json, Value};
 
 use crate::error::CliError;
@@ -97,6 +100,14 @@ pub(crate) struct Calibration {
     rows: Vec<Fitted>,
     /// The fitted costs.
     params: Vec<(&'static str, f64)>,
+    /// Each fitted cost's least and greatest value among the costs the fit tried that match
+    /// the file within [`Calibration::tolerance`] of the best ([`near_best`]).
+    spread: Vec<(Param, f64, f64)>,
+    /// How much worse than the best fit a fit may be and still count: the squared log ratios
+    /// of each row's best run to its median run, summed (0 for single runs).
+    tolerance: f64,
+    /// How many of the costs the fit tried lie within that tolerance, and how many it tried.
+    near: (usize, usize),
     /// The run was measured before H8 ([`measured_before_h8`]), so the fit ran without it.
     before_h8: bool,
 }
@@ -131,6 +142,21 @@ impl Calibration {
             out.push_str(
                 "calibration: its rows record no `ahead`: measured before H8, fitted without it\n",
             );
+        }
+        if !self.spread.is_empty() {
+            let spans: Vec<String> = self
+                .spread
+                .iter()
+                .map(|(param, least, most)| format!("{} {least:.0}-{most:.0}", param.name()))
+                .collect();
+            out.push_str(&format!(
+                "calibration: as close to the file as its runs to each other ({} of {} costs \
+                 tried, log error within {:.4} of the best): {}\n",
+                self.near.0,
+                self.near.1,
+                self.tolerance,
+                spans.join(", ")
+            ));
         }
         for row in &self.rows {
             let s = &row.scenario;
@@ -172,11 +198,20 @@ impl Calibration {
                 })
             })
             .collect();
+        let spread: serde_json::Map<String, Value> = self
+            .spread
+            .iter()
+            .map(|(param, least, most)| (param.name().to_owned(), json!([least, most])))
+            .collect();
         json!({
             "file": self.file,
             "costs": params,
             "rows": rows,
             "before_h8": self.before_h8,
+            "spread": spread,
+            "tolerance": self.tolerance,
+            "near": self.near.0,
+            "tried": self.near.1,
         })
     }
 }
@@ -235,6 +270,7 @@ pub(crate) fn fit(
     let mut measured_mechanism = profile.mechanism;
     measured_mechanism.holds_ahead &= !before_h8;
     let mut targets = Vec::new();
+    let mut tolerance = 0.0;
     for row in report["results"].as_array().into_iter().flatten() {
         if row["system"] != "podq" {
             continue;
@@ -265,6 +301,9 @@ pub(crate) fn fit(
             items_per_sec: rate.ok_or_else(bad)?,
             p50_ns: row["p50_ns"].as_f64().unwrap_or(0.0),
         };
+        if let Some(median) = row["items_per_sec"].as_f64().filter(|&m| m > 0.0) {
+            tolerance += (measured.items_per_sec / median).ln().powi(2);
+        }
         if threads == 0 || threads > machine.len() || items == 0 {
             return Err(CliError::Failed(format!(
                 "--calibrate {file}: measured with {threads} threads, but the machine {} has \
@@ -336,16 +375,21 @@ pub(crate) fn fit(
         });
         log_error(pairs)
     };
-    let (costs, _) = fit_rough(
+    let mut tried: Vec<(Costs, f64)> = Vec::new();
+    let (costs, best) = fit_rough(
         &profile.costs,
         &FREE,
-        objective,
+        |costs: &Costs| {
+            let value = objective(costs);
+            tried.push((*costs, value));
+            value
+        },
         FIT_SAMPLES,
         FIT_EVALUATIONS,
     );
     profile.costs = costs;
-    // The published fits no longer bound these costs: ranges are the plain ±P %.
-    profile.fit_spread = &[];
+    let (spread, near) = near_best(&tried, best + tolerance);
+    profile.fit_spread = Cow::Owned(spread.clone());
     let simulated = run(&Profile {
         mechanism: measured_mechanism,
         ..profile.clone()
@@ -365,15 +409,67 @@ pub(crate) fn fit(
             .iter()
             .map(|b| (b.param.name(), costs.get(b.param)))
             .collect(),
+        spread,
+        tolerance,
+        near: (near, tried.len()),
         before_h8,
     })
+}
+
+/// Each free cost's least and greatest value among the `tried` costs whose objective is at
+/// most `limit`, and how many those are: the costs that fit the file as well as its runs
+/// agree with each other, so that `--uncertainty` draws across them.
+fn near_best(tried: &[(Costs, f64)], limit: f64) -> (Vec<(Param, f64, f64)>, usize) {
+    let near: Vec<&Costs> = tried
+        .iter()
+        .filter(|(_, value)| *value <= limit)
+        .map(|(costs, _)| costs)
+        .collect();
+    let spread = FREE
+        .iter()
+        .filter_map(|b| {
+            let values = near.iter().map(|c| c.get(b.param));
+            let least = values.clone().fold(f64::INFINITY, f64::min);
+            let most = values.fold(f64::NEG_INFINITY, f64::max);
+            (least <= most).then_some((b.param, least, most))
+        })
+        .collect();
+    (spread, near.len())
 }
 
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
-    use super::measured_before_h8;
+    use podq_sim::{Param, Profile};
+
+    use super::{measured_before_h8, near_best, FREE};
+
+    #[test]
+    fn the_spread_spans_every_cost_tried_within_the_limit_and_no_other() {
+        let base = Profile::podq().costs;
+        let with_switch = |switch_ns: f64| podq_sim::Costs { switch_ns, ..base };
+        let tried = [
+            (with_switch(1_000.0), 0.10),
+            (with_switch(700.0), 0.12),
+            (with_switch(1_900.0), 0.14),
+            (with_switch(9_000.0), 0.50),
+        ];
+        let (spread, near) = near_best(&tried, 0.10 + 0.05);
+        assert_eq!(near, 3);
+        assert_eq!(spread.len(), FREE.len());
+        let switch = spread.iter().find(|s| s.0 == Param::Switch).unwrap();
+        assert_eq!((switch.1, switch.2), (700.0, 1_900.0));
+        let spin = spread.iter().find(|s| s.0 == Param::Spin).unwrap();
+        assert_eq!((spin.1, spin.2), (base.spin_ns, base.spin_ns));
+        // Only the best within a limit of its own value.
+        let (spread, near) = near_best(&tried, 0.10);
+        assert_eq!(near, 1);
+        let switch = spread.iter().find(|s| s.0 == Param::Switch).unwrap();
+        assert_eq!((switch.1, switch.2), (1_000.0, 1_000.0));
+        // Nothing tried: no spread.
+        assert_eq!(near_best(&[], 1.0), (Vec::new(), 0));
+    }
 
     #[test]
     fn a_run_whose_podq_rows_record_no_ahead_was_measured_before_h8() {

@@ -233,11 +233,17 @@ impl Report<'_> {
         out
     }
 
-    /// How far the draws move the parameters: by up to `percent` %, and the costs fitted on the
-    /// published tables also across every value their fits gave.
+    /// How far the draws move the parameters: by up to `percent` %, and the fitted costs also
+    /// across every value their fits allow.
     fn moved(&self, percent: f64) -> String {
         if self.profile.fit_spread.is_empty() {
             format!("moved by up to {percent}%")
+        } else if let Some(c) = self.calibration {
+            format!(
+                "moved by up to {percent}% (fitted costs across every value that fits {} as \
+                 closely as its runs agree)",
+                c.file
+            )
         } else {
             format!("moved by up to {percent}% (fitted costs across all their fits' values too)")
         }
