@@ -150,7 +150,7 @@ impl Calibration {
                 .map(|(param, least, most)| format!("{} {least:.0}-{most:.0}", param.name()))
                 .collect();
             out.push_str(&format!(
-                "calibration: as close to the file as its runs to each other ({} of {} costs \
+                "calibration: as close to the file as its runs are to each other ({} of {} costs \
                  tried, log error within {:.4} of the best): {}\n",
                 self.near.0,
                 self.near.1,
