@@ -437,6 +437,10 @@ fn against_rebuilds_the_bench_machine_and_compares_each_cell() {
         "results": [row("cpu", 900_000), row("cache", 600_000),
                     { "workload": "queue", "system": "tokio", "items_per_sec": 1 }],
     });
+    // The cache row records its locks: 2.5 per item, 300 of each run's 3,000 acquisitions found held.
+    let mut bench = bench;
+    bench["results"][1]["locks_per_item"] = serde_json::json!(2.5);
+    bench["results"][1]["lock_contended"] = serde_json::json!(300);
     std::fs::write(&path, bench.to_string()).unwrap();
     let file = path.to_str().unwrap();
     let report = podq_json(&["sim", "--against", file, "--json", "--uncertainty", "0"]);
@@ -451,7 +455,17 @@ fn against_rebuilds_the_bench_machine_and_compares_each_cell() {
         );
         assert!(predicted > 0.0, "{cell}");
         assert!((predicted / measured - 1.0 - error).abs() < 1e-3, "{cell}");
+        // The model's own locks, whatever the row records.
+        let per_item = cell["predicted_locks_per_item"].as_f64().unwrap();
+        let held = cell["predicted_lock_held"].as_f64().unwrap();
+        assert!(per_item >= 1.0, "every item is pushed under a lock: {cell}");
+        assert!((0.0..=1.0).contains(&held), "{cell}");
     }
+    assert!(cells[0]["measured_locks_per_item"].is_null(), "{report}");
+    assert!(cells[0]["measured_lock_held"].is_null(), "{report}");
+    assert_eq!(cells[1]["measured_locks_per_item"], 2.5, "{report}");
+    let held = cells[1]["measured_lock_held"].as_f64().unwrap();
+    assert!((held - 0.1).abs() < 1e-9, "300 of 2.5 x 4 x 300: {report}");
     let text = podq_ok(&["sim", "--against", file]);
     assert!(text.contains("platform of epyc-9d64"), "{text}");
     assert_eq!(
@@ -459,6 +473,8 @@ fn against_rebuilds_the_bench_machine_and_compares_each_cell() {
         2,
         "{text}"
     );
+    assert!(text.contains("(measured 2.50), held "), "{text}");
+    assert!(text.contains(" % (measured 10.0 %)"), "{text}");
     let bare = dir.path().join("old.json");
     std::fs::write(&bare, r#"{"machine": {}, "results": []}"#).unwrap();
     let line = assert_one_line_error(

@@ -146,6 +146,8 @@ pub struct Outcome {
     pub pools: usize,
     /// Workers started during the run, the initial one per pool included.
     pub workers: u64,
+    /// Lock acquisitions (`podq::PoolStats::lock_acquisitions`: the first request of each).
+    pub lock_acquisitions: u64,
     /// Lock acquisitions that found the lock held.
     pub lock_contended: u64,
     /// Simulated time of the run, in nanoseconds.

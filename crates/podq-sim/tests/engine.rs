@@ -100,3 +100,25 @@ fn bad_scenarios_are_errors() {
     };
     assert!(simulate(&m, &profile, &zero).is_err());
 }
+
+#[test]
+fn a_kernel_queue_item_takes_the_pool_lock_three_times() {
+    // `worker_thread` and `process_one_work`: the push, the worker's take, its look before it
+    // parks. With a pod per CPU nobody else wants the lock.
+    let m = machine("sockets=1,nodes=1,caches=1,cores=4,smt=1");
+    let s = scenario(Workload::Queue, AffinityScope::Cpu, 4, 500);
+    let o = simulate(&m, &Profile::kernel(), &s).unwrap();
+    let items = (4 * 500) as f64;
+    let per_item = o.lock_acquisitions as f64 / items;
+    assert!((per_item - 3.0).abs() < 0.01, "{per_item} per item");
+    assert_eq!(o.lock_contended, 0);
+    // One pool for the four: the producers find it held.
+    let shared = simulate(
+        &m,
+        &Profile::kernel(),
+        &scenario(Workload::Queue, AffinityScope::Cache, 4, 500),
+    )
+    .unwrap();
+    assert!(shared.lock_contended > 0, "{shared:?}");
+    assert!(shared.lock_contended <= shared.lock_acquisitions);
+}

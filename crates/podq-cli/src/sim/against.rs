@@ -10,6 +10,7 @@ use podq_sim::{Locality, Profile, Scenario, ShardRule, SimMachine, Workload};
 use serde_json::{json, Value};
 
 use super::args::Settings;
+use super::report::Locks;
 use crate::bench::spawned;
 use crate::error::CliError;
 
@@ -51,6 +52,20 @@ fn most_items(workload: Workload) -> u64 {
     (MAX_ITEMS / per_item.max(1)).max(1)
 }
 
+/// What a podq row of the file measured.
+struct Measured {
+    /// Items/sec, the median run's.
+    median: f64,
+    /// Items/sec, the best run's.
+    best: f64,
+    /// The share of items run by their queuer, if recorded.
+    by_queuer: Option<f64>,
+    /// The share of items taken ahead (H8), if recorded.
+    ahead: Option<f64>,
+    /// Lock acquisitions per item and the share found held, if recorded.
+    locks: Option<Locks>,
+}
+
 /// One predicted row beside its measurement.
 struct Compared {
     scenario: Scenario,
@@ -64,6 +79,8 @@ struct Compared {
     /// The predicted share of items taken from the queue ahead (H8), and the measured one
     /// when the row has it; `None` for a profile without held slots.
     ahead: Option<(f64, Option<f64>)>,
+    /// The predicted locks, and the measured ones when the row records them.
+    locks: (Locks, Option<Locks>),
 }
 
 /// Runs `podq sim --against FILE`.
@@ -182,12 +199,28 @@ pub(crate) fn run(
             steer: false,
             locality: Locality::default(),
         });
-        measured.push((
+        // Counted over each run's items: the bench's counts are medians of its runs.
+        let run_items = super::report::runs(&Scenario {
+            items,
+            ..*scenarios.last().expect("just pushed")
+        });
+        let locks = match (
+            row["locks_per_item"].as_f64(),
+            row["lock_contended"].as_f64(),
+        ) {
+            (Some(per_item), Some(contended)) if per_item > 0.0 => Some(Locks {
+                per_item,
+                held: contended / (per_item * run_items),
+            }),
+            _ => None,
+        };
+        measured.push(Measured {
             median,
-            row["items_per_sec_max"].as_f64().unwrap_or(median),
-            row["by_queuer"].as_f64(),
-            row["ahead"].as_f64(),
-        ));
+            best: row["items_per_sec_max"].as_f64().unwrap_or(median),
+            by_queuer: row["by_queuer"].as_f64(),
+            ahead: row["ahead"].as_f64(),
+            locks,
+        });
     }
     if scenarios.is_empty() {
         return Err(fail(
@@ -219,20 +252,21 @@ pub(crate) fn run(
         .zip(&outcomes)
         .zip(ranges)
         .zip(&measured)
-        .map(
-            |(((s, o), range), &(median, best, by_queuer, ahead))| Compared {
-                scenario: *s,
-                predicted: o.items_per_sec,
-                range,
-                median,
-                best,
-                by_queuer: by_queuer.map(|measured| (super::report::by_queuer(s, o), measured)),
-                ahead: profile
-                    .mechanism
-                    .holds
-                    .then(|| (super::report::ahead(s, o), ahead)),
-            },
-        )
+        .map(|(((s, o), range), m)| Compared {
+            scenario: *s,
+            predicted: o.items_per_sec,
+            range,
+            median: m.median,
+            best: m.best,
+            by_queuer: m
+                .by_queuer
+                .map(|measured| (super::report::by_queuer(s, o), measured)),
+            ahead: profile
+                .mechanism
+                .holds
+                .then(|| (super::report::ahead(s, o), m.ahead)),
+            locks: (super::report::locks(s, o), m.locks),
+        })
         .collect();
     let basis = match &calibration {
         Some(c) => format!("podq's costs fitted on {}", c.file),
@@ -258,6 +292,10 @@ pub(crate) fn run(
                     "measured_by_queuer": r.by_queuer.map(|b| b.1),
                     "predicted_ahead": r.ahead.map(|a| a.0),
                     "measured_ahead": r.ahead.and_then(|a| a.1),
+                    "predicted_locks_per_item": r.locks.0.per_item,
+                    "measured_locks_per_item": r.locks.1.map(|l| l.per_item),
+                    "predicted_lock_held": r.locks.0.held,
+                    "measured_lock_held": r.locks.1.map(|l| l.held),
                 })
             })
             .collect();
@@ -331,6 +369,18 @@ pub(crate) fn run(
                 }
                 out.push('\n');
             }
+            let (predicted, measured) = r.locks;
+            out.pop();
+            out.push_str(&format!(
+                "  locks/item {:.2}{}, held {:.1} %{}\n",
+                predicted.per_item,
+                measured.map_or(String::new(), |m| format!(" (measured {:.2})", m.per_item)),
+                100.0 * predicted.held,
+                measured.map_or(String::new(), |m| format!(
+                    " (measured {:.1} %)",
+                    100.0 * m.held
+                )),
+            ));
         }
         out
     };

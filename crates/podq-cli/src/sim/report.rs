@@ -562,8 +562,27 @@ pub(crate) fn ahead(s: &Scenario, o: &Outcome) -> f64 {
     o.held.ran_ahead as f64 / runs(s)
 }
 
+/// The lock acquisitions per item of `s` and the share of them that found their lock held, as
+/// `o` counts them (`PoolStats::lock_acquisitions` over the items and `lock_contended` over
+/// the acquisitions, as the bench's `locks_per_item` and `lock_contended`).
+pub(crate) fn locks(s: &Scenario, o: &Outcome) -> Locks {
+    Locks {
+        per_item: o.lock_acquisitions as f64 / runs(s),
+        held: o.lock_contended as f64 / o.lock_acquisitions.max(1) as f64,
+    }
+}
+
+/// A run's locks: acquisitions per item, and the share of them that found the lock held.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Locks {
+    /// Lock acquisitions per item.
+    pub(crate) per_item: f64,
+    /// The share of those that found their lock held.
+    pub(crate) held: f64,
+}
+
 /// The items `s` runs, at least 1.
-fn runs(s: &Scenario) -> f64 {
+pub(crate) fn runs(s: &Scenario) -> f64 {
     (s.workload.runs_per_producer(s.items) * s.producers() as u64).max(1) as f64
 }
 

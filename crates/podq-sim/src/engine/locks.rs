@@ -63,6 +63,7 @@ impl Engine<'_> {
     /// Requests `lock` for `tid`: granted at once when free, else `tid` spins in line (and,
     /// for a futex lock, sleeps when its spin ends or the lock is marked contended).
     pub(super) fn acquire(&mut self, tid: u32, lock: u32) {
+        self.acquisitions += 1;
         let l = &mut self.locks[lock as usize];
         if !l.held {
             l.held = true;

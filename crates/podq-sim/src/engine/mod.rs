@@ -223,6 +223,8 @@ struct Engine<'m> {
     end: Option<u64>,
     /// Workers started.
     workers_started: u64,
+    /// Lock acquisitions.
+    acquisitions: u64,
     /// Lock acquisitions that found the lock held.
     contended: u64,
     /// Events processed.
@@ -317,6 +319,7 @@ impl<'m> Engine<'m> {
             total_items,
             end: None,
             workers_started: 0,
+            acquisitions: 0,
             contended: 0,
             events: 0,
             pull: if scenario.pull {
@@ -479,6 +482,7 @@ impl<'m> Engine<'m> {
             queue_to_start,
             pools,
             workers: self.workers_started,
+            lock_acquisitions: self.acquisitions,
             lock_contended: self.contended,
             simulated_ns: end,
             events: self.events,
