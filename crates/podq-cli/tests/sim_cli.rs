@@ -441,6 +441,7 @@ fn against_rebuilds_the_bench_machine_and_compares_each_cell() {
     let mut bench = bench;
     bench["results"][1]["locks_per_item"] = serde_json::json!(2.5);
     bench["results"][1]["lock_contended"] = serde_json::json!(300);
+    bench["results"][1]["p50_ns"] = serde_json::json!(450);
     std::fs::write(&path, bench.to_string()).unwrap();
     let file = path.to_str().unwrap();
     let report = podq_json(&["sim", "--against", file, "--json", "--uncertainty", "0"]);
@@ -464,6 +465,12 @@ fn against_rebuilds_the_bench_machine_and_compares_each_cell() {
     assert!(cells[0]["measured_locks_per_item"].is_null(), "{report}");
     assert!(cells[0]["measured_lock_held"].is_null(), "{report}");
     assert_eq!(cells[1]["measured_locks_per_item"], 2.5, "{report}");
+    assert!(cells[0]["measured_p50_ns"].is_null(), "{report}");
+    assert!(
+        cells[0]["predicted_p50_ns"].as_f64().unwrap() > 0.0,
+        "{report}"
+    );
+    assert_eq!(cells[1]["measured_p50_ns"], 450.0, "{report}");
     let held = cells[1]["measured_lock_held"].as_f64().unwrap();
     assert!((held - 0.1).abs() < 1e-9, "300 of 2.5 x 4 x 300: {report}");
     let text = podq_ok(&["sim", "--against", file]);
@@ -474,7 +481,8 @@ fn against_rebuilds_the_bench_machine_and_compares_each_cell() {
         "{text}"
     );
     assert!(text.contains("(measured 2.50), held "), "{text}");
-    assert!(text.contains(" % (measured 10.0 %)"), "{text}");
+    assert!(text.contains(" % (measured 10.0 %)  call p50 "), "{text}");
+    assert!(text.contains(" ns (measured 450)"), "{text}");
     let bare = dir.path().join("old.json");
     std::fs::write(&bare, r#"{"machine": {}, "results": []}"#).unwrap();
     let line = assert_one_line_error(

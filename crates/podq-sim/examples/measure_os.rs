@@ -3,7 +3,8 @@
 //! The critical section is the profile's fixed `critical_section_ns` (`src/calibrated.rs`);
 //! the wake call and the switch are printed beside the fitted `wake_call_ns` and `switch_ns`
 //! as a check of their size (the fitted switch also holds the workqueue's and the
-//! completion's work around it).
+//! completion's work around it), unused: on a shared VM they are the hypervisor's as much as
+//! the kernel's.
 //!
 //! - `wake_call_ns`: the waker's `FUTEX_WAKE` of a thread asleep on its own CPU less the
 //!   same call finding no waiter: `try_to_wake_up` without the system call.

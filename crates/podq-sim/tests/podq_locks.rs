@@ -1,6 +1,6 @@
 //! The `podq` profile's head and pool locks: futex mutexes whose waiters sleep after a short
-//! spin, each contended unlock paying a wake-up, and H8's second take per lock as a mechanism
-//! of its own.
+//! spin, each contended unlock paying a wake-up, H8's second take per lock as a mechanism of
+//! its own, and the mailbox that spares a push handed to a spinner its lane lock.
 
 use podq::{AffinityScope, Topology};
 use podq_sim::{simulate, Costs, Outcome, Profile, Scenario, SimMachine, Workload};
@@ -71,4 +71,27 @@ fn without_h8_every_take_takes_one_item() {
     assert!(ahead > 0, "a busy pod of 8 takes items ahead");
     let none = flood(&without, AffinityScope::CacheShard, 8, true).held;
     assert_eq!(none.ran_ahead, 0);
+}
+
+#[test]
+fn a_closed_loop_on_a_shared_pod_hands_its_items_to_the_spinner() {
+    // (P1) A producer on another CPU than the spinning owner hands it the item: no lane lock,
+    // and the owner's head lock (W7) is the item's take. Through the lanes, each item would
+    // cost a lane lock and two head locks.
+    let m = SimMachine::new(
+        Topology::from_machine("sockets=1,nodes=1,caches=1,cores=4,smt=1").unwrap(),
+        "xeon-8321hc",
+    );
+    let s = Scenario {
+        workload: Workload::Queue,
+        items: 2_000,
+        ..Scenario::kernel_test(AffinityScope::Cache, 4)
+    };
+    let o = simulate(&m, &Profile::podq(), &s).unwrap();
+    let per_item = o.lock_acquisitions as f64 / (4 * 2_000) as f64;
+    assert!(per_item < 2.5, "{per_item} lock acquisitions per item");
+    assert!(
+        per_item > 1.9,
+        "an item's take and the look that finds none: {per_item}"
+    );
 }

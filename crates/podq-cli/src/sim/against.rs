@@ -64,6 +64,8 @@ struct Measured {
     ahead: Option<f64>,
     /// Lock acquisitions per item and the share found held, if recorded.
     locks: Option<Locks>,
+    /// The queue call's median latency, in ns, if recorded.
+    p50_ns: Option<f64>,
 }
 
 /// One predicted row beside its measurement.
@@ -81,6 +83,8 @@ struct Compared {
     ahead: Option<(f64, Option<f64>)>,
     /// The predicted locks, and the measured ones when the row records them.
     locks: (Locks, Option<Locks>),
+    /// The predicted queue call's median latency (ns), and the measured one if recorded.
+    p50_ns: (f64, Option<f64>),
 }
 
 /// Runs `podq sim --against FILE`.
@@ -220,6 +224,7 @@ pub(crate) fn run(
             by_queuer: row["by_queuer"].as_f64(),
             ahead: row["ahead"].as_f64(),
             locks,
+            p50_ns: row["p50_ns"].as_f64(),
         });
     }
     if scenarios.is_empty() {
@@ -266,6 +271,7 @@ pub(crate) fn run(
                 .holds
                 .then(|| (super::report::ahead(s, o), m.ahead)),
             locks: (super::report::locks(s, o), m.locks),
+            p50_ns: (o.queue.p50 as f64, m.p50_ns),
         })
         .collect();
     let basis = match &calibration {
@@ -296,6 +302,8 @@ pub(crate) fn run(
                     "measured_locks_per_item": r.locks.1.map(|l| l.per_item),
                     "predicted_lock_held": r.locks.0.held,
                     "measured_lock_held": r.locks.1.map(|l| l.held),
+                    "predicted_p50_ns": r.p50_ns.0,
+                    "measured_p50_ns": r.p50_ns.1,
                 })
             })
             .collect();
@@ -380,6 +388,12 @@ pub(crate) fn run(
                     " (measured {:.1} %)",
                     100.0 * m.held
                 )),
+            ));
+            let (predicted, measured) = r.p50_ns;
+            out.pop();
+            out.push_str(&format!(
+                "  call p50 {predicted:.0} ns{}\n",
+                measured.map_or(String::new(), |m| format!(" (measured {m:.0})"))
             ));
         }
         out

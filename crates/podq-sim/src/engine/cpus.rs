@@ -105,6 +105,16 @@ impl Engine<'_> {
             return;
         }
         let spinner = p.spinners.remove(0);
+        if p.mailbox == Some(spinner) {
+            // (W6) It sees the lane's item and closes the mailbox.
+            p.mailbox = None;
+        }
+        self.wake_spinner(spinner, cpu);
+    }
+
+    /// Spinner `spinner` sees an item a thread on dense CPU `cpu` queued or handed it, one
+    /// cache line later, and stops spinning.
+    pub(super) fn wake_spinner(&mut self, spinner: u32, cpu: u32) {
         let t = &mut self.threads[spinner as usize];
         t.token = t.token.wrapping_add(1);
         if !t.on_cpu {

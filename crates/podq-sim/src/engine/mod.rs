@@ -166,6 +166,8 @@ struct Pool {
     rotation: usize,
     /// Workers spinning for work (podq, step W5), in the order they began.
     spinners: Vec<u32>,
+    /// The spinner that owns the pool's mailbox (podq, steps P1, W5, W6), if any.
+    mailbox: Option<u32>,
 }
 
 /// What a critical section decided to do once the lock is released.
@@ -422,6 +424,7 @@ impl<'m> Engine<'m> {
             last_started: None,
             rotation: 0,
             spinners: Vec::new(),
+            mailbox: None,
         });
         let worker = self.new_thread(Thread::worker(id, first));
         self.pools[id as usize].idle.push(worker);

@@ -135,7 +135,7 @@ impl Engine<'_> {
     }
 
     /// The cost of moving one cache line from dense CPU `from` to `to`.
-    fn line(&self, from: u32, to: u32) -> f64 {
+    pub(super) fn line(&self, from: u32, to: u32) -> f64 {
         self.machine
             .platform()
             .at(self.machine.distance(from as usize, to as usize))

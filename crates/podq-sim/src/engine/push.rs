@@ -71,9 +71,53 @@ impl Engine<'_> {
             group,
             left,
         };
+        if self.hand_over(tid, pool) {
+            return;
+        }
         self.threads[tid as usize].phase = Phase::Push;
         let lock = self.push_lock(tid, pool);
         self.acquire(tid, lock);
+    }
+
+    /// (P1) A spinner on another CPU owns `pool`'s mailbox and nothing waits in the pusher's
+    /// lane: `tid` hands it the item with one compare-and-swap on the mailbox's line (from the
+    /// owner's CPU) and two stores, and its call returns; the owner puts the item at the back
+    /// of the head (W6, W7). `false` (nothing done) otherwise.
+    fn hand_over(&mut self, tid: u32, pool: u32) -> bool {
+        let p = &self.pools[pool as usize];
+        let Some(owner) = p.mailbox.filter(|_| self.mech.push_lanes) else {
+            return false;
+        };
+        let (cpu, owner_cpu) = (
+            self.threads[tid as usize].cpu,
+            self.threads[owner as usize].cpu,
+        );
+        // The lanes of the pusher's CPU and of the one the owner spins on.
+        let (lane, owners) = (self.push_lock(tid, pool), self.push_lock(owner, pool));
+        let empty = p.lane_of(lane).is_none_or(|at| p.lane_waiting[at] == 0);
+        if owners == lane || !empty {
+            return false;
+        }
+        let job = self.threads[tid as usize].job;
+        let p = &mut self.pools[pool as usize];
+        p.mailbox = None;
+        p.spinners.retain(|&s| s != owner);
+        p.queue.push_back(Item {
+            producer: job.pair,
+            queued_at: job.t0,
+            lane,
+            from: cpu,
+            in_head: true,
+            sender: job.sender,
+            group: job.group,
+            left: job.left,
+        });
+        p.head_len += 1;
+        self.wake_spinner(owner, cpu);
+        let line = self.line(owner_cpu, cpu);
+        self.threads[tid as usize].phase = Phase::Queued;
+        self.after(tid, line + self.costs.critical_section_ns);
+        true
     }
 
     /// The steps of `tid`'s queue call after its critical sections: unlock, then (podq) the

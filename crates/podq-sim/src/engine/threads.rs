@@ -427,7 +427,12 @@ impl Engine<'_> {
                 (Role::Worker { pool, .. }, Phase::SpinRelease) => {
                     let lock = self.pools[pool as usize].head;
                     self.release(tid, lock);
-                    self.pools[pool as usize].spinners.push(tid);
+                    let p = &mut self.pools[pool as usize];
+                    p.spinners.push(tid);
+                    if self.mech.push_lanes && p.mailbox.is_none() {
+                        // (W5) The first spinner owns the mailbox while it spins.
+                        p.mailbox = Some(tid);
+                    }
                     self.set_phase(tid, Phase::Spin);
                     if let Role::Worker { yields, .. } = &mut self.threads[tid as usize].role {
                         *yields = SPIN_YIELDS;
@@ -447,7 +452,12 @@ impl Engine<'_> {
                         self.yield_cpu(tid);
                         return;
                     }
-                    self.pools[pool as usize].spinners.retain(|&s| s != tid);
+                    let p = &mut self.pools[pool as usize];
+                    p.spinners.retain(|&s| s != tid);
+                    if p.mailbox == Some(tid) {
+                        // (W6) It closes the mailbox as its spin ends.
+                        p.mailbox = None;
+                    }
                     if let Role::Worker { spun, .. } = &mut self.threads[tid as usize].role {
                         *spun = true;
                     }
