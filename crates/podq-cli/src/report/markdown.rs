@@ -347,7 +347,8 @@ fn prediction(step: &Value) -> String {
     }
     let mut out = format!(
         "\n`podq sim --against DIR/{}` predicted podq on this machine with {} ({}):\n\n\
-         | scope | pull | predicted items/s | measured items/s | error |\n|---|---|---|---|---|\n",
+         | scope | pull | predicted items/s | measured items/s | error | locks per item | found held | call p50 |\n\
+         |---|---|---|---|---|---|---|---|\n",
         step["bench_file"].as_str().unwrap_or("?"),
         p["costs"].as_str().unwrap_or("?"),
         p["family_reason"].as_str().unwrap_or("?"),
@@ -359,14 +360,29 @@ fn prediction(step: &Value) -> String {
             _ => format!("`{scope}`"),
         };
         out.push_str(&format!(
-            "| {scope} | {} | {} | {} | {} |\n",
+            "| {scope} | {} | {} | {} | {} | {} | {} | {} |\n",
             cell["pull"].as_str().unwrap_or("?"),
             count(cell["predicted_items_per_sec"].as_f64().unwrap_or(f64::NAN)),
             count(cell["measured_items_per_sec"].as_f64().unwrap_or(f64::NAN)),
-            error(cell["error"].as_f64().unwrap_or(f64::NAN))
+            error(cell["error"].as_f64().unwrap_or(f64::NAN)),
+            beside(cell, "locks_per_item", |v| format!("{v:.2}")),
+            beside(cell, "lock_held", |v| format!("{:.1} %", 100.0 * v)),
+            beside(cell, "p50_ns", nanos),
         ));
     }
     out
+}
+
+/// A prediction cell's `predicted_KEY` beside its `measured_KEY`, each as `show` writes it:
+/// `1.13 (measured 1.13)`, or the prediction alone when the run did not record it.
+fn beside(cell: &Value, key: &str, show: impl Fn(f64) -> String) -> String {
+    let Some(predicted) = cell[format!("predicted_{key}")].as_f64() else {
+        return "-".to_owned();
+    };
+    match cell[format!("measured_{key}")].as_f64() {
+        Some(measured) => format!("{} (measured {})", show(predicted), show(measured)),
+        None => show(predicted),
+    }
 }
 
 /// `1 node`, `2 nodes`, from a JSON count.
@@ -386,6 +402,18 @@ fn cell(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_prediction_shows_the_model_beside_what_the_run_recorded() {
+        let cell = serde_json::json!({
+            "predicted_locks_per_item": 2.0, "measured_locks_per_item": 2.05,
+            "predicted_p50_ns": 353.0, "measured_p50_ns": null,
+        });
+        let two = |v: f64| format!("{v:.2}");
+        assert_eq!(beside(&cell, "locks_per_item", two), "2.00 (measured 2.05)");
+        assert_eq!(beside(&cell, "p50_ns", nanos), "353 ns");
+        assert_eq!(beside(&cell, "lock_held", two), "-");
+    }
 
     #[test]
     fn anchors_follow_github() {
