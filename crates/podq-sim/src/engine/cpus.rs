@@ -104,28 +104,26 @@ impl Engine<'_> {
         if p.spinners.is_empty() {
             return;
         }
-        let spinner = p.spinners.remove(0);
-        if p.mailbox == Some(spinner) {
-            // (W6) It sees the lane's item and closes the mailbox.
-            p.mailbox = None;
-        }
-        self.wake_spinner(spinner, cpu);
+        let spinner = p.spinners[0];
+        self.stop_spinner(pool, spinner, cpu);
     }
 
-    /// Spinner `spinner` sees an item a thread on dense CPU `cpu` queued or handed it, one
-    /// cache line later, and stops spinning.
-    pub(super) fn wake_spinner(&mut self, spinner: u32, cpu: u32) {
+    /// Spinner `spinner` of `pool` sees an item a thread on dense CPU `cpu` queued or handed
+    /// it, one cache line later, and stops spinning; it closes the mailbox if it owns it (W6).
+    pub(super) fn stop_spinner(&mut self, pool: usize, spinner: u32, cpu: u32) {
+        let p = &mut self.pools[pool];
+        p.spinners.retain(|&s| s != spinner);
+        if p.mailbox == Some(spinner) {
+            p.mailbox = None;
+        }
         let t = &mut self.threads[spinner as usize];
         t.token = t.token.wrapping_add(1);
         if !t.on_cpu {
             // It yielded its CPU and looks again when it is back.
             return;
         }
-        let at = t.cpu as usize;
-        let line = self
-            .machine
-            .platform()
-            .at(self.machine.distance(cpu as usize, at));
+        let at = t.cpu;
+        let line = self.line(cpu, at);
         self.after(spinner, line);
     }
 

@@ -100,8 +100,6 @@ impl Engine<'_> {
         }
         let job = self.threads[tid as usize].job;
         let p = &mut self.pools[pool as usize];
-        p.mailbox = None;
-        p.spinners.retain(|&s| s != owner);
         p.queue.push_back(Item {
             producer: job.pair,
             queued_at: job.t0,
@@ -113,7 +111,7 @@ impl Engine<'_> {
             left: job.left,
         });
         p.head_len += 1;
-        self.wake_spinner(owner, cpu);
+        self.stop_spinner(pool as usize, owner, cpu);
         let line = self.line(owner_cpu, cpu);
         self.threads[tid as usize].phase = Phase::Queued;
         self.after(tid, line + self.costs.critical_section_ns);
