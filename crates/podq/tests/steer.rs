@@ -406,9 +406,10 @@ fn a_grouped_work_item_is_pending_once_and_cancel_stops_it() {
     assert!(wq.flush());
     assert_eq!(runs.load(Ordering::Relaxed), 0);
     assert_eq!(wq.stats().cancelled, 1);
-    // Queued again, it runs once, and its flush waits for it.
+    // Queued again, it runs once, and its flush waits for it (it may have run before the
+    // flush began, and then the flush says `false`: the count tells).
     assert!(group.queue_work(&work));
-    assert!(work.flush());
+    work.flush();
     assert_eq!(runs.load(Ordering::Relaxed), 1);
     assert!(format!("{group:?}").contains("runnable: 0"), "{group:?}");
 }
