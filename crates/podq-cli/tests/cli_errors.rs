@@ -289,6 +289,14 @@ fn sysfs_and_machine_cannot_be_combined() {
 }
 
 #[test]
+fn the_published_tables_and_a_machine_cannot_be_combined() {
+    for machine in [&["--machine", "grace"][..], &["--sysfs", "/"]] {
+        let args = [&["sim", "--published"][..], machine].concat();
+        assert_one_line_error(&args, 2, &["--published", machine[0]]);
+    }
+}
+
+#[test]
 fn missing_sysfs_folder_is_a_usage_error() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("no-such-folder");
@@ -303,6 +311,34 @@ fn missing_sysfs_folder_is_a_usage_error() {
     fs::write(&file, "not a folder").unwrap();
     let file = file.to_str().unwrap();
     assert_one_line_error(&["topo", "--sysfs", file], 2, &[file, "not a folder"]);
+}
+
+#[test]
+fn sim_inputs_that_do_not_exist_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-such-file.json");
+    let missing = missing.to_str().unwrap();
+    for flag in ["--against", "--calibrate"] {
+        assert_one_line_error(
+            &["sim", flag, missing],
+            2,
+            &[flag, missing, "no such file", "podq bench --json"],
+        );
+    }
+    assert_one_line_error(
+        &["sim", "--sysfs", missing],
+        2,
+        &[missing, "does not exist"],
+    );
+    // There, but not a bench report: unusable data.
+    let text = dir.path().join("notes.txt");
+    fs::write(&text, "not JSON").unwrap();
+    let text = text.to_str().unwrap();
+    assert_one_line_error(
+        &["sim", "--against", text],
+        1,
+        &["--against", text, "not JSON", "podq bench --json"],
+    );
 }
 
 #[test]

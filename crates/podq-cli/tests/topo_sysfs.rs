@@ -8,7 +8,9 @@ mod machines;
 use std::fs;
 use std::path::Path;
 
-use cli_support::{assert_one_line_error, pod_lists, podq_ok, scope_pods, topo_sysfs_json};
+use cli_support::{
+    assert_one_line_error, pod_lists, podq_json, podq_ok, scope_pods, topo_sysfs_json,
+};
 use serde_json::Value;
 
 /// Writes `text` to `root/rel`, creating folders on the way.
@@ -177,6 +179,27 @@ fn an_unpacked_snapshot_folder_is_accepted_as_it_comes() {
     let report = topo_sysfs_json(dir.path(), &[]);
     check_full_machine(&report);
     assert!(report["source"].as_str().unwrap().ends_with("my-machine"));
+}
+
+#[test]
+fn podq_sim_reads_an_unpacked_snapshot_folder_as_podq_topo_does() {
+    let dir = tempfile::tempdir().unwrap();
+    write_machine(&dir.path().join("my-machine"), Sets::Lists, &[]);
+    let path = dir.path().to_str().unwrap();
+    let sim = podq_json(&[
+        "sim",
+        "--sysfs",
+        path,
+        "--scopes",
+        "cache",
+        "--items",
+        "50",
+        "--uncertainty",
+        "0",
+        "--json",
+    ]);
+    assert_eq!(sim["machine"]["cpus"], 16, "{sim}");
+    assert_eq!(sim["machine"]["cache_domains"], 2, "{sim}");
 }
 
 #[test]

@@ -100,13 +100,7 @@ pub(crate) fn run(
 ) -> Result<(), CliError> {
     let file = path.display().to_string();
     let fail = |what: &str| CliError::Failed(format!("--against {file}: {what}"));
-    let text =
-        std::fs::read_to_string(path).map_err(|err| fail(&format!("cannot read it: {err}")))?;
-    let report: Value = serde_json::from_str(&text).map_err(|err| {
-        fail(&format!(
-            "not JSON ({err}); give the output of podq bench --json"
-        ))
-    })?;
+    let report = super::bench_file::read("--against", path)?;
     let description = report["machine"]["topology"]["description"]
         .as_str()
         .ok_or_else(|| {

@@ -110,7 +110,7 @@ pub(crate) struct SimArgs {
     /// Instead of a machine, simulate the two published test_workqueue tables of the Linux
     /// workqueue's WQ_AFFN_CACHE_SHARD patch series (NVIDIA Grace, Intel Xeon Platinum
     /// 8321HC) and report the error of each cell.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["machine", "sysfs"])]
     pub(crate) published: bool,
     /// Rebuild the machine of this `podq bench --json` report (its recorded topology and CPU
     /// model) and print, for each of its podq rows, the prediction beside the measurement

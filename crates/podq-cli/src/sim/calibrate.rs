@@ -257,13 +257,7 @@ pub(crate) fn fit(
     rule: ShardRule,
 ) -> Result<Calibration, CliError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|err| CliError::Failed(format!("--calibrate {file}: cannot read it: {err}")))?;
-    let report: Value = serde_json::from_str(&text).map_err(|err| {
-        CliError::Failed(format!(
-            "--calibrate {file}: not JSON ({err}); give the output of podq bench --json"
-        ))
-    })?;
+    let report = super::bench_file::read("--calibrate", path)?;
     let work_ns = report["settings"]["work_ns"].as_u64().unwrap_or(0);
     let before_h8 = measured_before_h8(&report);
     // The runtime that ran the file: without H8 when it records none.

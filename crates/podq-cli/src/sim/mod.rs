@@ -9,6 +9,7 @@
 
 mod against;
 mod args;
+mod bench_file;
 mod caches;
 mod calibrate;
 mod plot;
@@ -185,9 +186,11 @@ pub(crate) fn simulate_all(
 /// The machine `--machine` or `--sysfs` names, and its default shard rule.
 fn resolve_machine(args: &SimArgs) -> Result<(SimMachine, ShardRule), CliError> {
     if let Some(dir) = &args.sysfs {
-        let topology = Topology::from_sysfs(dir)?;
+        // The tree as `podq topo --sysfs` finds it (a snapshot unpacked in its own folder too).
+        let root = crate::topo::sysfs_root(dir)?;
+        let topology = Topology::from_sysfs(&root)?;
         let name = format!("sysfs {}", dir.display());
-        let machine = caches::with_sysfs_sizes(SimMachine::new(topology, &name), dir);
+        let machine = caches::with_sysfs_sizes(SimMachine::new(topology, &name), &root);
         return Ok((machine, ShardRule::Cores));
     }
     let name = args.machine.trim();

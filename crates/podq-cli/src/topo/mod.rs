@@ -103,7 +103,7 @@ fn load(args: &TopoArgs) -> Result<Topology, CliError> {
 /// # Errors
 ///
 /// [`CliError::Usage`] when `dir` does not exist or is not a folder.
-fn sysfs_root(dir: &Path) -> Result<PathBuf, CliError> {
+pub(crate) fn sysfs_root(dir: &Path) -> Result<PathBuf, CliError> {
     const EXPECTED: &str = "expected a folder holding sys/devices/system/cpu";
     if !dir.exists() {
         return Err(CliError::Usage(format!(
