@@ -437,6 +437,12 @@ impl Engine<'_> {
                     if let Role::Worker { yields, .. } = &mut self.threads[tid as usize].role {
                         *yields = SPIN_YIELDS;
                     }
+                    if let Some(from) = self.pools[pool as usize].queue.back().map(|i| i.from) {
+                        // (W5) The spin polls the lanes' lengths: an item pushed since the take
+                        // found none (its push found no spinner) ends it one line later.
+                        self.stop_spinner(pool as usize, tid, from);
+                        return;
+                    }
                     // podq's spin-only rounds hold the CPU whoever waits for it.
                     self.after(tid, self.costs.spin_ns);
                     return;
