@@ -98,8 +98,7 @@ fn a_closed_loop_on_a_shared_pod_hands_its_items_to_the_spinner() {
 
 /// (W5) A spin ends as soon as an item waits, whichever push put it there: one producer
 /// whose next item comes while its worker is between finding the queue empty and starting to
-/// spin has it run then, not at the spin's end. Every cycle is then far shorter than a spin,
-/// and no item wakes a parked worker.
+/// spin has it run then, not at the spin's end, so every cycle is far shorter than a spin.
 #[test]
 fn a_spin_sees_an_item_pushed_before_it_began() {
     let mut profile = podq();
