@@ -345,7 +345,7 @@ pub(crate) fn run(
                 .range
                 .map_or("-".to_owned(), |(lo, hi)| format!("{lo:.0}-{hi:.0}"));
             out.push_str(&format!(
-                "{:<11} {:<22} {:>10.0} {:>23} {:>10.0} {:>10.0} {:>+6.1}% {:>+6.1}%\n",
+                "{:<11} {:<22} {:>10.0} {:>23} {:>10.0} {:>10.0} {:>+6.1}% {:>+6.1}%",
                 s.workload.name(),
                 label,
                 r.predicted,
@@ -355,42 +355,42 @@ pub(crate) fn run(
                 100.0 * (r.predicted / r.median - 1.0),
                 100.0 * (r.predicted / r.best - 1.0)
             ));
+            let percent = |v: f64| format!("{:.1} %", 100.0 * v);
             if let Some((predicted, measured)) = r.by_queuer {
-                out.pop();
                 out.push_str(&format!(
-                    "  by_queuer {:.1} % (measured {:.1} %)\n",
-                    100.0 * predicted,
-                    100.0 * measured
+                    "  by_queuer {}{}",
+                    percent(predicted),
+                    beside(Some(measured), percent)
                 ));
             }
             if let Some((predicted, measured)) = r.ahead {
-                out.pop();
-                out.push_str(&format!("  ahead {:.1} %", 100.0 * predicted));
-                if let Some(measured) = measured {
-                    out.push_str(&format!(" (measured {:.1} %)", 100.0 * measured));
-                }
-                out.push('\n');
+                out.push_str(&format!(
+                    "  ahead {}{}",
+                    percent(predicted),
+                    beside(measured, percent)
+                ));
             }
             let (predicted, measured) = r.locks;
-            out.pop();
             out.push_str(&format!(
-                "  locks/item {:.2}{}, held {:.1} %{}\n",
+                "  locks/item {:.2}{}, held {}{}",
                 predicted.per_item,
-                measured.map_or(String::new(), |m| format!(" (measured {:.2})", m.per_item)),
-                100.0 * predicted.held,
-                measured.map_or(String::new(), |m| format!(
-                    " (measured {:.1} %)",
-                    100.0 * m.held
-                )),
+                beside(measured.map(|m| m.per_item), |v| format!("{v:.2}")),
+                percent(predicted.held),
+                beside(measured.map(|m| m.held), percent),
             ));
             let (predicted, measured) = r.p50_ns;
-            out.pop();
             out.push_str(&format!(
                 "  call p50 {predicted:.0} ns{}\n",
-                measured.map_or(String::new(), |m| format!(" (measured {m:.0})"))
+                beside(measured, |v| format!("{v:.0}"))
             ));
         }
         out
     };
     crate::output::print(&out)
+}
+
+/// ` (measured X)` after a predicted figure, X as `show` writes it, or nothing when the run did
+/// not record it.
+fn beside(measured: Option<f64>, show: impl Fn(f64) -> String) -> String {
+    measured.map_or(String::new(), |m| format!(" (measured {})", show(m)))
 }
