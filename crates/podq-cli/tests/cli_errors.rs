@@ -301,11 +301,13 @@ fn missing_sysfs_folder_is_a_usage_error() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("no-such-folder");
     let missing = missing.to_str().unwrap();
-    assert_one_line_error(
-        &["topo", "--sysfs", missing],
-        2,
-        &[missing, "does not exist"],
-    );
+    for command in ["topo", "sim"] {
+        assert_one_line_error(
+            &[command, "--sysfs", missing],
+            2,
+            &[missing, "does not exist"],
+        );
+    }
 
     let file = dir.path().join("a-file");
     fs::write(&file, "not a folder").unwrap();
@@ -314,7 +316,7 @@ fn missing_sysfs_folder_is_a_usage_error() {
 }
 
 #[test]
-fn sim_inputs_that_do_not_exist_are_usage_errors() {
+fn bench_files_that_do_not_exist_are_usage_errors() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("no-such-file.json");
     let missing = missing.to_str().unwrap();
@@ -325,11 +327,6 @@ fn sim_inputs_that_do_not_exist_are_usage_errors() {
             &[flag, missing, "no such file", "podq bench --json"],
         );
     }
-    assert_one_line_error(
-        &["sim", "--sysfs", missing],
-        2,
-        &[missing, "does not exist"],
-    );
     // There, but not a bench report: unusable data.
     let text = dir.path().join("notes.txt");
     fs::write(&text, "not JSON").unwrap();
