@@ -12,8 +12,14 @@
 //!   by futex, less the wake call: a sleep and the switch to the next thread.
 //! - `critical_section_ns`: an uncontended lock, a list append and removal and three count
 //!   updates on one thread, the user-space analogue of `__queue_work`'s work under the lock.
+//! - line move: half the round trip of one cache line between CPU 0 and each other CPU (up to
+//!   63), the platform's line latency at that distance, as the public core-to-core tables
+//!   measure it.
+//! - remote wake: the `FUTEX_WAKE` call that wakes a thread asleep on another, idle CPU, and
+//!   the time until that thread runs (the idle CPU's exit and the wake-up's path), after 20 us
+//!   and 2 ms of idleness.
 //!
-//! Each figure is the least of five medians, so that a burst of load on a shared machine
+//! Each figure but the remote wake's is the least of five medians, so that a burst of load on a shared machine
 //! does not enter it. Linux only.
 
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -209,6 +215,108 @@ fn half_round_trip_one_cpu(rounds: usize) -> f64 {
     median(samples)
 }
 
+/// A cache line of its own, so that a ping-pong moves only that line.
+#[repr(align(128))]
+struct Line(AtomicU32);
+
+/// Half the median round trip of a cache line between threads pinned to CPUs `a` and `b`,
+/// each spinning until the other has written it: one line move at that distance, in batches
+/// of 1,000 round trips.
+fn line_move(a: usize, b: usize, rounds: usize) -> f64 {
+    const BATCH: u32 = 1_000;
+    let line = Arc::new(Line(AtomicU32::new(0)));
+    let total = rounds as u32 * BATCH;
+    let other = {
+        let line = Arc::clone(&line);
+        std::thread::spawn(move || {
+            pin(b);
+            let mut n = 1;
+            while n < 2 * total {
+                while line.0.load(Ordering::Acquire) != n {
+                    std::hint::spin_loop();
+                }
+                line.0.store(n + 1, Ordering::Release);
+                n += 2;
+            }
+        })
+    };
+    pin(a);
+    let mut samples = Vec::with_capacity(rounds);
+    let mut n = 0;
+    for _ in 0..rounds {
+        let start = Instant::now();
+        for _ in 0..BATCH {
+            line.0.store(n + 1, Ordering::Release);
+            while line.0.load(Ordering::Acquire) != n + 2 {
+                std::hint::spin_loop();
+            }
+            n += 2;
+        }
+        samples.push(start.elapsed().as_nanos() as f64 / (2 * BATCH) as f64);
+    }
+    other.join().unwrap();
+    pin(0);
+    median(samples)
+}
+
+/// The median `FUTEX_WAKE` call that wakes a thread asleep on idle CPU `b` from CPU `a`,
+/// and the median time from before that call until the woken thread runs (the idle CPU's
+/// exit and the wake-up's path), with `gap_us` between rounds for the CPU to go idle.
+fn remote_wake(a: usize, b: usize, rounds: usize, gap_us: u64) -> (f64, f64) {
+    // 0: asleep or about to be; 1: woken; 2: stop.
+    let word = Arc::new(AtomicU32::new(1));
+    let woke = Arc::new(std::sync::Mutex::new(Vec::with_capacity(rounds)));
+    let origin = Instant::now();
+    let sleeper = {
+        let (word, woke) = (Arc::clone(&word), Arc::clone(&woke));
+        std::thread::spawn(move || {
+            pin(b);
+            loop {
+                match word.load(Ordering::Acquire) {
+                    2 => return,
+                    1 => {
+                        word.store(0, Ordering::Release);
+                        while word.load(Ordering::Acquire) == 0 {
+                            futex_wait(&word, 0);
+                        }
+                        let t = origin.elapsed().as_nanos() as u64;
+                        woke.lock().unwrap().push(t);
+                    }
+                    _ => std::hint::spin_loop(),
+                }
+            }
+        })
+    };
+    pin(a);
+    let (mut calls, mut sent) = (Vec::with_capacity(rounds), Vec::with_capacity(rounds));
+    for _ in 0..rounds {
+        while word.load(Ordering::Acquire) != 0 {
+            std::hint::spin_loop();
+        }
+        std::thread::sleep(Duration::from_micros(gap_us));
+        let t0 = origin.elapsed().as_nanos() as u64;
+        word.store(1, Ordering::Release);
+        futex_wake(&word);
+        let t1 = origin.elapsed().as_nanos() as u64;
+        calls.push((t1 - t0) as f64);
+        sent.push(t0);
+    }
+    while word.load(Ordering::Acquire) != 0 {
+        std::hint::spin_loop();
+    }
+    word.store(2, Ordering::Release);
+    futex_wake(&word);
+    sleeper.join().unwrap();
+    pin(0);
+    let woke = woke.lock().unwrap();
+    let latency = sent
+        .iter()
+        .zip(woke.iter())
+        .map(|(s, w)| w.saturating_sub(*s) as f64)
+        .collect();
+    (median(calls), median(latency))
+}
+
 fn least_of_five(mut f: impl FnMut() -> f64) -> f64 {
     (0..5).map(|_| f()).fold(f64::INFINITY, f64::min)
 }
@@ -218,6 +326,7 @@ fn main() {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(2_000);
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     pin(0);
     let call = least_of_five(|| empty_wake(rounds));
     let wake = least_of_five(|| wake_call(rounds));
@@ -235,4 +344,14 @@ fn main() {
         half - wake
     );
     println!("critical_section_ns       {critical:.1}");
+    for b in 1..cpus.min(64) {
+        let line = least_of_five(|| line_move(0, b, rounds / 10));
+        println!("line move 0<->{b:<3}          {line:.1}");
+        for gap in [20, 2_000] {
+            let (call, latency) = remote_wake(0, b, rounds / 4, gap);
+            println!(
+                "remote wake 0->{b:<3} gap {gap:>5} us   call {call:.0}   until it runs {latency:.0}"
+            );
+        }
+    }
 }
