@@ -29,6 +29,7 @@ fn main() {
         println!("    {}: {:?},", p.name(), costs.get(p));
     }
     println!("    wake_idle_ns: {:?},", costs.wake_idle_ns);
+    println!("    switch_ns: {:?},", costs.switch_ns);
     let profile = Profile {
         costs,
         ..Profile::kernel()

@@ -1,10 +1,9 @@
 //! Measures, on the machine at hand, the user-space analogues of the `kernel` profile's
 //! operating-system costs: `cargo run --release -p podq-sim --example measure_os -- [ROUNDS]`.
-//! The critical section is the profile's fixed `critical_section_ns` (`src/calibrated.rs`);
-//! the wake call and the switch are printed beside the fitted `wake_call_ns` and `switch_ns`
-//! as a check of their size (the fitted switch also holds the workqueue's and the
-//! completion's work around it), unused: on a shared VM they are the hypervisor's as much as
-//! the kernel's.
+//! The critical section and the test's loop are the profile's fixed `critical_section_ns`
+//! and `producer_item_ns` (`src/calibrated.rs`); the wake call and the switch check the size
+//! of the fitted `wake_call_ns`, which a switch costs too (`kernel_fit::derive_wake_idle`),
+//! and are not used: on a shared VM they are the hypervisor's as much as the kernel's.
 //!
 //! - `wake_call_ns`: the waker's `FUTEX_WAKE` of a thread asleep on its own CPU less the
 //!   same call finding no waiter: `try_to_wake_up` without the system call.
@@ -12,6 +11,10 @@
 //!   by futex, less the wake call: a sleep and the switch to the next thread.
 //! - `critical_section_ns`: an uncontended lock, a list append and removal and three count
 //!   updates on one thread, the user-space analogue of `__queue_work`'s work under the lock.
+//! - `producer_item_ns`: one pass of `lib/test_workqueue.c`'s loop outside `queue_work` when
+//!   the item has run: `reinit_completion` and `wait_for_completion`'s check of a done
+//!   completion (each an uncontended lock and a count), `INIT_WORK`'s stores, two clock
+//!   reads and the latency's store.
 //! - line move: half the round trip of one cache line between CPU 0 and each other CPU (up to
 //!   63), the platform's line latency at that distance, as the public core-to-core tables
 //!   measure it.
@@ -19,8 +22,8 @@
 //!   the time until that thread runs (the idle CPU's exit and the wake-up's path), after 20 us
 //!   and 2 ms of idleness.
 //!
-//! Each figure but the remote wake's is the least of five medians, so that a burst of load on a shared machine
-//! does not enter it. Linux only.
+//! Each figure but the remote wake's is the least of five medians, so that a burst of load on
+//! a shared machine does not enter it. Linux only.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -159,6 +162,37 @@ fn critical_section(rounds: usize) -> f64 {
             }
             lock.give();
         }
+        samples.push(start.elapsed().as_nanos() as f64 / BATCH as f64);
+    }
+    median(samples)
+}
+
+/// The median of one pass, in a loop of 1,000, of the kernel test's loop outside its queue
+/// call when the item has already run, in user space on one thread: the completion's lock
+/// taken twice (re-initialised, then found done), the work's three words set, two clock
+/// reads and the latency stored.
+fn producer_item(rounds: usize) -> f64 {
+    const BATCH: usize = 1_000;
+    let completion = Ticket::default();
+    let mut work = [0usize; 3];
+    let mut latencies = vec![0u64; BATCH];
+    let mut samples = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        let start = Instant::now();
+        for (i, slot) in latencies.iter_mut().enumerate() {
+            completion.take();
+            let mut done = std::hint::black_box(0u32);
+            completion.give();
+            work = std::hint::black_box([i, i + 1, i + 2]);
+            let t0 = Instant::now();
+            let t1 = Instant::now();
+            *slot = std::hint::black_box((t1 - t0).as_nanos() as u64);
+            completion.take();
+            done = std::hint::black_box(done + 1);
+            completion.give();
+            std::hint::black_box(done);
+        }
+        std::hint::black_box((&work, &latencies));
         samples.push(start.elapsed().as_nanos() as f64 / BATCH as f64);
     }
     median(samples)
@@ -332,6 +366,7 @@ fn main() {
     let wake = least_of_five(|| wake_call(rounds));
     let half = least_of_five(|| half_round_trip_one_cpu(rounds));
     let critical = least_of_five(|| critical_section(rounds / 10));
+    let own = least_of_five(|| producer_item(rounds / 10));
     println!("FUTEX_WAKE, no waiter     {call:.0}");
     println!("FUTEX_WAKE, a sleeper     {wake:.0}   (on the same CPU)");
     println!("half round trip           {half:.0}   (two threads on one CPU waking each other)");
@@ -344,6 +379,7 @@ fn main() {
         half - wake
     );
     println!("critical_section_ns       {critical:.1}");
+    println!("producer_item_ns          {own:.1}");
     for b in 1..cpus.min(64) {
         let line = least_of_five(|| line_move(0, b, rounds / 10));
         println!("line move 0<->{b:<3}          {line:.1}");

@@ -9,9 +9,7 @@ use crate::cost::{Costs, Param};
 /// The costs that are not fitted, with the fitted ones ([`crate::kernel_fit::FREE`]) to be
 /// set.
 const FIXED: Costs = Costs {
-    // The lines of `struct worker_pool` that `__queue_work` and `worker_thread` touch under
-    // the lock: the lock word with `nr_running`, the worklist, the idle list, the counts.
-    lines_per_handover: 4.0,
+    lines_per_handover: 0.0,
     // The platform's line latencies are the core-to-core tools' figures, the time a line
     // takes to reach a thread spinning on it: what a hand-over to a spinning waiter moves,
     // with nothing to add.
@@ -20,16 +18,20 @@ const FIXED: Costs = Costs {
     // virtual machine of the project, Linux 6.18: an uncontended lock, a list append and
     // removal and three count updates, 5.5 ns; the hand-overs' line moves are added to it.
     critical_section_ns: 5.5,
-    // An item's own lines are part of its per-item costs.
+    // An item's own lines are part of the hand-overs' lines.
     item_lines: 0.0,
     wake_call_ns: 0.0,
     wake_idle_ns: 0.0,
+    // `kernel_fit::derive_wake_idle`.
     switch_ns: 0.0,
-    producer_item_ns: 0.0,
-    // `process_one_work`'s own work outside the lock is part of the fitted per-item time
-    // (`producer_item_ns`): in the closed loop the producer waits for its item, so the two
-    // run in series and one figure covers both.
+    // Measured there too: one pass of `lib/test_workqueue.c`'s loop outside `queue_work` when
+    // the item has run (the completion's lock twice, `INIT_WORK`'s stores, two clock reads
+    // and the latency's store), 64.5 ns.
+    producer_item_ns: 64.5,
+    // `process_one_work`'s own work outside the lock: the item only completes its producer's
+    // completion, whose wake-up is `wake_call_ns`.
     worker_item_ns: 0.0,
+    active_lines: 0.0,
     // EEVDF's `sysctl_sched_base_slice` before its scaling by the CPU count
     // (`Costs::slice_for`).
     slice_ns: 750_000.0,
@@ -41,31 +43,34 @@ const FIXED: Costs = Costs {
 
 /// The Linux workqueue's costs, fitted on both tables.
 pub(crate) const KERNEL: Costs = Costs {
-    wake_call_ns: 1285.647735220501,
-    switch_ns: 3569.5781597588043,
+    wake_call_ns: 2002.1434906823074,
     // `kernel_fit::derive_wake_idle`.
-    wake_idle_ns: 1285.647735220501,
-    producer_item_ns: 11028.270021371833,
+    wake_idle_ns: 2002.1434906823074,
+    switch_ns: 2002.1434906823074,
+    lines_per_handover: 11.213657397009955,
+    active_lines: 3.29335009624916,
     ..FIXED
 };
 
 /// Fitted on the Grace table alone.
 const GRACE_ONLY: Costs = Costs {
-    wake_call_ns: 1313.238404409653,
-    switch_ns: 4817.660348315952,
+    wake_call_ns: 1125.3147934129747,
     // `kernel_fit::derive_wake_idle`.
-    wake_idle_ns: 1313.238404409653,
-    producer_item_ns: 9688.989633972285,
+    wake_idle_ns: 1125.3147934129747,
+    switch_ns: 1125.3147934129747,
+    lines_per_handover: 11.554659771401317,
+    active_lines: 3.2710740941031995,
     ..FIXED
 };
 
 /// Fitted on the Xeon table alone.
 const XEON_ONLY: Costs = Costs {
-    wake_call_ns: 1183.4832419859395,
-    switch_ns: 1497.914969621474,
+    wake_call_ns: 1984.059441809455,
     // `kernel_fit::derive_wake_idle`.
-    wake_idle_ns: 1183.4832419859395,
-    producer_item_ns: 12694.483277426078,
+    wake_idle_ns: 1984.059441809455,
+    switch_ns: 1984.059441809455,
+    lines_per_handover: 11.360403061708745,
+    active_lines: 3.16385580369267,
     ..FIXED
 };
 
@@ -79,11 +84,12 @@ pub(crate) fn fitted_without(machine: &str) -> Option<Costs> {
     }
 }
 
-/// The least and greatest value of each fitted cost ([`crate::kernel_fit::FREE`]) over the
-/// three fits: on both tables and on each alone. The published tables leave each cost open that
-/// far, so a range drawn for the `kernel` profile's costs spans at least this
+/// The least and greatest value of each fitted cost ([`crate::kernel_fit::FREE`]), and of
+/// each cost derived from one ([`crate::kernel_fit::derive_wake_idle`]), over the three fits:
+/// on both tables and on each alone. The published tables leave each cost open that far, so a
+/// range drawn for the `kernel` profile's costs spans at least this
 /// ([`crate::uncertainty::spread`]).
-pub(crate) const FIT_SPREAD: [(Param, f64, f64); 3] = [
+pub(crate) const FIT_SPREAD: [(Param, f64, f64); 5] = [
     span(
         Param::WakeCall,
         [
@@ -93,16 +99,32 @@ pub(crate) const FIT_SPREAD: [(Param, f64, f64); 3] = [
         ],
     ),
     span(
-        Param::Switch,
-        [KERNEL.switch_ns, GRACE_ONLY.switch_ns, XEON_ONLY.switch_ns],
+        Param::LinesPerHandover,
+        [
+            KERNEL.lines_per_handover,
+            GRACE_ONLY.lines_per_handover,
+            XEON_ONLY.lines_per_handover,
+        ],
     ),
     span(
-        Param::ProducerItem,
+        Param::ActiveLines,
         [
-            KERNEL.producer_item_ns,
-            GRACE_ONLY.producer_item_ns,
-            XEON_ONLY.producer_item_ns,
+            KERNEL.active_lines,
+            GRACE_ONLY.active_lines,
+            XEON_ONLY.active_lines,
         ],
+    ),
+    span(
+        Param::WakeIdle,
+        [
+            KERNEL.wake_idle_ns,
+            GRACE_ONLY.wake_idle_ns,
+            XEON_ONLY.wake_idle_ns,
+        ],
+    ),
+    span(
+        Param::Switch,
+        [KERNEL.switch_ns, GRACE_ONLY.switch_ns, XEON_ONLY.switch_ns],
     ),
 ];
 

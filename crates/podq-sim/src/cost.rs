@@ -50,6 +50,9 @@ pub struct Platform {
     /// What the idle states' exit latencies are multiplied by: 1 for the published figures;
     /// `--uncertainty` moves it.
     pub exit_factor: f64,
+    /// How much longer a thread's own instructions take while an SMT sibling of its CPU runs
+    /// another thread: two threads sharing a core each get part of it. 1 without SMT.
+    pub smt_slowdown: f64,
 }
 
 /// The generic Arm WFI state of the kernel's Arm cpuidle drivers (`ARM_CPUIDLE_WFI_STATE` in
@@ -91,6 +94,13 @@ const ZEN_CSTATES: [IdleState; 2] = [
     },
 ];
 
+/// Two threads on one core do up to 1.3 times the work of one, the gain Intel's
+/// Hyper-Threading paper reports on server workloads (Marr et al., "Hyper-Threading
+/// Technology Architecture and Microarchitecture", Intel Technology Journal, 2002): each
+/// thread runs at 0.65 of its speed alone. No figure exists for each part; every SMT part
+/// takes this one.
+pub const SMT_SLOWDOWN: f64 = 2.0 / 1.3;
+
 impl Platform {
     /// The hardware of the machine called `name` (a preset, or `xeon-8321hc`), with the parts
     /// whose public figures it takes. Line latencies: the medians of the one-way latency, half
@@ -108,6 +118,7 @@ impl Platform {
                 other_node_ns,
                 idle_states,
                 exit_factor: 1.0,
+                smt_slowdown: SMT_SLOWDOWN,
             };
         match name {
             // Grace: 30-60 ns across Graviton 4's CMN-700 mesh (Chips and Cheese, "Arm's
@@ -165,6 +176,7 @@ impl Platform {
             other_cache_ns: self.other_cache_ns * factor(),
             other_node_ns: self.other_node_ns * factor(),
             exit_factor: self.exit_factor * factor(),
+            smt_slowdown: 1.0 + (self.smt_slowdown - 1.0) * factor(),
             ..*self
         }
     }
@@ -210,6 +222,10 @@ pub struct Costs {
     pub producer_item_ns: f64,
     /// The worker's own work per item outside the lock (dequeue bookkeeping, the call).
     pub worker_item_ns: f64,
+    /// Cache lines one change of the workqueue's count of active items per node moves to the
+    /// CPU that makes it (`wq_node_nr_active`: a queue's `tryinc_node_nr_active`, a
+    /// completion's `pwq_dec_nr_active`, both under the pool lock); 0: no such count.
+    pub active_lines: f64,
     /// The scheduler's base time slice before it is scaled by the machine's CPU count
     /// ([`Costs::slice_for`]).
     pub slice_ns: f64,
@@ -243,6 +259,8 @@ pub enum Param {
     ProducerItem,
     /// [`Costs::worker_item_ns`].
     WorkerItem,
+    /// [`Costs::active_lines`].
+    ActiveLines,
     /// [`Costs::spin_ns`].
     Spin,
 }
@@ -250,7 +268,7 @@ pub enum Param {
 impl Param {
     /// The parameters moved by `--uncertainty` and offered to the fits. The time slice, the
     /// worker start and the jitter are left out: they barely touch the workloads' throughput.
-    pub const ALL: [Param; 10] = [
+    pub const ALL: [Param; 11] = [
         Param::LinesPerHandover,
         Param::ContendedFactor,
         Param::CriticalSection,
@@ -260,6 +278,7 @@ impl Param {
         Param::Switch,
         Param::ProducerItem,
         Param::WorkerItem,
+        Param::ActiveLines,
         Param::Spin,
     ];
 
@@ -275,6 +294,7 @@ impl Param {
             Param::Switch => "switch_ns",
             Param::ProducerItem => "producer_item_ns",
             Param::WorkerItem => "worker_item_ns",
+            Param::ActiveLines => "active_lines",
             Param::Spin => "spin_ns",
         }
     }
@@ -302,6 +322,7 @@ impl Costs {
             Param::Switch => self.switch_ns,
             Param::ProducerItem => self.producer_item_ns,
             Param::WorkerItem => self.worker_item_ns,
+            Param::ActiveLines => self.active_lines,
             Param::Spin => self.spin_ns,
         }
     }
@@ -318,6 +339,7 @@ impl Costs {
             Param::Switch => &mut self.switch_ns,
             Param::ProducerItem => &mut self.producer_item_ns,
             Param::WorkerItem => &mut self.worker_item_ns,
+            Param::ActiveLines => &mut self.active_lines,
             Param::Spin => &mut self.spin_ns,
         };
         *slot = value;

@@ -160,6 +160,12 @@ impl SimMachine {
     pub(crate) fn cache_of(&self, i: usize) -> u32 {
         self.place[i].1
     }
+
+    /// The node of dense CPU `i`.
+    #[inline]
+    pub(crate) fn node_of(&self, i: usize) -> u32 {
+        self.place[i].2
+    }
 }
 
 #[cfg(test)]

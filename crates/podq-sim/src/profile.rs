@@ -27,14 +27,12 @@ pub struct Mechanism {
     /// waking CPU's previous pick (`kick_pool` sets `p->wake_cpu` with
     /// `cpumask_any_and_distribute` for a pool of non-strict affinity, Linux 6.6 on).
     pub repatriates: bool,
-    /// A worker woken onto the CPU of the producer that woke it runs at once, and the producer
-    /// finishes its queue call after the worker sleeps again: the scheduler's wake-up
-    /// preemption of a freshly woken kernel worker (EEVDF's `check_preempt_wakeup_fair`) marks
-    /// the producer for a switch, which a preemptible kernel takes at its first preemption
-    /// point once `queue_work_on` restores interrupts (it runs `__queue_work` with them off, so
-    /// not at `pool->lock`'s unlock); the model places that point inside the queue call.
-    /// Without it the worker waits until the producer sleeps.
-    pub wakee_preempts: bool,
+    /// A woken worker stays first on its pool's idle list until it runs (the kernel's
+    /// `worker_leave_idle` in `worker_thread`), so a queue call or a take before then that would
+    /// wake a worker (`kick_pool` wakes `first_idle_worker`) wakes it again, which does nothing:
+    /// a pool has at most one woken worker on its way. Without it each wake-up takes another
+    /// parked worker (podq's `Workers::coming`).
+    pub kick_until_running: bool,
     /// The most workers per pool.
     pub max_workers: usize,
     /// Workers started at once while tasks wait with every worker busy; `None`: the pod's
@@ -127,7 +125,7 @@ impl Profile {
                 strict: false,
                 stack_on_waker: true,
                 repatriates: true,
-                wakee_preempts: true,
+                kick_until_running: true,
                 // WORKER_ID_LEN aside, the kernel bounds an unbound pool's workers only by
                 // memory; 512 (WQ_MAX_ACTIVE) is more than any workload here needs.
                 max_workers: 512,
@@ -163,7 +161,7 @@ impl Profile {
                 strict: false,
                 stack_on_waker: false,
                 repatriates: false,
-                wakee_preempts: false,
+                kick_until_running: false,
                 // podq's pool::DEFAULT_MAX_WORKERS.
                 max_workers: 256,
                 eager_workers: None,

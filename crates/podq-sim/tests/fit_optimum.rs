@@ -43,14 +43,14 @@ fn the_committed_costs_are_the_optimum_of_their_fit() {
 
 #[test]
 fn a_moved_constant_is_found_off_the_optimum() {
-    // The check can fail: the fitted costs with the producer's bookkeeping doubled are far
-    // from the optimum, and a step back towards it lowers the objective (at a small scale, to
-    // stay fast).
+    // The check can fail: the fitted costs with the count's lines doubled are far from the
+    // optimum, and a step back towards it lowers the objective (at a small scale, to stay
+    // fast).
     let mut costs = Profile::kernel().costs;
-    costs.producer_item_ns *= 2.0;
+    costs.active_lines *= 2.0;
     let table = [TABLES[0]];
     let at = podq_sim::kernel_fit::objective(&costs, &table, 100).unwrap();
-    costs.producer_item_ns /= 1.0 + podq_sim::kernel_fit::STEP;
+    costs.active_lines /= 1.0 + podq_sim::kernel_fit::STEP;
     let back = podq_sim::kernel_fit::objective(&costs, &table, 100).unwrap();
     assert!(back < at, "{back} !< {at}");
 }

@@ -20,16 +20,9 @@ const CALIBRATION_BAR: f64 = 0.15;
 /// The bar per leave-one-machine-out cell.
 const HELD_OUT_BAR: f64 = 0.25;
 
-/// Calibration cells the model misses, with the bar each is held at.
-const CALIBRATION_MISSES: [(&str, AffinityScope, f64); 1] =
-    [("grace", AffinityScope::CacheShard, 0.25)];
-
-/// Leave-one-machine-out cells the model misses (or meets with no margin), with the bar each
-/// is held at.
-const HELD_OUT_MISSES: [(&str, AffinityScope, f64); 2] = [
-    ("grace", AffinityScope::Cpu, 0.32),
-    ("grace", AffinityScope::Smt, 0.28),
-];
+/// Leave-one-machine-out cells the model misses, with the bar each is held at.
+const HELD_OUT_MISSES: [(&str, AffinityScope, f64); 1] =
+    [("xeon-8321hc", AffinityScope::CacheShard, 0.32)];
 
 fn assert_within(cells: &[CellCheck], bar: f64, misses: &[(&str, AffinityScope, f64)]) {
     for cell in cells {
@@ -54,7 +47,8 @@ fn assert_within(cells: &[CellCheck], bar: f64, misses: &[(&str, AffinityScope, 
 fn every_calibration_cell_is_within_its_bar() {
     let cells = check(&Profile::kernel(), 2_000, 1).unwrap();
     assert_eq!(cells.len(), 12);
-    assert_within(&cells, CALIBRATION_BAR, &CALIBRATION_MISSES);
+    // At 2,000 items; the Xeon's `cache_shard` (+13.2 % here) drifts to +16.8 % at 50,000.
+    assert_within(&cells, CALIBRATION_BAR, &[]);
 }
 
 #[test]

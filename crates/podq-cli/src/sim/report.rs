@@ -93,9 +93,17 @@ impl Report<'_> {
             .iter()
             .map(|st| format!("{:.0}", st.exit_ns * p.exit_factor))
             .collect();
+        let smt = if topo.smt_width() > 1 {
+            format!(
+                "; SMT: a thread's own work takes {:.2}x as long while its sibling runs",
+                p.smt_slowdown
+            )
+        } else {
+            String::new()
+        };
         out.push_str(&format!(
             "platform: cache line same core {} ns, same cache {} ns, other cache {} ns, other \
-             node {} ns; idle exits {} ns ({})\n",
+             node {} ns; idle exits {} ns{smt} ({})\n",
             p.same_core_ns,
             p.same_cache_ns,
             p.other_cache_ns,
@@ -372,6 +380,7 @@ impl Report<'_> {
                     .iter()
                     .map(|st| st.exit_ns * p.exit_factor)
                     .collect::<Vec<f64>>(),
+                "smt_slowdown": if topo.smt_width() > 1 { p.smt_slowdown } else { 1.0 },
                 "costs_basis": self.costs_basis(),
                 },
             },

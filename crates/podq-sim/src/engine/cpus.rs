@@ -174,9 +174,11 @@ impl Engine<'_> {
         let cpu = t.cpu as usize;
         self.cpus[cpu].current = None;
         match self.cpus[cpu].runq.pop_front() {
-            Some(next) => self.run_on(next, cpu, self.costs.switch_ns),
+            Some(next) => self.run_on(next, cpu, self.cpu_work(cpu as u32, self.costs.switch_ns)),
             None => match self.idle_pull(cpu) {
-                Some(next) => self.run_on(next, cpu, self.costs.switch_ns),
+                Some(next) => {
+                    self.run_on(next, cpu, self.cpu_work(cpu as u32, self.costs.switch_ns))
+                }
                 None => {
                     assign(&mut self.idle_cpus, cpu, true);
                     self.cpus[cpu].idle_since = self.now;
@@ -233,7 +235,7 @@ impl Engine<'_> {
         let cpu = t.cpu as usize;
         self.cpus[cpu].runq.push_back(tid);
         let next = self.cpus[cpu].runq.pop_front().expect("not empty");
-        self.run_on(next, cpu, self.costs.switch_ns);
+        self.run_on(next, cpu, self.cpu_work(cpu as u32, self.costs.switch_ns));
     }
 
     /// Makes sleeping `tid` runnable, woken from dense CPU `waker`; `pinned` says whether the
@@ -255,19 +257,10 @@ impl Engine<'_> {
             let delay = self.costs.wake_idle_ns + exit;
             self.run_on(tid, cpu, delay);
         } else {
+            // It waits for the CPU: a kernel producer that woke it onto its own CPU runs on
+            // until it sleeps, as `queue_work_on` runs `__queue_work` with interrupts off and
+            // the first preemption point comes after the call.
             self.threads[tid as usize].cpu = cpu as u32;
-            if let (true, Some(current)) = (self.mech.wakee_preempts, self.cpus[cpu].current) {
-                let waker_thread = &self.threads[current as usize];
-                if pinned
-                    && cpu == waker as usize
-                    && matches!(waker_thread.role, Role::Producer { .. })
-                {
-                    // It runs next, before the producer's call returns.
-                    self.cpus[cpu].runq.push_front(tid);
-                    self.threads[current as usize].preempted = true;
-                    return;
-                }
-            }
             self.cpus[cpu].runq.push_back(tid);
         }
     }

@@ -352,7 +352,8 @@ impl Engine<'_> {
         self.set_phase(tid, Phase::Ran);
         let work = self.run_of(Some(item), pool, cpu);
         let lines = self.item_lines(item.from, cpu);
-        self.after(tid, lines + self.costs.worker_item_ns + work);
+        let own = self.cpu_work(cpu, self.costs.worker_item_ns + work);
+        self.after(tid, lines + own);
     }
 
     /// (H4) Worker `tid` of `pool`, about to spin, notes what every slot of its pool holds;

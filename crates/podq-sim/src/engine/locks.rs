@@ -117,7 +117,7 @@ impl Engine<'_> {
         }
         if wake {
             if let Some(sleeper) = self.locks[lock as usize].sleepers.pop_front() {
-                self.threads[tid as usize].owed_ns += self.costs.wake_call_ns;
+                self.threads[tid as usize].owed_ns += self.cpu_work(cpu, self.costs.wake_call_ns);
                 self.wake(sleeper, cpu, false);
             }
         }

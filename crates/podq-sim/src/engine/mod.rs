@@ -16,6 +16,7 @@
 //! ([`Costs::lines_per_handover`] for a pool lock, [`Mechanism::queue_lock_lines`] for podq's
 //! head and lanes) at the distance between the last holder's CPU and the new one's.
 
+mod active;
 mod cpus;
 mod fanout;
 mod held;
@@ -168,6 +169,8 @@ struct Pool {
     spinners: Vec<u32>,
     /// The spinner that owns the pool's mailbox (podq, steps P1, W5, W6), if any.
     mailbox: Option<u32>,
+    /// Its slot of the counts of active items ([`active`]).
+    active: usize,
 }
 
 /// What a critical section decided to do once the lock is released.
@@ -241,6 +244,10 @@ struct Engine<'m> {
     held: Held,
     /// The `chain`, `yield` and `spawn-local` workloads' own counts.
     spawned: Spawned,
+    /// The counts of active items per node (`kernel`).
+    active: Vec<active::ActiveCount>,
+    /// Per dense CPU, an SMT sibling of it (dense), if it has one.
+    sibling: Vec<Option<u32>>,
 }
 
 /// Simulates `scenario` on `machine` with `profile`.
@@ -335,6 +342,19 @@ impl<'m> Engine<'m> {
             locality: None,
             held: Held::new(pods.len()),
             spawned: Spawned::new(scenario, producers),
+            sibling: (0..n)
+                .map(|c| {
+                    (0..n)
+                        .find(|&o| o != c && machine.core_of(o) == machine.core_of(c))
+                        .map(|o| o as u32)
+                })
+                .collect(),
+            active: active::counts(
+                (0..n)
+                    .map(|c| machine.node_of(c) as usize + 1)
+                    .max()
+                    .unwrap_or(1),
+            ),
         };
         if scenario.workload == Workload::Locality {
             let pod_cpus: Vec<usize> = pods.pods().iter().map(|p| p.cpus().len()).collect();
@@ -403,6 +423,7 @@ impl<'m> Engine<'m> {
         let lanes_count = lanes.len();
         let eager = self.mech.eager_workers.unwrap_or(cpus.len());
         let id = self.pools.len() as u32;
+        let active = self.active_slot(&cpus);
         self.pools.push(Pool {
             head,
             synced,
@@ -425,6 +446,7 @@ impl<'m> Engine<'m> {
             rotation: 0,
             spinners: Vec::new(),
             mailbox: None,
+            active,
         });
         let worker = self.new_thread(Thread::worker(id, first));
         self.pools[id as usize].idle.push(worker);
@@ -498,6 +520,20 @@ impl<'m> Engine<'m> {
         }
     }
 
+    /// `ns` of a thread's own instructions on dense CPU `cpu`: longer while an SMT sibling of
+    /// that CPU runs a thread, as the two share the core
+    /// ([`Platform::smt_slowdown`](crate::Platform::smt_slowdown)). Cache-line moves, waits and
+    /// idle exits are not the core's work and never pass through here.
+    #[inline]
+    fn cpu_work(&self, cpu: u32, ns: f64) -> f64 {
+        match self.sibling[cpu as usize] {
+            Some(s) if self.cpus[s as usize].current.is_some() => {
+                ns * self.machine.platform().smt_slowdown
+            }
+            _ => ns,
+        }
+    }
+
     /// Schedules `target` `delay_ns` from now, moved by the jitter.
     #[inline]
     fn after(&mut self, target: u32, delay_ns: f64) {
@@ -545,6 +581,10 @@ impl<'m> Engine<'m> {
             return None;
         }
         if growth::wakes(w) {
+            if self.mech.kick_until_running && w.coming > 0 {
+                // The woken worker on its way is woken again: nothing happens.
+                return None;
+            }
             return Some(Action::Wake(self.take_idle(pool)));
         }
         match growth::grow(w, p.queue.len(), spinners, p.limits) {
@@ -622,7 +662,7 @@ impl<'m> Engine<'m> {
                 if self.mech.wake_under_lock {
                     0.0
                 } else {
-                    self.costs.wake_call_ns
+                    self.cpu_work(cpu, self.costs.wake_call_ns)
                 }
             }
             Some(Action::Spawn) => {

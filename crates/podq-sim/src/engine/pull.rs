@@ -420,6 +420,7 @@ impl Engine<'_> {
             *decided = action;
         }
         self.threads[tid as usize].phase = Phase::StealRelease;
-        self.costs.critical_section_ns + self.wake_inside(action)
+        let cpu = self.threads[tid as usize].cpu;
+        self.cpu_work(cpu, self.costs.critical_section_ns) + self.wake_inside(action, cpu)
     }
 }

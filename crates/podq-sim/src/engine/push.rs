@@ -114,7 +114,8 @@ impl Engine<'_> {
         self.stop_spinner(pool as usize, owner, cpu);
         let line = self.line(owner_cpu, cpu);
         self.threads[tid as usize].phase = Phase::Queued;
-        self.after(tid, line + self.costs.critical_section_ns);
+        let cs = self.cpu_work(cpu, self.costs.critical_section_ns);
+        self.after(tid, line + cs);
         true
     }
 
@@ -198,13 +199,13 @@ impl Engine<'_> {
         let cpu = self.threads[tid as usize].cpu;
         self.notify_spinner(job.pool as usize, cpu);
         self.threads[tid as usize].phase = Phase::PushRelease;
-        let cs = self.costs.critical_section_ns;
+        let cs = self.cpu_work(cpu, self.costs.critical_section_ns);
         if self.mech.push_lanes {
             return cs;
         }
         let action = self.decide(job.pool as usize);
         self.set_action(tid, action);
-        cs + self.wake_inside(action)
+        cs + self.active_change(job.pool as usize, cpu) + self.wake_inside(action, cpu)
     }
 
     /// The pool lock's critical section of a podq push (P5, P6): wake or grow as the policy
@@ -216,7 +217,8 @@ impl Engine<'_> {
         self.threads[tid as usize].job.watch = !was_watched && self.pools[pool].workers.watched;
         self.set_action(tid, action);
         self.threads[tid as usize].phase = Phase::HelpRelease;
-        self.costs.critical_section_ns + self.wake_inside(action)
+        let cpu = self.threads[tid as usize].cpu;
+        self.cpu_work(cpu, self.costs.critical_section_ns) + self.wake_inside(action, cpu)
     }
 
     /// The items waiting in the lane thread `tid` pushes to in `pool` (podq).

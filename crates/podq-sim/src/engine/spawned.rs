@@ -78,13 +78,6 @@ impl Engine<'_> {
                 true
             }
             Phase::Queued => {
-                if std::mem::take(&mut self.threads[tid as usize].preempted)
-                    && !self.cpus[cpu as usize].runq.is_empty()
-                {
-                    // The worker it woke runs first; the call returns when it is back.
-                    self.yield_cpu(tid);
-                    return true;
-                }
                 self.queue_call_returned(tid);
                 let chain = matches!(self.workload, Workload::Chain { .. });
                 if chain && !done {

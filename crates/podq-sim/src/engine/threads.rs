@@ -122,9 +122,6 @@ pub(super) struct Thread {
     pub(super) notified: bool,
     /// The queue call it makes, while it makes one.
     pub(super) job: Job,
-    /// A worker it woke onto its own CPU preempts it before its queue call returns
-    /// ([`Mechanism::wakee_preempts`](crate::profile::Mechanism::wakee_preempts)).
-    pub(super) preempted: bool,
     /// What it does while it waits for a futex lock (`locks.rs`).
     pub(super) lock_wait: Option<LockWait>,
     /// Time it owes before its next step: the wake-up its unlock of a contended futex lock
@@ -159,7 +156,6 @@ impl Thread {
             token: 0,
             notified: false,
             job: Job::default(),
-            preempted: false,
             lock_wait: None,
             owed_ns: 0.0,
         }
@@ -186,7 +182,6 @@ impl Thread {
             token: 0,
             notified: false,
             job: Job::default(),
-            preempted: false,
             lock_wait: None,
             owed_ns: 0.0,
         }
@@ -235,7 +230,8 @@ impl Engine<'_> {
                         }
                         _ => 0.0,
                     };
-                    self.after(tid, back + issue + self.costs.producer_item_ns);
+                    let own = self.cpu_work(cpu, self.costs.producer_item_ns);
+                    self.after(tid, back + issue + own);
                     return;
                 }
                 (Role::Producer { pool, .. }, Phase::Push) => {
@@ -256,13 +252,6 @@ impl Engine<'_> {
                     }
                 }
                 (Role::Producer { done, .. }, Phase::Queued) => {
-                    if std::mem::take(&mut self.threads[tid as usize].preempted)
-                        && !self.cpus[cpu as usize].runq.is_empty()
-                    {
-                        // The worker it woke runs first; the call returns when it is back.
-                        self.yield_cpu(tid);
-                        return;
-                    }
                     self.queue_call_returned(tid);
                     if self.workload == Workload::Rpc {
                         // The pair's first request is queued; the workers queue the rest.
@@ -335,7 +324,8 @@ impl Engine<'_> {
                     self.set_phase(tid, Phase::Ran);
                     let work = self.run_of(item, pool, cpu);
                     let lines = item.map_or(0.0, |i| self.item_lines(i.from, cpu));
-                    self.after(tid, extra + lines + self.costs.worker_item_ns + work);
+                    let own = self.cpu_work(cpu, self.costs.worker_item_ns + work);
+                    self.after(tid, extra + lines + own);
                     return;
                 }
                 (Role::Worker { item, pool, .. }, Phase::Ran) => {
@@ -378,7 +368,7 @@ impl Engine<'_> {
                             }
                             if sleeping {
                                 self.wake(item.producer, cpu, false);
-                                self.after(tid, self.costs.wake_call_ns);
+                                self.after(tid, self.cpu_work(cpu, self.costs.wake_call_ns));
                                 return;
                             }
                         }
@@ -527,7 +517,8 @@ impl Engine<'_> {
                     let line = self.item_lines(taken.from, cpu);
                     self.set_phase(tid, Phase::Ran);
                     let work = self.run_of(item, pool, cpu);
-                    self.after(tid, extra + line + self.costs.worker_item_ns + work);
+                    let own = self.cpu_work(cpu, self.costs.worker_item_ns + work);
+                    self.after(tid, extra + line + own);
                     return;
                 }
                 (role, phase) => unreachable!("{role:?} is never resumed in {phase:?}"),
@@ -538,17 +529,28 @@ impl Engine<'_> {
     /// The critical section of `tid`'s phase, run when its lock is granted; returns the time
     /// it takes inside the lock.
     pub(super) fn enter(&mut self, tid: u32) -> f64 {
-        let cs = self.costs.critical_section_ns;
+        let cpu = self.threads[tid as usize].cpu;
+        let cs = self.cpu_work(cpu, self.costs.critical_section_ns);
         let t = &self.threads[tid as usize];
         match (t.role, t.phase) {
             (_, Phase::Push) => self.enter_push(tid),
             (_, Phase::Help) => self.enter_help(tid),
             (
                 Role::Worker {
-                    pool, coming, spun, ..
+                    pool,
+                    coming,
+                    spun,
+                    item: ran,
+                    ..
                 },
                 Phase::Take,
             ) => {
+                // (kernel) The completion of the item it ran, under the same lock.
+                let completion = if ran.is_some() && !self.mech.push_lanes {
+                    self.active_change(pool as usize, cpu)
+                } else {
+                    0.0
+                };
                 let p = &mut self.pools[pool as usize];
                 if coming {
                     p.workers.coming -= 1;
@@ -617,7 +619,7 @@ impl Engine<'_> {
                     *decided = action;
                 }
                 self.set_phase(tid, next);
-                cs + ahead + self.wake_inside(action)
+                cs + completion + ahead + self.wake_inside(action, cpu)
             }
             (Role::Worker { .. }, Phase::Steal) => self.steal(tid),
             (role, phase) => unreachable!("{role:?} takes no lock in {phase:?}"),
@@ -664,9 +666,11 @@ impl Engine<'_> {
     }
 
     /// The cost inside the lock of carrying out `action` there (the kernel wakes under it).
-    pub(super) fn wake_inside(&self, action: Option<Action>) -> f64 {
+    pub(super) fn wake_inside(&self, action: Option<Action>, cpu: u32) -> f64 {
         match action {
-            Some(Action::Wake(_)) if self.mech.wake_under_lock => self.costs.wake_call_ns,
+            Some(Action::Wake(_)) if self.mech.wake_under_lock => {
+                self.cpu_work(cpu, self.costs.wake_call_ns)
+            }
             _ => 0.0,
         }
     }
