@@ -77,37 +77,11 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// `try_to_wake_up`'s own path, without an interrupt to another CPU (which a virtual
 /// machine's hypervisor would inflate).
 fn wake_call(rounds: usize) -> f64 {
-    // 0: the sleeper is about to sleep; 1: woken; 2: stop.
-    let word = Arc::new(AtomicU32::new(1));
-    let sleeper = {
-        let word = Arc::clone(&word);
-        std::thread::spawn(move || {
-            pin(0);
-            // SAFETY: a zeroed `sched_param` is priority 0, what SCHED_IDLE requires.
-            unsafe {
-                let param: libc::sched_param = std::mem::zeroed();
-                libc::sched_setscheduler(0, libc::SCHED_IDLE, &param);
-            }
-            loop {
-                match word.load(Ordering::Acquire) {
-                    2 => return,
-                    1 => {
-                        word.store(0, Ordering::Release);
-                        while word.load(Ordering::Acquire) == 0 {
-                            futex_wait(&word, 0);
-                        }
-                    }
-                    _ => std::hint::spin_loop(),
-                }
-            }
-        })
-    };
+    let sleeper = Sleeper::start(0, true, || {});
     pin(0);
     let mut samples = Vec::with_capacity(rounds);
     for _ in 0..rounds {
-        while word.load(Ordering::Acquire) != 0 {
-            std::thread::yield_now();
-        }
+        sleeper.wait_asleep(std::thread::yield_now);
         // Long enough for the sleeper to be in the futex; yielding rather than sleeping,
         // so that the CPU does not idle (an idle exit, in a virtual machine a return from
         // the hypervisor, would enter the call's time).
@@ -115,18 +89,74 @@ fn wake_call(rounds: usize) -> f64 {
         while wait.elapsed() < Duration::from_micros(50) {
             std::thread::yield_now();
         }
-        word.store(1, Ordering::Release);
+        sleeper.word.store(1, Ordering::Release);
         let start = Instant::now();
-        futex_wake(&word);
+        futex_wake(&sleeper.word);
         samples.push(start.elapsed().as_nanos() as f64);
     }
-    while word.load(Ordering::Acquire) != 0 {
-        std::thread::yield_now();
-    }
-    word.store(2, Ordering::Release);
-    futex_wake(&word);
-    sleeper.join().unwrap();
+    sleeper.stop(std::thread::yield_now);
     median(samples)
+}
+
+/// A thread pinned to a CPU that sleeps on a futex word, round after round: it sets the word
+/// to 0 (asleep, or about to be) and sleeps until a waker sets it to 1, then calls its
+/// `woken` and goes back to sleep; 2 stops it.
+struct Sleeper {
+    word: Arc<AtomicU32>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Sleeper {
+    /// Starts it on `cpu`, at `SCHED_IDLE` priority if `idle_class` (so that a wake-up does
+    /// not preempt a waker on the same CPU).
+    fn start(cpu: usize, idle_class: bool, mut woken: impl FnMut() + Send + 'static) -> Sleeper {
+        let word = Arc::new(AtomicU32::new(1));
+        let thread = {
+            let word = Arc::clone(&word);
+            std::thread::spawn(move || {
+                pin(cpu);
+                if idle_class {
+                    // SAFETY: a zeroed `sched_param` is priority 0, what SCHED_IDLE requires.
+                    unsafe {
+                        let param: libc::sched_param = std::mem::zeroed();
+                        libc::sched_setscheduler(0, libc::SCHED_IDLE, &param);
+                    }
+                }
+                let mut first = true;
+                loop {
+                    match word.load(Ordering::Acquire) {
+                        2 => return,
+                        1 => {
+                            if !std::mem::take(&mut first) {
+                                woken();
+                            }
+                            word.store(0, Ordering::Release);
+                            while word.load(Ordering::Acquire) == 0 {
+                                futex_wait(&word, 0);
+                            }
+                        }
+                        _ => std::hint::spin_loop(),
+                    }
+                }
+            })
+        };
+        Sleeper { word, thread }
+    }
+
+    /// Returns once it is asleep or about to be, calling `wait` meanwhile.
+    fn wait_asleep(&self, wait: impl Fn()) {
+        while self.word.load(Ordering::Acquire) != 0 {
+            wait();
+        }
+    }
+
+    /// Stops it and waits for its end.
+    fn stop(self, wait: impl Fn()) {
+        self.wait_asleep(wait);
+        self.word.store(2, Ordering::Release);
+        futex_wake(&self.word);
+        self.thread.join().unwrap();
+    }
 }
 
 /// The median `FUTEX_WAKE` call that finds no waiter: the system call's own cost, which the
@@ -297,50 +327,28 @@ fn line_move(a: usize, b: usize, rounds: usize) -> f64 {
 /// and the median time from before that call until the woken thread runs (the idle CPU's
 /// exit and the wake-up's path), with `gap_us` between rounds for the CPU to go idle.
 fn remote_wake(a: usize, b: usize, rounds: usize, gap_us: u64) -> (f64, f64) {
-    // 0: asleep or about to be; 1: woken; 2: stop.
-    let word = Arc::new(AtomicU32::new(1));
     let woke = Arc::new(std::sync::Mutex::new(Vec::with_capacity(rounds)));
     let origin = Instant::now();
     let sleeper = {
-        let (word, woke) = (Arc::clone(&word), Arc::clone(&woke));
-        std::thread::spawn(move || {
-            pin(b);
-            loop {
-                match word.load(Ordering::Acquire) {
-                    2 => return,
-                    1 => {
-                        word.store(0, Ordering::Release);
-                        while word.load(Ordering::Acquire) == 0 {
-                            futex_wait(&word, 0);
-                        }
-                        let t = origin.elapsed().as_nanos() as u64;
-                        woke.lock().unwrap().push(t);
-                    }
-                    _ => std::hint::spin_loop(),
-                }
-            }
+        let woke = Arc::clone(&woke);
+        Sleeper::start(b, false, move || {
+            let t = origin.elapsed().as_nanos() as u64;
+            woke.lock().unwrap().push(t);
         })
     };
     pin(a);
     let (mut calls, mut sent) = (Vec::with_capacity(rounds), Vec::with_capacity(rounds));
     for _ in 0..rounds {
-        while word.load(Ordering::Acquire) != 0 {
-            std::hint::spin_loop();
-        }
+        sleeper.wait_asleep(std::hint::spin_loop);
         std::thread::sleep(Duration::from_micros(gap_us));
         let t0 = origin.elapsed().as_nanos() as u64;
-        word.store(1, Ordering::Release);
-        futex_wake(&word);
+        sleeper.word.store(1, Ordering::Release);
+        futex_wake(&sleeper.word);
         let t1 = origin.elapsed().as_nanos() as u64;
         calls.push((t1 - t0) as f64);
         sent.push(t0);
     }
-    while word.load(Ordering::Acquire) != 0 {
-        std::hint::spin_loop();
-    }
-    word.store(2, Ordering::Release);
-    futex_wake(&word);
-    sleeper.join().unwrap();
+    sleeper.stop(std::hint::spin_loop);
     pin(0);
     let woke = woke.lock().unwrap();
     let latency = sent
