@@ -28,8 +28,6 @@ fn main() {
         // Every digit: the rounded constants would not be the optimum of a rough objective.
         println!("    {}: {:?},", p.name(), costs.get(p));
     }
-    println!("    wake_idle_ns: {:?},", costs.wake_idle_ns);
-    println!("    switch_ns: {:?},", costs.switch_ns);
     let profile = Profile {
         costs,
         ..Profile::kernel()

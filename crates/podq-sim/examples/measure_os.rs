@@ -2,7 +2,7 @@
 //! operating-system costs: `cargo run --release -p podq-sim --example measure_os -- [ROUNDS]`.
 //! The critical section and the test's loop are the profile's fixed `critical_section_ns`
 //! and `producer_item_ns` (`src/calibrated.rs`); the wake call and the switch check the size
-//! of the fitted `wake_call_ns`, which a switch costs too (`kernel_fit::derive_wake_idle`),
+//! of the fitted `wake_call_ns`, which a switch costs too (`kernel_fit::derived`),
 //! and are not used: on a shared VM they are the hypervisor's as much as the kernel's.
 //!
 //! - `wake_call_ns`: the waker's `FUTEX_WAKE` of a thread asleep on its own CPU less the

@@ -5,6 +5,7 @@
 //! `podq sim --published` prints the error per published cell.
 
 use crate::cost::{Costs, Param};
+use crate::kernel_fit::derived;
 
 /// The costs that are not fitted, with the fitted ones ([`crate::kernel_fit::FREE`]) to be
 /// set.
@@ -21,8 +22,8 @@ const FIXED: Costs = Costs {
     // An item's own lines are part of the hand-overs' lines.
     item_lines: 0.0,
     wake_call_ns: 0.0,
+    // Both follow from `wake_call_ns` (`kernel_fit::derived`).
     wake_idle_ns: 0.0,
-    // `kernel_fit::derive_wake_idle`.
     switch_ns: 0.0,
     // Measured there too: one pass of `lib/test_workqueue.c`'s loop outside `queue_work` when
     // the item has run (the completion's lock twice, `INIT_WORK`'s stores, two clock reads
@@ -42,37 +43,28 @@ const FIXED: Costs = Costs {
 };
 
 /// The Linux workqueue's costs, fitted on both tables.
-pub(crate) const KERNEL: Costs = Costs {
+pub(crate) const KERNEL: Costs = derived(Costs {
     wake_call_ns: 2002.1434906823074,
-    // `kernel_fit::derive_wake_idle`.
-    wake_idle_ns: 2002.1434906823074,
-    switch_ns: 2002.1434906823074,
     lines_per_handover: 11.213657397009955,
     active_lines: 3.29335009624916,
     ..FIXED
-};
+});
 
 /// Fitted on the Grace table alone.
-const GRACE_ONLY: Costs = Costs {
+const GRACE_ONLY: Costs = derived(Costs {
     wake_call_ns: 1125.3147934129747,
-    // `kernel_fit::derive_wake_idle`.
-    wake_idle_ns: 1125.3147934129747,
-    switch_ns: 1125.3147934129747,
     lines_per_handover: 11.554659771401317,
     active_lines: 3.2710740941031995,
     ..FIXED
-};
+});
 
 /// Fitted on the Xeon table alone.
-const XEON_ONLY: Costs = Costs {
+const XEON_ONLY: Costs = derived(Costs {
     wake_call_ns: 1984.059441809455,
-    // `kernel_fit::derive_wake_idle`.
-    wake_idle_ns: 1984.059441809455,
-    switch_ns: 1984.059441809455,
     lines_per_handover: 11.360403061708745,
     active_lines: 3.16385580369267,
     ..FIXED
-};
+});
 
 /// The costs fitted on every published table but `machine`'s (`None` for a machine without
 /// a table).
@@ -85,7 +77,7 @@ pub(crate) fn fitted_without(machine: &str) -> Option<Costs> {
 }
 
 /// The least and greatest value of each fitted cost ([`crate::kernel_fit::FREE`]), and of
-/// each cost derived from one ([`crate::kernel_fit::derive_wake_idle`]), over the three fits:
+/// each cost derived from one ([`crate::kernel_fit::derived`]), over the three fits:
 /// on both tables and on each alone. The published tables leave each cost open that far, so a
 /// range drawn for the `kernel` profile's costs spans at least this
 /// ([`crate::uncertainty::spread`]).

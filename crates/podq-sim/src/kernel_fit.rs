@@ -24,7 +24,7 @@ use crate::SimError;
 /// items moves (`tryinc_node_nr_active`'s compare-and-exchange loop, with its retries when
 /// many CPUs change it at once). The test's own loop is measured, not fitted
 /// (`calibrated.rs`); a switch and what a wake-up costs an idle CPU besides its idle exit are
-/// not parameters of their own ([`derive_wake_idle`]).
+/// not parameters of their own ([`derived`]).
 pub const FREE: [(Param, f64, f64); 3] = [
     (Param::WakeCall, 200.0, 5_000.0),
     (Param::LinesPerHandover, 1.0, 40.0),
@@ -42,9 +42,12 @@ pub const FREE: [(Param, f64, f64); 3] = [
 /// preemption check, each with the run queue's lock and clock. Their user-space analogues
 /// (`cargo run --release -p podq-sim --example measure_os`) came out at 1,002-1,353 ns and
 /// 992-1,102 ns in four runs on the project's 2-CPU VM.
-pub fn derive_wake_idle(costs: &mut Costs) {
-    costs.wake_idle_ns = costs.wake_call_ns;
-    costs.switch_ns = costs.wake_call_ns;
+pub const fn derived(costs: Costs) -> Costs {
+    Costs {
+        wake_idle_ns: costs.wake_call_ns,
+        switch_ns: costs.wake_call_ns,
+        ..costs
+    }
 }
 
 /// How much a p50 error weighs against an items/sec error of the same ratio: as much less as a
@@ -119,7 +122,7 @@ pub fn fit(start: &Costs, tables: &[Table], items: u64, evaluations: usize) -> (
         for (&(p, _, _), v) in FREE.iter().zip(to_values(&bounds, unit)) {
             costs.set(p, v);
         }
-        derive_wake_idle(&mut costs);
+        costs = derived(costs);
         costs
     };
     let eval = |costs: &Costs| objective(costs, tables, items).unwrap_or(f64::INFINITY);
@@ -161,7 +164,7 @@ fn neighbours(costs: &Costs) -> Vec<(Param, f64, Costs)> {
             if value != costs.get(param) {
                 let mut moved = *costs;
                 moved.set(param, value);
-                derive_wake_idle(&mut moved);
+                moved = derived(moved);
                 out.push((param, value, moved));
             }
         }

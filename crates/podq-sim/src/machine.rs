@@ -105,6 +105,16 @@ impl SimMachine {
         &self.lines
     }
 
+    /// How much longer a thread's own work takes while its SMT sibling runs
+    /// ([`Platform::smt_slowdown`]): 1 on a machine without SMT.
+    pub fn smt_slowdown(&self) -> f64 {
+        if self.topology().smt_width() > 1 {
+            self.lines.smt_slowdown
+        } else {
+            1.0
+        }
+    }
+
     /// Where the cache-line latencies come from.
     pub fn platform_source(&self) -> &'static str {
         self.lines_source

@@ -93,10 +93,10 @@ impl Report<'_> {
             .iter()
             .map(|st| format!("{:.0}", st.exit_ns * p.exit_factor))
             .collect();
-        let smt = if topo.smt_width() > 1 {
+        let smt = if m.smt_slowdown() > 1.0 {
             format!(
                 "; SMT: a thread's own work takes {:.2}x as long while its sibling runs",
-                p.smt_slowdown
+                m.smt_slowdown()
             )
         } else {
             String::new()
@@ -380,7 +380,7 @@ impl Report<'_> {
                     .iter()
                     .map(|st| st.exit_ns * p.exit_factor)
                     .collect::<Vec<f64>>(),
-                "smt_slowdown": if topo.smt_width() > 1 { p.smt_slowdown } else { 1.0 },
+                "smt_slowdown": m.smt_slowdown(),
                 "costs_basis": self.costs_basis(),
                 },
             },
