@@ -44,25 +44,25 @@ const FIXED: Costs = Costs {
 
 /// The Linux workqueue's costs, fitted on both tables.
 pub(crate) const KERNEL: Costs = derived(Costs {
-    wake_call_ns: 2002.1434906823074,
-    lines_per_handover: 11.213657397009955,
-    active_lines: 3.29335009624916,
+    wake_call_ns: 2009.6035010793305,
+    lines_per_handover: 11.41164613291361,
+    active_lines: 3.262202849809708,
     ..FIXED
 });
 
 /// Fitted on the Grace table alone.
 const GRACE_ONLY: Costs = derived(Costs {
-    wake_call_ns: 1125.3147934129747,
-    lines_per_handover: 11.554659771401317,
-    active_lines: 3.2710740941031995,
+    wake_call_ns: 830.6051370184223,
+    lines_per_handover: 11.697052932871712,
+    active_lines: 3.2755843863386884,
     ..FIXED
 });
 
 /// Fitted on the Xeon table alone.
 const XEON_ONLY: Costs = derived(Costs {
-    wake_call_ns: 1984.059441809455,
-    lines_per_handover: 11.360403061708745,
-    active_lines: 3.16385580369267,
+    wake_call_ns: 2067.008527118743,
+    lines_per_handover: 11.277291162391336,
+    active_lines: 3.248939846991143,
     ..FIXED
 });
 

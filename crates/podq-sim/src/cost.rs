@@ -129,9 +129,12 @@ impl Platform {
                 row(10.0, 45.0, 110.0, 198.0, &ARM_WFI),
                 "NVIDIA Grace; idle: Arm WFI",
             ),
-            // The 8321HC (Cascade Lake) has no public core-to-core data; the Xeon 8358 (Ice
-            // Lake, a mesh as well) stands in: SMT 8 ns, same LLC 51 ns, other socket
-            // 108-111 ns. Idle: `intel_idle`'s Skylake-SP table, which Cascade Lake uses.
+            // The 8321HC (a third-generation Xeon Scalable part, Cooper Lake) has no public
+            // core-to-core data; the Xeon 8358 (Ice Lake, the same generation, a mesh as well)
+            // stands in: SMT 8 ns, same LLC 51 ns, other socket 108-111 ns. The data sets'
+            // Cascade Lake parts (Platinum 8275CL, Gold 6242), Cooper Lake's cores and mesh at
+            // other clocks, measure 46.5-47.5 ns in one LLC. Idle: `intel_idle`'s Skylake-SP
+            // table, which Cascade and Cooper Lake use.
             "xeon-8321hc" | "skylake-18c" => (
                 row(8.0, 51.0, 110.0, 110.0, &SKX_CSTATES),
                 "Intel Xeon 8358 (Ice Lake) standing in; idle: intel_idle skx_cstates",

@@ -57,7 +57,7 @@ pub const P50_WEIGHT: f64 = 0.25;
 
 /// Items per producer of the reduced-scale objective the constants are the optimum of
 /// (50,000 were published; the errors at both scales are printed by `podq sim --published`).
-pub const FIT_ITEMS: u64 = 2_000;
+pub const FIT_ITEMS: u64 = 5_000;
 
 /// The objective's seed.
 pub const FIT_SEED: u64 = 1;

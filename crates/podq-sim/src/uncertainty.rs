@@ -251,7 +251,7 @@ mod tests {
             let value = kernel.costs.get(param);
             assert!(least <= value && value <= most, "{}", param.name());
         }
-        // The switch's fits (1.1 to 2.0 us) reach below -20 % of 2.0 us; the bounds follow.
+        // The switch's fits (0.8 to 2.1 us) reach below -20 % of 2.0 us; the bounds follow.
         let (low, high) = draw_bounds(&kernel, Param::Switch, 20.0);
         let switch = kernel.costs.switch_ns;
         assert!(

@@ -311,9 +311,13 @@ impl Pods {
             AffinityScope::Cpu => pods_from_predicate(&cpus, |a, b| a == b),
             AffinityScope::Smt => pods_from_predicate(&cpus, |a, b| topo.shares_core(a, b)),
             AffinityScope::Cache => pods_from_predicate(&cpus, |a, b| topo.shares_cache(a, b)),
-            AffinityScope::CacheShard => {
-                cache_shards(topo, &cpus, shard_size, |a, b| topo.shares_core(a, b))
-            }
+            AffinityScope::CacheShard => cache_shards(
+                topo,
+                &cpus,
+                shard_size,
+                |a, b| topo.shares_core(a, b),
+                shard_count,
+            ),
             AffinityScope::Numa => pods_from_predicate(&cpus, |a, b| topo.shares_node(a, b)),
             AffinityScope::System => pods_from_predicate(&cpus, |_, _| true),
         };
@@ -321,16 +325,19 @@ impl Pods {
     }
 
     /// The `cache_shard` pods as the kernel formed them before the core-boundary rule: each
-    /// cache domain split into shards of about `shard_size` CPUs, every CPU counted as a core
-    /// of its own, so SMT siblings may land in different shards. The published Xeon Platinum
-    /// 8321HC table ran with these shards; the simulator forms them to reproduce it.
+    /// cache domain split into shards of at most `shard_size` CPUs (`ceil(cpus / shard_size)`
+    /// shards, as even as the count allows), every CPU counted as a core of its own, so SMT
+    /// siblings may land in different shards. This is the series' first posting (`[PATCH RFC
+    /// 2/5] workqueue: add WQ_AFFN_CACHE_SHARD affinity scope`: "groups of at most
+    /// wq_cache_shard_size CPUs"), with which the published Xeon Platinum 8321HC table ran;
+    /// the simulator forms them to reproduce it.
     ///
     /// ```
     /// use podq::{Pods, Topology};
     /// let topo = Topology::from_machine("cores=26,smt=2,cpus=51").unwrap();
     /// let pods = Pods::cache_shards_by_cpu(&topo, 8).unwrap();
     /// let sizes: Vec<usize> = pods.pods().iter().map(|p| p.cpus().len()).collect();
-    /// assert_eq!(sizes, vec![9, 9, 9, 8, 8, 8]);
+    /// assert_eq!(sizes, vec![8, 8, 7, 7, 7, 7, 7]);
     /// ```
     ///
     /// # Errors
@@ -340,7 +347,13 @@ impl Pods {
         if shard_size == 0 {
             return Err(Error::ZeroShardSize);
         }
-        let sets = cache_shards(topo, &topo.cpu_set(), shard_size, |a, b| a == b);
+        let sets = cache_shards(
+            topo,
+            &topo.cpu_set(),
+            shard_size,
+            |a, b| a == b,
+            |cpus, size| cpus.div_ceil(size).max(1),
+        );
         Ok(Pods::from_sets(
             topo,
             AffinityScope::CacheShard,
@@ -436,11 +449,12 @@ pub fn shard_count(cores: usize, shard_size: usize) -> usize {
 }
 
 /// The `cache_shard` pods: each `cache` pod split into shards of whole cores, where
-/// `same_core(a, b)` says whether CPUs `a` and `b` count as one core.
+/// `same_core(a, b)` says whether CPUs `a` and `b` count as one core and `count(cores,
+/// shard_size)` how many shards a domain of `cores` cores makes (at least 1).
 ///
 /// In each cache domain: the cores are the groups of `same_core` inside it, each led by its
 /// lowest CPU;
-/// `shards = shard_count(cores, shard_size)`, `base = cores / shards`, and the first
+/// `shards = count(cores, shard_size)`, `base = cores / shards`, and the first
 /// `cores % shards` shards take `base + 1` cores. Walking the domain's CPUs in ascending order,
 /// each leader joins the current shard (moving on when it is full) and each sibling joins its
 /// leader's shard.
@@ -449,11 +463,12 @@ fn cache_shards(
     cpus: &CpuSet,
     shard_size: usize,
     same_core: impl Fn(usize, usize) -> bool,
+    count: fn(usize, usize) -> usize,
 ) -> Vec<CpuSet> {
     let mut all = Vec::new();
     for domain in pods_from_predicate(cpus, |a, b| topo.shares_cache(a, b)) {
         let cores = pods_from_predicate(&domain, &same_core);
-        let shards = shard_count(cores.len(), shard_size);
+        let shards = count(cores.len(), shard_size);
         let base = cores.len() / shards;
         let bigger = cores.len() % shards;
         let capacity = |shard: usize| if shard < bigger { base + 1 } else { base };

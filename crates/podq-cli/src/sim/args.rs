@@ -62,7 +62,8 @@ pub(crate) struct SimArgs {
     #[arg(long, value_name = "N", default_value = "8")]
     pub(crate) shard_size: String,
     /// Cut cache shards on core boundaries (core, podq and today's kernel) or CPU boundaries
-    /// (cpu, the kernel before the core-boundary rule) [default: cpu for xeon-8321hc, else core].
+    /// (cpu: at most --shard-size CPUs each, the kernel before the core-boundary rule)
+    /// [default: cpu for xeon-8321hc, else core].
     #[arg(long, value_name = "core|cpu")]
     pub(crate) shard_by: Option<String>,
     /// Vary a parameter: shard-size=2,4,8,16 simulates cache_shard at each size.
