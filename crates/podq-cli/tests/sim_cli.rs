@@ -163,6 +163,39 @@ fn kernel_lines_follow_the_kernel_format_and_the_sweep_labels_shard_sizes() {
 }
 
 #[test]
+fn shards_cut_on_cpu_boundaries_are_named() {
+    // The published Xeon is simulated with the kernel's earlier shards by default: the report
+    // says so, and not for shards on core boundaries or without a cache_shard row.
+    let xeon = |extra: &[&'static str]| -> String {
+        let mut args = vec![
+            "sim",
+            "--machine",
+            "xeon-8321hc",
+            "--items",
+            "100",
+            "--uncertainty",
+            "0",
+        ];
+        args.extend_from_slice(extra);
+        podq_ok(&args)
+    };
+    let named = "cache shards cut on CPU boundaries, at most --shard-size CPUs each";
+    let by_cpu = xeon(&["--scopes", "cpu,cache_shard"]);
+    let sim_line = by_cpu
+        .lines()
+        .find(|l| l.starts_with("sim: "))
+        .expect("a sim line");
+    assert!(sim_line.contains(named), "{by_cpu}");
+    for extra in [
+        &["--scopes", "cpu,cache_shard", "--shard-by", "core"][..],
+        &["--scopes", "cpu,cache"][..],
+    ] {
+        let out = xeon(extra);
+        assert!(!out.contains(named), "{extra:?}: {out}");
+    }
+}
+
+#[test]
 fn uncertainty_gives_each_row_a_range_around_its_value() {
     let report = podq_json(&[
         "sim",

@@ -3,7 +3,7 @@
 
 use podq::AffinityScope;
 use podq_sim::published::ORDER_ERROR;
-use podq_sim::{Outcome, Profile, Scenario, SimMachine, Workload};
+use podq_sim::{Outcome, Profile, Scenario, ShardRule, SimMachine, Workload};
 use serde_json::{json, Value};
 
 use super::args::Settings;
@@ -133,9 +133,19 @@ impl Report<'_> {
                 ),
                 _ => ("producer thread", "items".to_owned()),
             };
+            // Shards cut on CPU boundaries are not podq's (nor today's kernel's): say so.
+            let by_cpu = self.rows.iter().any(|r| {
+                r.scenario.scope == AffinityScope::CacheShard
+                    && r.scenario.shard_rule == ShardRule::Cpus
+            });
+            let shards = if by_cpu {
+                "; cache shards cut on CPU boundaries, at most --shard-size CPUs each (--shard-by cpu)"
+            } else {
+                ""
+            };
             out.push_str(&format!(
                 "sim: profile {}, {}: {} x {} {unit}, {} ns of work per item, \
-                 seed {}, pull {}\n",
+                 seed {}, pull {}{shards}\n",
                 self.profile.name,
                 s.workload.name(),
                 plural(s.producers(), each),
