@@ -193,6 +193,34 @@ fn shards_cut_on_cpu_boundaries_are_named() {
         let out = xeon(extra);
         assert!(!out.contains(named), "{extra:?}: {out}");
     }
+    // JSON: each cache_shard row says how its shards were cut.
+    for (by, want) in [("cpu", "cpu"), ("core", "core")] {
+        let report = podq_json(&[
+            "sim",
+            "--machine",
+            "xeon-8321hc",
+            "--items",
+            "100",
+            "--uncertainty",
+            "0",
+            "--scopes",
+            "cpu,cache_shard",
+            "--shard-by",
+            by,
+            "--json",
+        ]);
+        let rows = report["results"].as_array().expect("results");
+        let shard = rows
+            .iter()
+            .find(|r| r["scope"] == "cache_shard")
+            .expect("a cache_shard row");
+        assert_eq!(shard["shard_by"], want, "{report}");
+        let cpu = rows
+            .iter()
+            .find(|r| r["scope"] == "cpu")
+            .expect("a cpu row");
+        assert!(cpu.get("shard_by").is_none(), "{report}");
+    }
 }
 
 #[test]
