@@ -166,7 +166,7 @@ fn kernel_lines_follow_the_kernel_format_and_the_sweep_labels_shard_sizes() {
 fn shards_cut_on_cpu_boundaries_are_named() {
     // The published Xeon is simulated with the kernel's earlier shards by default: the report
     // says so, and not for shards on core boundaries or without a cache_shard row.
-    let xeon = |extra: &[&'static str]| -> String {
+    let xeon = |extra: &[&'static str]| -> Vec<&'static str> {
         let mut args = vec![
             "sim",
             "--machine",
@@ -177,10 +177,10 @@ fn shards_cut_on_cpu_boundaries_are_named() {
             "0",
         ];
         args.extend_from_slice(extra);
-        podq_ok(&args)
+        args
     };
     let named = "cache shards cut on CPU boundaries, at most --shard-size CPUs each";
-    let by_cpu = xeon(&["--scopes", "cpu,cache_shard"]);
+    let by_cpu = podq_ok(&xeon(&["--scopes", "cpu,cache_shard"]));
     let sim_line = by_cpu
         .lines()
         .find(|l| l.starts_with("sim: "))
@@ -190,31 +190,24 @@ fn shards_cut_on_cpu_boundaries_are_named() {
         &["--scopes", "cpu,cache_shard", "--shard-by", "core"][..],
         &["--scopes", "cpu,cache"][..],
     ] {
-        let out = xeon(extra);
+        let out = podq_ok(&xeon(extra));
         assert!(!out.contains(named), "{extra:?}: {out}");
     }
     // JSON: each cache_shard row says how its shards were cut.
-    for (by, want) in [("cpu", "cpu"), ("core", "core")] {
-        let report = podq_json(&[
-            "sim",
-            "--machine",
-            "xeon-8321hc",
-            "--items",
-            "100",
-            "--uncertainty",
-            "0",
+    for by in ["cpu", "core"] {
+        let report = podq_json(&xeon(&[
             "--scopes",
             "cpu,cache_shard",
             "--shard-by",
             by,
             "--json",
-        ]);
+        ]));
         let rows = report["results"].as_array().expect("results");
         let shard = rows
             .iter()
             .find(|r| r["scope"] == "cache_shard")
             .expect("a cache_shard row");
-        assert_eq!(shard["shard_by"], want, "{report}");
+        assert_eq!(shard["shard_by"], by, "{report}");
         let cpu = rows
             .iter()
             .find(|r| r["scope"] == "cpu")
