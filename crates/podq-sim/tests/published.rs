@@ -6,6 +6,8 @@
 //! the cells the model is known to miss, each held at its own wider bar so that a miss cannot
 //! grow unseen (and `podq sim --published` prints every one).
 
+use std::sync::OnceLock;
+
 use podq::AffinityScope;
 use podq_sim::kernel_fit::{FIT_ITEMS, FREE};
 use podq_sim::published::{
@@ -28,6 +30,18 @@ const CALIBRATION_MISSES: [(&str, AffinityScope, f64); 1] =
 const HELD_OUT_MISSES: [(&str, AffinityScope, f64); 1] =
     [("xeon-8321hc", AffinityScope::CacheShard, 0.42)];
 
+/// The calibration at the fit's scale, simulated once for every test that reads it.
+fn calibration() -> &'static [CellCheck] {
+    static CELLS: OnceLock<Vec<CellCheck>> = OnceLock::new();
+    CELLS.get_or_init(|| check(&Profile::kernel(), FIT_ITEMS, 1).unwrap())
+}
+
+/// The leave-one-machine-out check at the fit's scale, simulated once.
+fn held_out() -> &'static [CellCheck] {
+    static CELLS: OnceLock<Vec<CellCheck>> = OnceLock::new();
+    CELLS.get_or_init(|| leave_one_out(FIT_ITEMS, 1).unwrap())
+}
+
 fn assert_within(cells: &[CellCheck], bar: f64, misses: &[(&str, AffinityScope, f64)]) {
     for cell in cells {
         let allowed = misses
@@ -49,25 +63,22 @@ fn assert_within(cells: &[CellCheck], bar: f64, misses: &[(&str, AffinityScope, 
 
 #[test]
 fn every_calibration_cell_is_within_its_bar() {
-    let cells = check(&Profile::kernel(), FIT_ITEMS, 1).unwrap();
+    let cells = calibration();
     assert_eq!(cells.len(), 12);
-    assert_within(&cells, CALIBRATION_BAR, &CALIBRATION_MISSES);
+    assert_within(cells, CALIBRATION_BAR, &CALIBRATION_MISSES);
 }
 
 #[test]
 fn every_held_out_cell_is_within_its_bar() {
-    let cells = leave_one_out(FIT_ITEMS, 1).unwrap();
+    let cells = held_out();
     assert_eq!(cells.len(), 12);
-    assert_within(&cells, HELD_OUT_BAR, &HELD_OUT_MISSES);
+    assert_within(cells, HELD_OUT_BAR, &HELD_OUT_MISSES);
 }
 
 #[test]
 fn the_xeon_keeps_its_published_order_in_both_checks() {
-    for cells in [
-        check(&Profile::kernel(), FIT_ITEMS, 1).unwrap(),
-        leave_one_out(FIT_ITEMS, 1).unwrap(),
-    ] {
-        let flips: Vec<_> = order_flips(&cells, 0.10)
+    for cells in [calibration(), held_out()] {
+        let flips: Vec<_> = order_flips(cells, 0.10)
             .into_iter()
             .filter(|(lo, _)| lo.machine == "xeon-8321hc")
             .collect();
@@ -80,13 +91,13 @@ fn the_order_error_is_the_validations() {
     // At the fit's scale the held-out misjudgment is within 5 % under the constant taken at
     // the published 50,000: a model that misjudges more, or much less, than the constant says
     // fails until the constant follows.
-    let (factor, pair) = order_error(&leave_one_out(FIT_ITEMS, 1).unwrap());
+    let (factor, pair) = order_error(held_out());
     assert!(
         factor <= ORDER_ERROR && factor > ORDER_ERROR / 1.05,
         "held out, the model misjudges {pair:?} by {factor:.3}x; ORDER_ERROR is {ORDER_ERROR}"
     );
     // The calibration misjudges less than the held-out check.
-    let (calibrated, _) = order_error(&check(&Profile::kernel(), FIT_ITEMS, 1).unwrap());
+    let (calibrated, _) = order_error(calibration());
     assert!(calibrated <= factor, "{calibrated} > {factor}");
 }
 
@@ -95,11 +106,9 @@ fn the_other_published_runs_are_within_the_held_out_bar_and_keep_their_order() {
     // Never fitted: the calibrated costs and the costs fitted without the run's machine both
     // predict it within the held-out bar, cell by cell, and keep every order published more
     // than 10 % apart.
-    let fitted = check(&Profile::kernel(), FIT_ITEMS, 1).unwrap();
-    let held_out = leave_one_out(FIT_ITEMS, 1).unwrap();
     for (run, source) in &OTHER_RUNS {
         assert!(against_run(&[], run).is_none(), "no simulation of {source}");
-        for cells in [&fitted, &held_out] {
+        for cells in [calibration(), held_out()] {
             let cells = against_run(cells, run).expect("the run's machine has a table");
             assert_eq!(cells.len(), run.cells.len(), "{source}");
             assert_within(&cells, HELD_OUT_BAR, &[]);
