@@ -192,6 +192,31 @@ pub enum ShardRule {
     Cpus,
 }
 
+impl ShardRule {
+    /// Every rule, in the order `podq sim --shard-by` lists them.
+    pub const ALL: [ShardRule; 2] = [ShardRule::Cores, ShardRule::Cpus];
+
+    /// The rule's name in `podq sim --shard-by` and its JSON: `core` or `cpu`.
+    ///
+    /// ```
+    /// use podq_sim::ShardRule;
+    /// assert_eq!(ShardRule::Cpus.name(), "cpu");
+    /// assert_eq!(ShardRule::by_name("core"), Some(ShardRule::Cores));
+    /// assert_eq!(ShardRule::by_name("die"), None);
+    /// ```
+    pub fn name(self) -> &'static str {
+        match self {
+            ShardRule::Cores => "core",
+            ShardRule::Cpus => "cpu",
+        }
+    }
+
+    /// The rule named `name` ([`ShardRule::name`]), if any.
+    pub fn by_name(name: &str) -> Option<ShardRule> {
+        ShardRule::ALL.into_iter().find(|r| r.name() == name)
+    }
+}
+
 /// One configuration to simulate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Scenario {

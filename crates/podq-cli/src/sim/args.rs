@@ -210,13 +210,13 @@ impl Settings {
         }
         let shard_by = match args.shard_by.as_deref() {
             None => None,
-            Some("core") => Some(ShardRule::Cores),
-            Some("cpu") => Some(ShardRule::Cpus),
-            Some(other) => {
-                return Err(CliError::Usage(format!(
-                    "unknown --shard-by '{other}': expected one of core, cpu"
-                )))
-            }
+            Some(name) => Some(ShardRule::by_name(name).ok_or_else(|| {
+                let names: Vec<&str> = ShardRule::ALL.iter().map(|r| r.name()).collect();
+                CliError::Usage(format!(
+                    "unknown --shard-by '{name}': expected one of {}",
+                    names.join(", ")
+                ))
+            })?),
         };
         let profile =
             match (args.profile.as_deref(), &args.calibrate) {

@@ -463,11 +463,7 @@ impl Report<'_> {
         };
         if s.scope == AffinityScope::CacheShard {
             map.insert("shard_size".into(), s.shard_size.into());
-            let by = match s.shard_rule {
-                ShardRule::Cores => "core",
-                ShardRule::Cpus => "cpu",
-            };
-            map.insert("shard_by".into(), by.into());
+            map.insert("shard_by".into(), s.shard_rule.name().into());
         }
         if s.workload.is_spawned() {
             match s.workload {
