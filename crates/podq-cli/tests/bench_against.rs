@@ -51,4 +51,9 @@ fn a_bench_report_rebuilds_in_the_simulator_with_its_pods() {
     let notes = against["notes"].as_array().unwrap();
     assert!(notes.is_empty(), "the rebuild forms other pods: {notes:?}");
     assert_eq!(against["cells"].as_array().unwrap().len(), podq_rows);
+    let costs = against["costs"].as_str().unwrap();
+    assert!(
+        costs.contains("not fitted to this machine") && costs.contains("--calibrate"),
+        "uncalibrated costs must say so and name the way to fit them: {costs}"
+    );
 }

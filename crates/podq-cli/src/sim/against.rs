@@ -270,7 +270,9 @@ pub(crate) fn run(
         .collect();
     let basis = match &calibration {
         Some(c) => format!("podq's costs fitted on {}", c.file),
-        None => "podq's mechanisms with the kernel profile's costs (no --calibrate)".to_owned(),
+        None => "podq's mechanisms with the kernel profile's costs, not fitted to this machine \
+                 (--calibrate with a queue run of it fits podq's own first)"
+            .to_owned(),
     };
     let out = if settings.json {
         let cells: Vec<Value> = rows
