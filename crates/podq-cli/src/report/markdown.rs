@@ -346,12 +346,12 @@ fn prediction(step: &Value) -> String {
         return format!("\nNo prediction: {err}\n");
     }
     let mut out = format!(
-        "\n`podq sim --against DIR/{}` predicted podq on this machine with {} ({}):\n\n\
+        "\n`podq sim --against DIR/{}` predicted podq on this machine ({}) with {}:\n\n\
          | scope | pull | predicted items/s | measured items/s | error | locks per item | found held | call p50 |\n\
          |---|---|---|---|---|---|---|---|\n",
         step["bench_file"].as_str().unwrap_or("?"),
-        p["costs"].as_str().unwrap_or("?"),
         p["family_reason"].as_str().unwrap_or("?"),
+        p["costs"].as_str().unwrap_or("?"),
     );
     for cell in p["cells"].as_array().into_iter().flatten() {
         let scope = cell["scope"].as_str().unwrap_or("?");
