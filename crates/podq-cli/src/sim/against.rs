@@ -274,6 +274,7 @@ pub(crate) fn run(
                  (--calibrate with a queue run of it fits podq's own first)"
             .to_owned(),
     };
+    let order = super::OrderError::of(profile.name, calibration.is_some());
     let out = if settings.json {
         let cells: Vec<Value> = rows
             .iter()
@@ -310,6 +311,8 @@ pub(crate) fn run(
             "family": family,
             "family_reason": why,
             "costs": basis,
+            "order_error": order.factor,
+            "order_error_measured_on": order.measured_on,
             "notes": notes,
             "cells": cells,
         });
@@ -321,6 +324,11 @@ pub(crate) fn run(
             machine.platform_source()
         );
         out.push_str(&format!("costs: {basis}\n"));
+        out.push_str(&format!(
+            "order error: {}x ({}): two scopes predicted closer than this may be the other way \
+             round\n",
+            order.factor, order.measured_on
+        ));
         for note in &notes {
             out.push_str(&format!("note: {note}\n"));
         }

@@ -12,16 +12,18 @@ mod args;
 mod bench_file;
 mod caches;
 mod calibrate;
+mod order;
 mod plot;
 mod published;
 mod report;
 
 use podq::{AffinityScope, Topology};
-use podq_sim::published::{ORDER_ERROR, XEON_8321HC};
+use podq_sim::published::XEON_8321HC;
 use podq_sim::{simulate, Outcome, Profile, Scenario, ShardRule, SimMachine, Workload};
 
 use self::args::Settings;
 pub(crate) use self::args::SimArgs;
+use self::order::OrderError;
 use crate::error::CliError;
 
 /// One simulated configuration and its outcome.
@@ -87,6 +89,7 @@ pub(crate) fn run(args: &SimArgs) -> Result<(), CliError> {
         Some(path) => Some(calibrate::fit(path, &machine, &mut profile, default_rule)?),
         None => None,
     };
+    let order = OrderError::of(profile.name, calibration.is_some());
     let outcomes = simulate_all(&machine, &profile, &scenarios)?;
     let mut rows: Vec<Row> = scenarios
         .iter()
@@ -110,8 +113,8 @@ pub(crate) fn run(args: &SimArgs) -> Result<(), CliError> {
         flips = spread.flips();
         verdict = best_row(&rows).map(|best| report::Verdict {
             first_in_every_draw: spread.always_first(best),
-            within_error: spread.within(best, ORDER_ERROR),
-            beyond_error: spread.beyond(best, ORDER_ERROR),
+            within_error: spread.within(best, order.factor),
+            beyond_error: spread.beyond(best, order.factor),
         });
     }
     if let Some(path) = &settings.plot {
@@ -124,6 +127,7 @@ pub(crate) fn run(args: &SimArgs) -> Result<(), CliError> {
         rows: &rows,
         flips: &flips,
         verdict,
+        order,
         calibration: calibration.as_ref(),
     };
     let out = if settings.json {

@@ -2,12 +2,12 @@
 //! `"system": "sim"` and the profile.
 
 use podq::AffinityScope;
-use podq_sim::published::ORDER_ERROR;
 use podq_sim::{Outcome, Profile, Scenario, ShardRule, SimMachine, Workload};
 use serde_json::{json, Value};
 
 use super::args::Settings;
 use super::calibrate::Calibration;
+use super::order::OrderError;
 use super::Row;
 
 /// Everything a report shows.
@@ -24,6 +24,8 @@ pub(crate) struct Report<'a> {
     pub(crate) flips: &'a [(usize, usize)],
     /// With ranges: how the fastest row stands against the others.
     pub(crate) verdict: Option<Verdict>,
+    /// How far ahead a row must be to be ranked, for the costs the rows ran with.
+    pub(crate) order: OrderError,
     /// The fit of `--calibrate`.
     pub(crate) calibration: Option<&'a Calibration>,
 }
@@ -33,7 +35,7 @@ pub(crate) struct Verdict {
     /// Whether it is ahead of every other row in every draw.
     pub(crate) first_in_every_draw: bool,
     /// The rows it is not ahead of by more than the model's order error
-    /// ([`ORDER_ERROR`]) in every draw.
+    /// ([`OrderError`]) in every draw.
     pub(crate) within_error: Vec<usize>,
     /// The rows it is ahead of by more than the order error in every draw.
     pub(crate) beyond_error: Vec<usize>,
@@ -188,8 +190,9 @@ impl Report<'_> {
                 (Some(v), Some(percent)) if v.first_in_every_draw && v.within_error.is_empty() => {
                     out.push_str(&format!(
                         "fastest: {label} in every draw with parameters {}, and by more than the \
-                         model's order error ({ORDER_ERROR}x): {line}\n",
-                        self.moved(percent)
+                         model's order error ({}x): {line}\n",
+                        self.moved(percent),
+                        self.order.factor
                     ));
                 }
                 (Some(v), Some(percent)) => {
@@ -202,14 +205,15 @@ impl Report<'_> {
                     }
                     if !v.within_error.is_empty() {
                         why.push(format!(
-                            "{} {} within its order error ({ORDER_ERROR}x: the most it \
-                             misjudged two scopes of a published machine it was not fitted on)",
+                            "{} {} within its order error ({}x: {})",
                             self.labels(&v.within_error),
                             if v.within_error.len() == 1 {
                                 "is"
                             } else {
                                 "are"
-                            }
+                            },
+                            self.order.factor,
+                            self.order.measured_on
                         ));
                     }
                     out.push_str(&format!(
@@ -220,8 +224,9 @@ impl Report<'_> {
                     if !v.beyond_error.is_empty() {
                         out.push_str(&format!(
                             "slower beyond the model's error: {} (behind {label} by more than \
-                             {ORDER_ERROR}x in every draw)\n",
-                            self.labels(&v.beyond_error)
+                             {}x in every draw)\n",
+                            self.labels(&v.beyond_error),
+                            self.order.factor
                         ));
                     }
                 }
@@ -426,7 +431,8 @@ impl Report<'_> {
             "environment": podq::scope::env_line(row.scenario.scope, row.scenario.shard_size),
             "recommended": v.first_in_every_draw && v.within_error.is_empty(),
             "first_in_every_draw": v.first_in_every_draw,
-            "order_error": ORDER_ERROR,
+            "order_error": self.order.factor,
+            "order_error_measured_on": self.order.measured_on,
             "within_error": self.names(&v.within_error),
             "slower_beyond_error": self.names(&v.beyond_error),
         }))
