@@ -23,25 +23,46 @@ fn against(file: &str, extra: &[&str]) -> serde_json::Value {
     podq_json(&args)
 }
 
+/// The recorded workloads `podq sim --against` predicts.
+const PREDICTED: [&str; 11] = [
+    "queue",
+    "queue-1",
+    "flood",
+    "flood-1",
+    "sweep",
+    "skew",
+    "fanout",
+    "rpc",
+    "chain",
+    "yield",
+    "spawn-local",
+];
+
 #[test]
-fn the_uncalibrated_podq_profile_ranks_by_its_worst_miss_on_the_measured_queue_runs() {
+fn the_uncalibrated_podq_profile_ranks_by_its_worst_miss_on_the_measured_machines() {
     let mut worst = (1.0, String::new());
     let mut factor = None;
     let mut files = 0;
     for machine in std::fs::read_dir(machines()).expect("docs/machines") {
-        let queue = machine.expect("an entry").path().join("bench/queue.json");
-        if !queue.exists() {
-            continue;
-        }
-        files += 1;
-        let report = against(queue.to_str().expect("a UTF-8 path"), &[]);
-        factor = report["order_error"].as_f64();
-        let (miss, pair) = order_error(&report);
-        if miss > worst.0 {
-            worst = (miss, format!("{pair} in {}", queue.display()));
+        let bench = machine.expect("an entry").path().join("bench");
+        for workload in PREDICTED {
+            let file = bench.join(format!("{workload}.json"));
+            if !file.exists() {
+                continue;
+            }
+            files += 1;
+            let report = against(file.to_str().expect("a UTF-8 path"), &[]);
+            factor = report["order_error"].as_f64();
+            let (miss, pair) = order_error(&report);
+            if miss > worst.0 {
+                worst = (miss, format!("{pair} in {}", file.display()));
+            }
         }
     }
-    assert!(files >= 2, "the measured machines' queue runs: {files}");
+    assert!(
+        files >= 2 * PREDICTED.len(),
+        "the measured machines' runs: {files}"
+    );
     let factor = factor.expect("the report's order error");
     assert!(
         worst.0 <= factor && worst.0 * 1.05 >= factor,

@@ -12,9 +12,9 @@ use podq_sim::published::ORDER_ERROR;
 pub(crate) const CALIBRATED_ORDER_ERROR: f64 = 3.0;
 
 /// The most podq's mechanisms with the kernel profile's costs (the `podq` profile without
-/// `--calibrate`) misjudged the ratio of two scopes of a measured machine's `queue` run: 85.8x
-/// (`system` against `smt`, `podq sim --against docs/machines/xeon-16cpu/bench/queue.json
-/// --uncertainty 0`), rounded up.
+/// `--calibrate`) misjudged the ratio of two scopes in a measured machine's runs (every
+/// workload it predicts in `docs/machines/*/bench`): 85.8x (`queue`, `system` against `smt`:
+/// `podq sim --against docs/machines/xeon-16cpu/bench/queue.json --uncertainty 0`), rounded up.
 pub(crate) const UNCALIBRATED_ORDER_ERROR: f64 = 86.0;
 
 /// The factor and what it was measured on.
