@@ -3,7 +3,7 @@
 //! up, so a recommendation holds on the machines that were measured. The `kernel` profile's
 //! factor is checked on the published tables (`podq-sim`'s `tests/published.rs`); the
 //! calibrated `podq` profile's on the 2-CPU VM by `sim_flood_from_queue.rs` and on the 16-CPU
-//! Xeon here, ignored (three fits of about three minutes each in release).
+//! Xeon here, ignored (three fits: 260 s in release on 2 CPUs).
 
 mod cli_support;
 
@@ -73,7 +73,7 @@ fn the_uncalibrated_podq_profile_ranks_by_its_worst_miss_on_the_measured_machine
 }
 
 #[test]
-#[ignore = "three fits of about three minutes each in release: cargo test --release -p podq-cli --test sim_order_error -- --ignored"]
+#[ignore = "three fits, 260 s in release on 2 CPUs: cargo test --release -p podq-cli --test sim_order_error -- --ignored"]
 fn the_calibrated_podq_profile_ranks_by_its_worst_miss_on_the_xeons_floods() {
     let dir = machines().join("xeon-16cpu/flood-from-queue");
     let reports: Vec<serde_json::Value> = std::thread::scope(|scope| {

@@ -10,6 +10,7 @@ use podq_sim::fit::{fit_rough, log_error, Bound};
 use podq_sim::{
     simulate, Costs, Locality, Param, Profile, Scenario, ShardRule, SimMachine, Workload,
 };
+use rayon::prelude::*;
 use serde_json::{json, Value};
 
 use crate::error::CliError;
@@ -343,9 +344,10 @@ pub(crate) fn fit(
             },
         )
         .collect();
+    // The distinct simulations of a round at once: a fit runs some 600 rounds.
     let run = |profile: &Profile| -> Vec<Target> {
         let outcomes: Vec<Target> = unique
-            .iter()
+            .par_iter()
             .map(|&i| {
                 simulate(machine, profile, &targets[i].0).map_or(Target::default(), |o| Target {
                     items_per_sec: o.items_per_sec,

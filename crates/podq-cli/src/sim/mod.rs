@@ -20,6 +20,7 @@ mod report;
 use podq::{AffinityScope, Topology};
 use podq_sim::published::XEON_8321HC;
 use podq_sim::{simulate, Outcome, Profile, Scenario, ShardRule, SimMachine, Workload};
+use rayon::prelude::*;
 
 use self::args::Settings;
 pub(crate) use self::args::SimArgs;
@@ -150,14 +151,15 @@ pub(crate) fn best_row(rows: &[Row]) -> Option<usize> {
 }
 
 /// Simulates each of `scenarios`, once for scenarios that differ only by a scope with the same
-/// pods (numa and system on a one-node machine), whose outcomes are the same.
+/// pods (numa and system on a one-node machine), whose outcomes are the same; the distinct
+/// ones at once, one per CPU.
 pub(crate) fn simulate_all(
     machine: &SimMachine,
     profile: &Profile,
     scenarios: &[Scenario],
 ) -> Result<Vec<Outcome>, CliError> {
-    let mut done: Vec<(Scenario, Vec<podq::CpuSet>, Outcome)> = Vec::new();
-    let mut out = Vec::with_capacity(scenarios.len());
+    let mut distinct: Vec<(Scenario, Vec<podq::CpuSet>)> = Vec::new();
+    let mut slot = Vec::with_capacity(scenarios.len());
     for scenario in scenarios {
         let pods = match (scenario.scope, scenario.shard_rule) {
             (AffinityScope::CacheShard, ShardRule::Cpus) => {
@@ -166,7 +168,7 @@ pub(crate) fn simulate_all(
             (scope, _) => podq::Pods::new(machine.topology(), scope, scenario.shard_size),
         }?;
         let sets: Vec<podq::CpuSet> = pods.pods().iter().map(|p| p.cpus().clone()).collect();
-        let same = done.iter().find(|(s, p, _)| {
+        let same = distinct.iter().position(|(s, p)| {
             *p == sets
                 && Scenario {
                     scope: scenario.scope,
@@ -174,17 +176,17 @@ pub(crate) fn simulate_all(
                     ..*s
                 } == *scenario
         });
-        let outcome = match same {
-            Some((_, _, outcome)) => *outcome,
-            None => {
-                let outcome = simulate(machine, profile, scenario).map_err(sim_error)?;
-                done.push((*scenario, sets, outcome));
-                outcome
-            }
-        };
-        out.push(outcome);
+        slot.push(same.unwrap_or_else(|| {
+            distinct.push((*scenario, sets));
+            distinct.len() - 1
+        }));
     }
-    Ok(out)
+    let outcomes = distinct
+        .par_iter()
+        .map(|(scenario, _)| simulate(machine, profile, scenario))
+        .collect::<Result<Vec<Outcome>, _>>()
+        .map_err(sim_error)?;
+    Ok(slot.iter().map(|&i| outcomes[i]).collect())
 }
 
 /// The machine `--machine` or `--sysfs` names, and its default shard rule.
