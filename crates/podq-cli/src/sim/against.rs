@@ -6,6 +6,7 @@
 use std::path::Path;
 
 use podq::{AffinityScope, Pods, Topology};
+use podq_sim::published::{order_error, CellCheck};
 use podq_sim::{Locality, Profile, Scenario, ShardRule, SimMachine, Workload};
 use serde_json::{json, Value};
 
@@ -275,6 +276,21 @@ pub(crate) fn run(
             .to_owned(),
     };
     let order = super::OrderError::of(profile.name, calibration.is_some());
+    // How far this file's ratios of two configurations of one workload were misjudged, as
+    // the published tables' order error counts it.
+    let checks: Vec<CellCheck> = rows
+        .iter()
+        .map(|r| CellCheck {
+            machine: r.scenario.workload.name(),
+            scope: r.scenario.scope,
+            published: r.median,
+            simulated: r.predicted,
+            published_p50: 0,
+            simulated_p50: 0,
+        })
+        .collect();
+    let (missed, pair) = order_error(&checks);
+    let pair = pair.map(|(a, b)| format!("{} against {}", a.scope.name(), b.scope.name()));
     let out = if settings.json {
         let cells: Vec<Value> = rows
             .iter()
@@ -313,6 +329,8 @@ pub(crate) fn run(
             "costs": basis,
             "order_error": order.factor,
             "order_error_measured_on": order.measured_on,
+            "order_missed": missed,
+            "order_missed_pair": pair,
             "notes": notes,
             "cells": cells,
         });
@@ -326,8 +344,10 @@ pub(crate) fn run(
         out.push_str(&format!("costs: {basis}\n"));
         out.push_str(&format!(
             "order error: {}x ({}): two scopes predicted closer than this may be the other way \
-             round\n",
-            order.factor, order.measured_on
+             round; here the ratio of two was misjudged by up to {missed:.2}x{}\n",
+            order.factor,
+            order.measured_on,
+            pair.as_deref().map_or(String::new(), |p| format!(" ({p})"))
         ));
         for note in &notes {
             out.push_str(&format!("note: {note}\n"));

@@ -204,26 +204,3 @@ pub(crate) fn pod_lists(report: &serde_json::Value, scope: &str) -> Vec<String> 
         .map(|pod| pod["cpu_list"].as_str().expect("a CPU list").to_owned())
         .collect()
 }
-
-/// The most by which the cells of one `podq sim --against --json` report misjudge the ratio of
-/// two configurations of the same workload and pull setting (predicted ratio over measured
-/// ratio, the larger way round), with the pair's scopes.
-pub(crate) fn order_error(against: &serde_json::Value) -> (f64, String) {
-    let cells = against["cells"].as_array().expect("cells");
-    let rate = |c: &serde_json::Value, key: &str| c[key].as_f64().expect("a rate");
-    let mut worst = (1.0, String::new());
-    for a in cells {
-        for b in cells {
-            if a["workload"] != b["workload"] || a["pull"] != b["pull"] {
-                continue;
-            }
-            let predicted = rate(a, "predicted_items_per_sec") / rate(b, "predicted_items_per_sec");
-            let measured = rate(a, "measured_items_per_sec") / rate(b, "measured_items_per_sec");
-            let factor = predicted / measured;
-            if factor > worst.0 {
-                worst = (factor, format!("{} against {}", a["scope"], b["scope"]));
-            }
-        }
-    }
-    worst
-}
