@@ -56,4 +56,32 @@ fn a_bench_report_rebuilds_in_the_simulator_with_its_pods() {
         costs.contains("not fitted to this machine") && costs.contains("--calibrate"),
         "uncalibrated costs must say so and name the way to fit them: {costs}"
     );
+    // The model string's clock, where it states one, against the kernel costs' (Grace's).
+    let mut stated = report.clone();
+    stated["machine"]["model"] = "Intel(R) Xeon(R) Platinum 8321HC CPU @ 1.40GHz".into();
+    std::fs::write(&path, stated.to_string()).unwrap();
+    let clocked = podq_json(&[
+        "sim",
+        "--against",
+        path.to_str().unwrap(),
+        "--uncertainty",
+        "0",
+        "--json",
+    ]);
+    assert_eq!(clocked["family"], "xeon-8321hc");
+    assert_eq!(clocked["clock_ghz"], 1.4);
+    let factor = clocked["work_factor"].as_f64().unwrap();
+    assert!((factor - 3.0816 / 1.4).abs() < 0.01, "{factor}");
+    stated["machine"]["model"] = "Intel(R) Xeon(R) Processor".into();
+    std::fs::write(&path, stated.to_string()).unwrap();
+    let unstated = podq_json(&[
+        "sim",
+        "--against",
+        path.to_str().unwrap(),
+        "--uncertainty",
+        "0",
+        "--json",
+    ]);
+    assert!(unstated["clock_ghz"].is_null(), "{}", unstated["clock_ghz"]);
+    assert_eq!(unstated["work_factor"], 1.0);
 }

@@ -434,7 +434,7 @@ fn configurations_closer_than_the_order_error_are_not_ranked() {
         "{text}"
     );
     assert!(
-        verdict.contains("cache_shard is within its order error (1.33x"),
+        verdict.contains("cache_shard is within its order error (1.23x"),
         "{text}"
     );
     let slower = text
@@ -448,7 +448,7 @@ fn configurations_closer_than_the_order_error_are_not_ranked() {
         text.lines().any(|l| l
             == "fastest: cpu in every draw with parameters moved by up to 20% (fitted costs \
                 across all their fits' values too), and by more than the model's order error \
-                (1.33x): PODQ_SCOPE=cpu PODQ_SHARD_SIZE=8"),
+                (1.23x): PODQ_SCOPE=cpu PODQ_SHARD_SIZE=8"),
         "{text}"
     );
     assert!(!text.contains("slower beyond"), "{text}");
@@ -458,7 +458,7 @@ fn configurations_closer_than_the_order_error_are_not_ranked() {
     assert_eq!(verdict["fastest"], "cpu", "{report}");
     assert_eq!(verdict["recommended"], false, "{report}");
     assert_eq!(verdict["first_in_every_draw"], true, "{report}");
-    assert_eq!(verdict["order_error"], 1.33, "{report}");
+    assert_eq!(verdict["order_error"], 1.23, "{report}");
     assert_eq!(verdict["within_error"], serde_json::json!(["cache_shard"]));
     assert_eq!(
         verdict["slower_beyond_error"],

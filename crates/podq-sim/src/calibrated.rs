@@ -44,9 +44,9 @@ const FIXED: Costs = Costs {
 
 /// The Linux workqueue's costs, fitted on both tables.
 pub(crate) const KERNEL: Costs = derived(Costs {
-    wake_call_ns: 2009.6035010793305,
-    lines_per_handover: 11.41164613291361,
-    active_lines: 3.262202849809708,
+    wake_call_ns: 884.1662610153068,
+    lines_per_handover: 11.728468162183194,
+    active_lines: 3.224592272793434,
     ..FIXED
 });
 
@@ -60,9 +60,9 @@ const GRACE_ONLY: Costs = derived(Costs {
 
 /// Fitted on the Xeon table alone.
 const XEON_ONLY: Costs = derived(Costs {
-    wake_call_ns: 2067.008527118743,
-    lines_per_handover: 11.277291162391336,
-    active_lines: 3.248939846991143,
+    wake_call_ns: 918.0971977004705,
+    lines_per_handover: 11.756660019062014,
+    active_lines: 3.0849526526305846,
     ..FIXED
 });
 

@@ -53,6 +53,12 @@ pub struct Platform {
     /// How much longer a thread's own instructions take while an SMT sibling of its CPU runs
     /// another thread: two threads sharing a core each get part of it. 1 without SMT.
     pub smt_slowdown: f64,
+    /// The part's clock with every core busy, in GHz: its base clock, the operating point its
+    /// power limit is defined at ([`Platform::part_clock_ghz`]). A thread's own instructions
+    /// take the time a profile's costs give them at the profile's clock
+    /// ([`Profile::clock_ghz`](crate::Profile::clock_ghz)) times that clock over this one;
+    /// `None`: unknown, taken as the profile's.
+    pub clock_ghz: Option<f64>,
 }
 
 /// The generic Arm WFI state of the kernel's Arm cpuidle drivers (`ARM_CPUIDLE_WFI_STATE` in
@@ -119,6 +125,7 @@ impl Platform {
                 idle_states,
                 exit_factor: 1.0,
                 smt_slowdown: SMT_SLOWDOWN,
+                clock_ghz: Platform::part_clock_ghz(name),
             };
         match name {
             // Grace: 30-60 ns across Graviton 4's CMN-700 mesh (Chips and Cheese, "Arm's
@@ -158,6 +165,34 @@ impl Platform {
         }
     }
 
+    /// The base clock of the part the machine called `name` is, where a public figure gives
+    /// it; families and descriptions have none.
+    pub fn part_clock_ghz(name: &str) -> Option<f64> {
+        match name {
+            // NVIDIA gives the Grace CPU Superchip 7.1 TFLOPS of FP64 peak over its 144
+            // Neoverse V2 cores, each with four 128-bit SVE2 pipes (16 FP64 operations per
+            // cycle by fused multiply-add): 3.08 GHz on every core at once.
+            "grace" => Some(7.1e3 / (144.0 * 16.0)),
+            // The part's brand string, "Intel(R) Xeon(R) Platinum 8321HC CPU @ 1.40GHz" (as
+            // Meta's DCPerf documentation prints it from such machines): Intel's base
+            // frequency, the operating point its TDP is defined at. Turbo is not modelled.
+            "xeon-8321hc" => Some(1.40),
+            // AMD's specifications: base clocks 4.5 GHz (Ryzen 9 7950X), 3.8 GHz (3900X).
+            "ryzen-7950x" => Some(4.5),
+            "ryzen-3900x" => Some(3.8),
+            _ => None,
+        }
+    }
+
+    /// How much longer a thread's own instructions take here than at `costs_ghz`, the clock a
+    /// profile's costs are at: `costs_ghz` over this part's clock; 1 when either is unknown.
+    pub fn work_factor(&self, costs_ghz: Option<f64>) -> f64 {
+        match (costs_ghz, self.clock_ghz) {
+            (Some(at), Some(here)) if here > 0.0 => at / here,
+            _ => 1.0,
+        }
+    }
+
     /// The exit latency of the state an idle CPU is in when its recent idle periods average
     /// `predicted_ns`: the deepest state whose target residency that reaches, as the cpuidle
     /// governors choose (the shallowest when none does).
@@ -170,8 +205,8 @@ impl Platform {
             .map_or(0.0, |s| s.exit_ns * self.exit_factor)
     }
 
-    /// This platform with every line latency and the idle exits multiplied by their own
-    /// `factor()` (for `--uncertainty`), in the order of the fields.
+    /// This platform with every line latency, the idle exits, the SMT slowdown and the clock
+    /// multiplied by their own `factor()` (for `--uncertainty`), in the order of the fields.
     pub fn moved(&self, mut factor: impl FnMut() -> f64) -> Platform {
         Platform {
             same_core_ns: self.same_core_ns * factor(),
@@ -180,6 +215,10 @@ impl Platform {
             other_node_ns: self.other_node_ns * factor(),
             exit_factor: self.exit_factor * factor(),
             smt_slowdown: 1.0 + (self.smt_slowdown - 1.0) * factor(),
+            clock_ghz: {
+                let f = factor();
+                self.clock_ghz.map(|c| c * f)
+            },
             ..*self
         }
     }
@@ -304,6 +343,23 @@ impl Param {
 }
 
 impl Costs {
+    /// These costs on a core whose own instructions take `factor` times as long
+    /// ([`Platform::work_factor`]): every software cost scaled, the lines and the scheduler's
+    /// slice (a time) kept.
+    pub fn at_work_factor(&self, factor: f64) -> Costs {
+        Costs {
+            critical_section_ns: self.critical_section_ns * factor,
+            wake_call_ns: self.wake_call_ns * factor,
+            wake_idle_ns: self.wake_idle_ns * factor,
+            switch_ns: self.switch_ns * factor,
+            producer_item_ns: self.producer_item_ns * factor,
+            worker_item_ns: self.worker_item_ns * factor,
+            spawn_ns: self.spawn_ns * factor,
+            spin_ns: self.spin_ns * factor,
+            ..*self
+        }
+    }
+
     /// How long a thread runs before the scheduler gives its CPU to a waiting one, on a
     /// machine of `cpus` CPUs: [`Costs::slice_ns`] x (1 + log2(min(`cpus`, 8))), rounded down,
     /// the default logarithmic scaling of Linux's `sysctl_sched_base_slice` (3 ms from 8 CPUs

@@ -83,6 +83,11 @@ pub struct Profile {
     /// the fit tried that matches the run as closely as the run's own repeats agree. A range
     /// spans at least that much of it ([`uncertainty::spread`](crate::uncertainty::spread)).
     pub fit_spread: Cow<'static, [(Param, f64, f64)]>,
+    /// The clock, in GHz, of the core the costs' software figures are at: a machine of
+    /// another clock runs them that much faster or slower
+    /// ([`Platform::work_factor`](crate::Platform::work_factor)); `None`: the clock of
+    /// whatever machine is simulated.
+    pub clock_ghz: Option<f64>,
 }
 
 /// The `spin_loop` pauses of a `podq bench` producer's wait on its item's completion before it
@@ -113,12 +118,14 @@ impl Profile {
     }
 
     /// The Linux workqueue, calibrated on the two published `test_workqueue` tables only
-    /// ([`crate::published`]); `podq sim --published` prints the error per cell.
+    /// ([`crate::published`]); `podq sim --published` prints the error per cell. Its costs are
+    /// at Grace's clock.
     pub fn kernel() -> Profile {
         Profile {
             name: "kernel",
             costs: crate::calibrated::KERNEL,
             fit_spread: Cow::Borrowed(&crate::calibrated::FIT_SPREAD),
+            clock_ghz: crate::Platform::part_clock_ghz("grace"),
             mechanism: Mechanism {
                 wake_under_lock: true,
                 push_lanes: false,
@@ -155,6 +162,7 @@ impl Profile {
                 ..crate::calibrated::KERNEL
             },
             fit_spread: Cow::Borrowed(&crate::calibrated::FIT_SPREAD),
+            clock_ghz: crate::Platform::part_clock_ghz("grace"),
             mechanism: Mechanism {
                 wake_under_lock: false,
                 push_lanes: true,

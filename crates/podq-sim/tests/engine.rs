@@ -86,6 +86,43 @@ fn dearer_cache_lines_slow_a_shared_lock_down() {
 }
 
 #[test]
+fn a_slower_clock_slows_the_software_and_leaves_the_lines() {
+    // A pod per CPU: each item is the producer's and the worker's own work and wake-ups.
+    let topo = Topology::from_machine("cores=8").unwrap();
+    let profile = Profile::kernel();
+    let at = profile
+        .clock_ghz
+        .expect("the kernel profile's costs have a clock");
+    let with_clock = |ghz: Option<f64>| {
+        let mut platform = *SimMachine::new(topo.clone(), "clocked").platform();
+        platform.clock_ghz = ghz;
+        SimMachine::with_lines(topo.clone(), "clocked", platform, "test")
+    };
+    let s = scenario(Workload::Queue, AffinityScope::Cpu, 8, 300);
+    let same = simulate(&with_clock(Some(at)), &profile, &s).unwrap();
+    let unknown = simulate(&with_clock(None), &profile, &s).unwrap();
+    let half = simulate(&with_clock(Some(at / 2.0)), &profile, &s).unwrap();
+    // An unknown clock is taken as the costs' own: the same simulation.
+    assert_eq!(same.items_per_sec, unknown.items_per_sec);
+    assert!(
+        half.items_per_sec < same.items_per_sec * 0.7,
+        "{} vs {}",
+        half.items_per_sec,
+        same.items_per_sec
+    );
+    // A one-pool scope's shared lock is its lines' hand-overs, which the clock leaves.
+    let shared = scenario(Workload::Queue, AffinityScope::Cache, 8, 300);
+    let same = simulate(&with_clock(Some(at)), &profile, &shared).unwrap();
+    let half = simulate(&with_clock(Some(at / 2.0)), &profile, &shared).unwrap();
+    assert!(
+        half.items_per_sec > same.items_per_sec * 0.7,
+        "{} vs {}",
+        half.items_per_sec,
+        same.items_per_sec
+    );
+}
+
+#[test]
 fn bad_scenarios_are_errors() {
     let m = machine("cores=4");
     let profile = Profile::kernel();

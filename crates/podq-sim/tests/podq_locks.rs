@@ -3,12 +3,22 @@
 //! its own, and the mailbox that spares a push handed to a spinner its lane lock.
 
 use podq::{AffinityScope, Topology};
-use podq_sim::{simulate, Costs, Outcome, Profile, Scenario, SimMachine, Workload};
+use podq_sim::{simulate, Costs, Outcome, Platform, Profile, Scenario, SimMachine, Workload};
 
 /// 16 CPUs in one cache domain, as the 16-CPU Xeon of `docs/machines/xeon-16cpu`.
 fn machine() -> SimMachine {
-    let desc = "sockets=1,nodes=1,caches=1,cores=16,smt=1";
-    SimMachine::new(Topology::from_machine(desc).unwrap(), "xeon-8321hc")
+    xeon("sockets=1,nodes=1,caches=1,cores=16,smt=1")
+}
+
+/// `desc` with the Xeon family's figures and no clock of its own, as `--against` rebuilds a
+/// Xeon whose model string states none (the 16-CPU Xeon's).
+fn xeon(desc: &str) -> SimMachine {
+    let m = SimMachine::new(Topology::from_machine(desc).unwrap(), "xeon-8321hc");
+    let platform = Platform {
+        clock_ghz: None,
+        ..*m.platform()
+    };
+    m.with_platform(platform)
 }
 
 /// The podq profile with costs where the head lock, not the producers, bounds a pod: a push
@@ -78,10 +88,7 @@ fn a_closed_loop_on_a_shared_pod_hands_its_items_to_the_spinner() {
     // (P1) A producer on another CPU than the spinning owner hands it the item: no lane lock,
     // and the owner's head lock (W7) is the item's take. Through the lanes, each item would
     // cost a lane lock and two head locks.
-    let m = SimMachine::new(
-        Topology::from_machine("sockets=1,nodes=1,caches=1,cores=4,smt=1").unwrap(),
-        "xeon-8321hc",
-    );
+    let m = xeon("sockets=1,nodes=1,caches=1,cores=4,smt=1");
     let s = Scenario {
         workload: Workload::Queue,
         items: 2_000,

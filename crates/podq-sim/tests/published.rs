@@ -3,8 +3,8 @@
 //! `podq sim --published` gives the figures at the published 50,000.
 //!
 //! The bars are 15 % per calibration cell and 25 % per leave-one-machine-out cell, except for
-//! the cells the model is known to miss, each held at its own wider bar so that a miss cannot
-//! grow unseen (and `podq sim --published` prints every one).
+//! the calibration cell the model is known to miss, held at its own wider bar so that the miss
+//! cannot grow unseen (and `podq sim --published` prints every one).
 
 use std::sync::OnceLock;
 
@@ -25,10 +25,6 @@ const HELD_OUT_BAR: f64 = 0.25;
 /// Calibration cells the model misses, with the bar each is held at.
 const CALIBRATION_MISSES: [(&str, AffinityScope, f64); 1] =
     [("xeon-8321hc", AffinityScope::CacheShard, 0.20)];
-
-/// Leave-one-machine-out cells the model misses, with the bar each is held at.
-const HELD_OUT_MISSES: [(&str, AffinityScope, f64); 1] =
-    [("xeon-8321hc", AffinityScope::CacheShard, 0.42)];
 
 /// The calibration at the fit's scale, simulated once for every test that reads it.
 fn calibration() -> &'static [CellCheck] {
@@ -72,7 +68,7 @@ fn every_calibration_cell_is_within_its_bar() {
 fn every_held_out_cell_is_within_its_bar() {
     let cells = held_out();
     assert_eq!(cells.len(), 12);
-    assert_within(cells, HELD_OUT_BAR, &HELD_OUT_MISSES);
+    assert_within(cells, HELD_OUT_BAR, &[]);
 }
 
 #[test]
@@ -88,17 +84,20 @@ fn the_xeon_keeps_its_published_order_in_both_checks() {
 
 #[test]
 fn the_order_error_is_the_validations() {
-    // At the fit's scale the held-out misjudgment is within 5 % under the constant taken at
-    // the published 50,000: a model that misjudges more, or much less, than the constant says
-    // fails until the constant follows.
-    let (factor, pair) = order_error(held_out());
+    // At the fit's scale the larger misjudgment of the two checks is within 5 % under the
+    // constant taken at the published 50,000: a model that misjudges more, or much less, than
+    // the constant says fails until the constant follows.
+    let (held, held_pair) = order_error(held_out());
+    let (calibrated, calibrated_pair) = order_error(calibration());
+    let (factor, pair) = if calibrated > held {
+        (calibrated, calibrated_pair)
+    } else {
+        (held, held_pair)
+    };
     assert!(
         factor <= ORDER_ERROR && factor > ORDER_ERROR / 1.05,
-        "held out, the model misjudges {pair:?} by {factor:.3}x; ORDER_ERROR is {ORDER_ERROR}"
+        "the model misjudges {pair:?} by {factor:.3}x; ORDER_ERROR is {ORDER_ERROR}"
     );
-    // The calibration misjudges less than the held-out check.
-    let (calibrated, _) = order_error(calibration());
-    assert!(calibrated <= factor, "{calibrated} > {factor}");
 }
 
 #[test]

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use podq::{AffinityScope, Pods, Topology};
 use podq_sim::published::{order_error, CellCheck};
-use podq_sim::{Locality, Profile, Scenario, ShardRule, SimMachine, Workload};
+use podq_sim::{Locality, Platform, Profile, Scenario, ShardRule, SimMachine, Workload};
 use serde_json::{json, Value};
 
 use super::args::Settings;
@@ -42,6 +42,19 @@ pub(crate) fn family_of(model: &str) -> (&'static str, &'static str) {
             "an unknown CPU: the median of the public core-to-core tables",
         )
     }
+}
+
+/// The base clock in GHz a CPU model string states (Intel's brand strings end in
+/// "@ 2.10GHz"); `None` when it states none.
+pub(crate) fn clock_of(model: &str) -> Option<f64> {
+    let (_, tail) = model.rsplit_once('@')?;
+    let ghz = tail
+        .trim()
+        .strip_suffix("GHz")?
+        .trim()
+        .parse::<f64>()
+        .ok()?;
+    (ghz.is_finite() && ghz > 0.0).then_some(ghz)
 }
 
 /// Items per producer of a prediction of `workload` that runs at most [`MAX_ITEMS`] items
@@ -114,7 +127,13 @@ pub(crate) fn run(
             "its topology '{description}' cannot be rebuilt: {err}"
         ))
     })?;
-    let machine = SimMachine::new(topology, family);
+    let (platform, _) = Platform::for_machine(family);
+    // The family's figures, at the clock the CPU's own model string states (an Intel brand
+    // string's "@ 2.10GHz"), not the family's part's.
+    let machine = SimMachine::new(topology, family).with_platform(Platform {
+        clock_ghz: clock_of(model),
+        ..platform
+    });
     let mut notes = Vec::new();
     if let Some(recorded) = report["machine"]["topology"]["pods"].as_object() {
         for scope in AffinityScope::ALL {
@@ -326,6 +345,8 @@ pub(crate) fn run(
             "model": model,
             "family": family,
             "family_reason": why,
+            "clock_ghz": machine.platform().clock_ghz,
+            "work_factor": machine.platform().work_factor(profile.clock_ghz),
             "costs": basis,
             "order_error": order.factor,
             "order_error_measured_on": order.measured_on,
@@ -341,7 +362,10 @@ pub(crate) fn run(
              {}\n",
             machine.platform_source()
         );
-        out.push_str(&format!("costs: {basis}\n"));
+        out.push_str(&format!(
+            "costs: {basis}; {}\n",
+            super::report::clock_text(machine.platform(), &profile)
+        ));
         out.push_str(&format!(
             "order error: {}x ({}): two scopes predicted closer than this may be the other way \
              round; here the ratio of two was misjudged by up to {missed:.2}x{}\n",
@@ -423,4 +447,26 @@ pub(crate) fn run(
 /// not record it.
 fn beside(measured: Option<f64>, show: impl Fn(f64) -> String) -> String {
     measured.map_or(String::new(), |m| format!(" (measured {})", show(m)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::clock_of;
+
+    #[test]
+    fn a_clock_is_read_only_where_the_model_string_states_one() {
+        assert_eq!(
+            clock_of("Intel(R) Xeon(R) Platinum 8321HC CPU @ 1.40GHz"),
+            Some(1.40)
+        );
+        assert_eq!(
+            clock_of("Intel(R) Core(TM) i7-8700 CPU @ 3.20GHz "),
+            Some(3.20)
+        );
+        assert_eq!(clock_of("Intel(R) Xeon(R) Processor"), None);
+        assert_eq!(clock_of("AMD EPYC 9654 96-Core Processor"), None);
+        assert_eq!(clock_of("odd @ fastGHz"), None);
+        assert_eq!(clock_of("odd @ 0GHz"), None);
+        assert_eq!(clock_of("odd @ -2GHz"), None);
+    }
 }

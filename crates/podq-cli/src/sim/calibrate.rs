@@ -259,6 +259,8 @@ pub(crate) fn fit(
 ) -> Result<Calibration, CliError> {
     let file = path.display().to_string();
     let report = super::bench_file::read("--calibrate", path)?;
+    // Costs fitted here are at this machine's clock.
+    profile.clock_ghz = machine.platform().clock_ghz;
     let work_ns = report["settings"]["work_ns"].as_u64().unwrap_or(0);
     let before_h8 = measured_before_h8(&report);
     // The runtime that ran the file: without H8 when it records none.

@@ -10,7 +10,7 @@ use podq_sim::published::{
     against_run, check, distinct_values, leave_one_out, order_error, order_flips, CellCheck, Table,
     ORDER_ERROR, OTHER_RUNS, TABLES,
 };
-use podq_sim::Profile;
+use podq_sim::{Platform, Profile};
 use serde_json::{json, Value};
 
 use super::args::Settings;
@@ -42,6 +42,14 @@ pub(crate) fn run(settings: &Settings) -> Result<(), CliError> {
             "items_per_thread": settings.items,
             "seed": settings.seed,
             "fitted": FREE.iter().map(|&(p, _, _)| p.name()).collect::<Vec<_>>(),
+            "costs_clock_ghz": Profile::kernel().clock_ghz,
+            "clocks": TABLES
+                .iter()
+                .map(|t| {
+                    let clock = Platform::part_clock_ghz(t.machine);
+                    (t.machine.to_owned(), json!(clock))
+                })
+                .collect::<serde_json::Map<String, Value>>(),
             "calibration": section_json(&fitted),
             "leave_one_machine_out": section_json(&held_out),
             "other_runs": OTHER_RUNS
@@ -57,6 +65,7 @@ pub(crate) fn run(settings: &Settings) -> Result<(), CliError> {
             settings.items, settings.seed
         );
         out.push_str(&rule_text().map_err(failed)?);
+        out.push_str(&clock_text());
         out.push_str("calibration: costs fitted on both tables\n");
         out.push_str(&section_text(&fitted));
         out.push_str(
@@ -69,7 +78,7 @@ pub(crate) fn run(settings: &Settings) -> Result<(), CliError> {
         }
         out.push_str(&format!(
             "podq sim ranks two configurations only when one is ahead of the other by more than \
-             {ORDER_ERROR}x in every draw: the order error held out at the published 50,000 \
+             {ORDER_ERROR}x in every draw: the larger order error of the two checks at the published 50,000 \
              items, rounded up\n"
         ));
         out
@@ -95,6 +104,26 @@ fn rule_text() -> Result<String, podq_sim::SimError> {
         names.join(", "),
         per_fit.join(", ")
     ))
+}
+
+/// Each table's machine's clock, and how long its own instructions take against the costs'.
+fn clock_text() -> String {
+    let kernel = Profile::kernel();
+    let machines: Vec<String> = TABLES
+        .iter()
+        .map(|t| {
+            let (platform, _) = Platform::for_machine(t.machine);
+            let ghz = platform
+                .clock_ghz
+                .map_or("unknown".into(), |c| format!("{c:.2} GHz"));
+            let factor = platform.work_factor(kernel.clock_ghz);
+            format!("{} {ghz} ({factor:.2}x)", t.machine)
+        })
+        .collect();
+    format!(
+        "clocks (base, every core busy): {}: the costs' software time at each, against theirs\n",
+        machines.join(", ")
+    )
 }
 
 /// The largest items/sec error of `cells`, as a fraction.

@@ -2,7 +2,7 @@
 //! `"system": "sim"` and the profile.
 
 use podq::AffinityScope;
-use podq_sim::{Outcome, Profile, Scenario, ShardRule, SimMachine, Workload};
+use podq_sim::{Outcome, Platform, Profile, Scenario, ShardRule, SimMachine, Workload};
 use serde_json::{json, Value};
 
 use super::args::Settings;
@@ -105,12 +105,13 @@ impl Report<'_> {
         };
         out.push_str(&format!(
             "platform: cache line same core {} ns, same cache {} ns, other cache {} ns, other \
-             node {} ns; idle exits {} ns{smt} ({})\n",
+             node {} ns; idle exits {} ns{smt}; {} ({})\n",
             p.same_core_ns,
             p.same_cache_ns,
             p.other_cache_ns,
             p.other_node_ns,
             exits.join("/"),
+            clock_text(p, self.profile),
             m.platform_source(),
         ));
         out.push_str(&format!("costs: {}\n", self.costs_basis()));
@@ -396,6 +397,8 @@ impl Report<'_> {
                     .map(|st| st.exit_ns * p.exit_factor)
                     .collect::<Vec<f64>>(),
                 "smt_slowdown": m.smt_slowdown(),
+                "clock_ghz": p.clock_ghz,
+                "work_factor": p.work_factor(self.profile.clock_ghz),
                 "costs_basis": self.costs_basis(),
                 },
             },
@@ -627,5 +630,18 @@ fn plural(count: usize, what: &str) -> String {
         format!("{count} {what}")
     } else {
         format!("{count} {what}s")
+    }
+}
+
+/// The part's clock and what it makes of the profile's software costs, in words.
+pub(crate) fn clock_text(p: &Platform, profile: &Profile) -> String {
+    let factor = p.work_factor(profile.clock_ghz);
+    match (p.clock_ghz, profile.clock_ghz) {
+        (Some(here), Some(at)) => format!(
+            "clock {here:.2} GHz: the costs' software (at {at:.2} GHz) takes {factor:.2}x their time"
+        ),
+        (Some(here), None) => format!("clock {here:.2} GHz, the costs' own"),
+        (None, Some(at)) => format!("clock unknown: the costs' {at:.2} GHz"),
+        (None, None) => "clock unknown, the costs' own".to_owned(),
     }
 }

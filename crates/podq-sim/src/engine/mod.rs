@@ -307,7 +307,9 @@ impl<'m> Engine<'m> {
         let total_items = scenario.workload.runs_per_producer(scenario.items) * producers as u64;
         let mut engine = Engine {
             machine,
-            costs: profile.costs,
+            costs: profile
+                .costs
+                .at_work_factor(machine.platform().work_factor(profile.clock_ghz)),
             mech: profile.mechanism,
             workload: scenario.workload,
             work_ns: scenario.work_ns as f64,
