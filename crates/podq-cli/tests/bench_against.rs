@@ -6,6 +6,18 @@ mod cli_support;
 
 use cli_support::{podq_json, podq_ok};
 
+/// `podq sim --against FILE --uncertainty 0 --json`.
+fn against(path: &std::path::Path) -> serde_json::Value {
+    podq_json(&[
+        "sim",
+        "--against",
+        path.to_str().unwrap(),
+        "--uncertainty",
+        "0",
+        "--json",
+    ])
+}
+
 #[test]
 fn a_bench_report_rebuilds_in_the_simulator_with_its_pods() {
     let dir = tempfile::tempdir().unwrap();
@@ -39,19 +51,12 @@ fn a_bench_report_rebuilds_in_the_simulator_with_its_pods() {
         .iter()
         .filter(|r| r["system"] == "podq")
         .count();
-    let against = podq_json(&[
-        "sim",
-        "--against",
-        path.to_str().unwrap(),
-        "--uncertainty",
-        "0",
-        "--json",
-    ]);
-    assert_eq!(against["description"], description);
-    let notes = against["notes"].as_array().unwrap();
+    let rebuilt = against(&path);
+    assert_eq!(rebuilt["description"], description);
+    let notes = rebuilt["notes"].as_array().unwrap();
     assert!(notes.is_empty(), "the rebuild forms other pods: {notes:?}");
-    assert_eq!(against["cells"].as_array().unwrap().len(), podq_rows);
-    let costs = against["costs"].as_str().unwrap();
+    assert_eq!(rebuilt["cells"].as_array().unwrap().len(), podq_rows);
+    let costs = rebuilt["costs"].as_str().unwrap();
     assert!(
         costs.contains("not fitted to this machine") && costs.contains("--calibrate"),
         "uncalibrated costs must say so and name the way to fit them: {costs}"
@@ -60,28 +65,14 @@ fn a_bench_report_rebuilds_in_the_simulator_with_its_pods() {
     let mut stated = report.clone();
     stated["machine"]["model"] = "Intel(R) Xeon(R) Platinum 8321HC CPU @ 1.40GHz".into();
     std::fs::write(&path, stated.to_string()).unwrap();
-    let clocked = podq_json(&[
-        "sim",
-        "--against",
-        path.to_str().unwrap(),
-        "--uncertainty",
-        "0",
-        "--json",
-    ]);
+    let clocked = against(&path);
     assert_eq!(clocked["family"], "xeon-8321hc");
     assert_eq!(clocked["clock_ghz"], 1.4);
     let factor = clocked["work_factor"].as_f64().unwrap();
     assert!((factor - 3.0816 / 1.4).abs() < 0.01, "{factor}");
     stated["machine"]["model"] = "Intel(R) Xeon(R) Processor".into();
     std::fs::write(&path, stated.to_string()).unwrap();
-    let unstated = podq_json(&[
-        "sim",
-        "--against",
-        path.to_str().unwrap(),
-        "--uncertainty",
-        "0",
-        "--json",
-    ]);
+    let unstated = against(&path);
     assert!(unstated["clock_ghz"].is_null(), "{}", unstated["clock_ghz"]);
     assert_eq!(unstated["work_factor"], 1.0);
 }
