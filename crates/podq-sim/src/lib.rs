@@ -14,7 +14,7 @@
 //!   with simulated counts, times and seeded coins ([`engine`]).
 //! * The costs are named physical parameters ([`Costs`]): cache-line moves by distance
 //!   ([`Platform`], from public core-to-core measurements), lock hand-over, wake-up,
-//!   context switch, per-item bookkeeping.
+//!   context switch, per-item bookkeeping; a part's base clock scales the software ones.
 //! * A [`Profile`] gathers costs and mechanisms: `kernel` (the Linux workqueue, calibrated on
 //!   the two `test_workqueue` tables published with the kernel's `WQ_AFFN_CACHE_SHARD` patch
 //!   series, [`published`]) or `podq` (fitted on a `podq bench` run, [`fit`]).
