@@ -78,8 +78,8 @@ pub(crate) fn run(settings: &Settings) -> Result<(), CliError> {
         }
         out.push_str(&format!(
             "podq sim ranks two configurations only when one is ahead of the other by more than \
-             {ORDER_ERROR}x in every draw: the larger order error of the two checks at the published 50,000 \
-             items, rounded up\n"
+             {ORDER_ERROR}x in every draw: the larger order error of the two checks at the \
+             published 50,000 items, rounded up\n"
         ));
         out
     };
