@@ -4,19 +4,7 @@
 
 mod cli_support;
 
-use cli_support::{podq_json, podq_ok};
-
-/// `podq sim --against FILE --uncertainty 0 --json`.
-fn against(path: &std::path::Path) -> serde_json::Value {
-    podq_json(&[
-        "sim",
-        "--against",
-        path.to_str().unwrap(),
-        "--uncertainty",
-        "0",
-        "--json",
-    ])
-}
+use cli_support::{against_json, podq_ok};
 
 #[test]
 fn a_bench_report_rebuilds_in_the_simulator_with_its_pods() {
@@ -51,7 +39,7 @@ fn a_bench_report_rebuilds_in_the_simulator_with_its_pods() {
         .iter()
         .filter(|r| r["system"] == "podq")
         .count();
-    let rebuilt = against(&path);
+    let rebuilt = against_json(path.to_str().unwrap(), &[]);
     assert_eq!(rebuilt["description"], description);
     let notes = rebuilt["notes"].as_array().unwrap();
     assert!(notes.is_empty(), "the rebuild forms other pods: {notes:?}");
@@ -65,14 +53,14 @@ fn a_bench_report_rebuilds_in_the_simulator_with_its_pods() {
     let mut stated = report.clone();
     stated["machine"]["model"] = "Intel(R) Xeon(R) Platinum 8321HC CPU @ 1.40GHz".into();
     std::fs::write(&path, stated.to_string()).unwrap();
-    let clocked = against(&path);
+    let clocked = against_json(path.to_str().unwrap(), &[]);
     assert_eq!(clocked["family"], "xeon-8321hc");
     assert_eq!(clocked["clock_ghz"], 1.4);
     let factor = clocked["work_factor"].as_f64().unwrap();
     assert!((factor - 3.0816 / 1.4).abs() < 0.01, "{factor}");
     stated["machine"]["model"] = "Intel(R) Xeon(R) Processor".into();
     std::fs::write(&path, stated.to_string()).unwrap();
-    let unstated = against(&path);
+    let unstated = against_json(path.to_str().unwrap(), &[]);
     assert!(unstated["clock_ghz"].is_null(), "{}", unstated["clock_ghz"]);
     assert_eq!(unstated["work_factor"], 1.0);
 }

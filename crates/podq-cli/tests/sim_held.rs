@@ -5,7 +5,7 @@
 
 mod cli_support;
 
-use cli_support::{assert_one_line_error, podq_json, podq_ok, podq_sim_text};
+use cli_support::{against_json, assert_one_line_error, podq_json, podq_ok, podq_sim_text};
 
 /// `podq sim` of `workload` on a 4-core machine, one scope, as JSON rows.
 fn rows(profile: &str, workload: &str, extra: &[&str]) -> Vec<serde_json::Value> {
@@ -132,14 +132,7 @@ fn against_compares_the_share_run_by_the_queuer_with_the_bench_run() {
         "--json",
     ]);
     std::fs::write(&path, &bench).unwrap();
-    let report = podq_json(&[
-        "sim",
-        "--against",
-        path.to_str().unwrap(),
-        "--uncertainty",
-        "0",
-        "--json",
-    ]);
+    let report = against_json(path.to_str().unwrap(), &[]);
     let cells = report["cells"].as_array().unwrap();
     assert_eq!(cells.len(), 2, "{report}");
     for cell in cells {

@@ -9,7 +9,7 @@ mod cli_support;
 
 use std::path::PathBuf;
 
-use cli_support::podq_json;
+use cli_support::against_json;
 
 /// `docs/machines` of the checkout.
 fn machines() -> PathBuf {
@@ -20,13 +20,6 @@ fn machines() -> PathBuf {
 fn order_missed(report: &serde_json::Value) -> (f64, String) {
     let missed = report["order_missed"].as_f64().expect("the order missed");
     (missed, report["order_missed_pair"].to_string())
-}
-
-/// `podq sim --against FILE --uncertainty 0 --json`, with `extra` arguments.
-fn against(file: &str, extra: &[&str]) -> serde_json::Value {
-    let mut args = vec!["sim", "--against", file, "--uncertainty", "0", "--json"];
-    args.extend_from_slice(extra);
-    podq_json(&args)
 }
 
 /// The recorded workloads `podq sim --against` predicts.
@@ -57,7 +50,7 @@ fn the_uncalibrated_podq_profile_ranks_by_its_worst_miss_on_the_measured_machine
                 continue;
             }
             files += 1;
-            let report = against(file.to_str().expect("a UTF-8 path"), &[]);
+            let report = against_json(file.to_str().expect("a UTF-8 path"), &[]);
             factor = report["order_error"].as_f64();
             let (missed, pair) = order_missed(&report);
             if missed > worst.0 {
@@ -90,7 +83,7 @@ fn the_calibrated_podq_profile_ranks_by_its_worst_miss_on_the_xeons_floods() {
                 scope.spawn(move || {
                     let flood = dir.join(format!("flood-{run}.json"));
                     let queue = dir.join(format!("queue-{run}.json"));
-                    against(
+                    against_json(
                         flood.to_str().expect("a UTF-8 path"),
                         &["--calibrate", queue.to_str().expect("a UTF-8 path")],
                     )

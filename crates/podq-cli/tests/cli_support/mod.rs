@@ -131,6 +131,13 @@ pub(crate) fn podq_json(args: &[&str]) -> serde_json::Value {
     serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("podq {args:?}: bad JSON ({e})"))
 }
 
+/// `podq sim --against FILE --uncertainty 0 --json`, with `extra` arguments.
+pub(crate) fn against_json(file: &str, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec!["sim", "--against", file, "--uncertainty", "0", "--json"];
+    args.extend_from_slice(extra);
+    podq_json(&args)
+}
+
 /// As [`podq_json`], for `podq topo --sysfs DIR --json` plus `extra`.
 pub(crate) fn topo_sysfs_json(dir: &Path, extra: &[&str]) -> serde_json::Value {
     let dir = dir.to_str().expect("UTF-8 temp path");
