@@ -72,7 +72,7 @@ fn the_uncalibrated_podq_profile_ranks_by_its_worst_miss_on_the_measured_machine
 }
 
 #[test]
-#[ignore = "three fits, 260 s in release on 2 CPUs: cargo test --release -p podq-cli --test sim_order_error -- --ignored"]
+#[ignore = "three fits, 250-275 s in release on 2 CPUs: cargo test --release -p podq-cli --test sim_order_error -- --ignored"]
 fn the_calibrated_podq_profile_ranks_by_its_worst_miss_on_the_xeons_floods() {
     let dir = machines().join("xeon-16cpu/flood-from-queue");
     let reports: Vec<serde_json::Value> = std::thread::scope(|scope| {

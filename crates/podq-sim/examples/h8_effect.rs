@@ -45,15 +45,8 @@ fn main() {
     println!("machine      workload     scope         with H8   without   ratio  ahead");
     for (name, description, platform) in MACHINES {
         let topology = Topology::from_machine(description).expect("a valid description");
-        let mut machine = SimMachine::new(topology, platform);
-        if name == "16 CPUs" {
-            // Its model string states no clock: the costs' own, as `--against` rebuilds it.
-            let lines = Platform {
-                clock_ghz: None,
-                ..*machine.platform()
-            };
-            machine = machine.with_platform(lines);
-        }
+        // The parts at their clocks; the 16-CPU Xeon's model string states none.
+        let machine = SimMachine::new(topology, platform).at_clock(Platform::part_clock_ghz(name));
         let cpus = machine.len();
         for workload in [Workload::Flood, Workload::Queue, Workload::SpawnLocal] {
             let per_producer = if workload == Workload::SpawnLocal {

@@ -54,7 +54,9 @@ pub struct Platform {
     /// another thread: two threads sharing a core each get part of it. 1 without SMT.
     pub smt_slowdown: f64,
     /// The part's clock with every core busy, in GHz: its base clock, the operating point its
-    /// power limit is defined at ([`Platform::part_clock_ghz`]). A thread's own instructions
+    /// power limit is defined at ([`Platform::part_clock_ghz`]; a family's figures from
+    /// [`Platform::for_machine`] have none, [`SimMachine::at_clock`](crate::SimMachine::at_clock)
+    /// sets it). A thread's own instructions
     /// take the time a profile's costs give them at the profile's clock
     /// ([`Profile::clock_ghz`](crate::Profile::clock_ghz)) times that clock over this one;
     /// `None`: unknown, taken as the profile's.
@@ -125,7 +127,7 @@ impl Platform {
                 idle_states,
                 exit_factor: 1.0,
                 smt_slowdown: SMT_SLOWDOWN,
-                clock_ghz: Platform::part_clock_ghz(name),
+                clock_ghz: None,
             };
         match name {
             // Grace: 30-60 ns across Graviton 4's CMN-700 mesh (Chips and Cheese, "Arm's

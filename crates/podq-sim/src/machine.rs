@@ -74,6 +74,13 @@ impl SimMachine {
         self
     }
 
+    /// This machine at `clock_ghz` ([`Platform::clock_ghz`]): a part's own clock
+    /// ([`Platform::part_clock_ghz`]) or the one its CPU model states; `None`: unknown.
+    pub fn at_clock(mut self, clock_ghz: Option<f64>) -> SimMachine {
+        self.lines.clock_ghz = clock_ghz;
+        self
+    }
+
     /// This machine with `platform` instead of its own (its source stays).
     pub fn with_platform(mut self, platform: Platform) -> SimMachine {
         self.lines = platform;

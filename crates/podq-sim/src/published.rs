@@ -92,6 +92,7 @@ impl Table {
         let topology = Topology::from_machine(self.description)
             .expect("the published machines' descriptions are valid");
         SimMachine::new(topology, self.machine)
+            .at_clock(crate::Platform::part_clock_ghz(self.machine))
     }
 
     /// The kernel test of `scope` on this table's machine with `items` per producer.

@@ -251,14 +251,19 @@ mod tests {
             let value = kernel.costs.get(param);
             assert!(least <= value && value <= most, "{}", param.name());
         }
-        // Fits that reach below -20 % widen the bounds that far; the other side keeps +20 %.
+        // A switch whose fits span `least`-`most` of its value.
         let switch = kernel.costs.switch_ns;
-        let wide = Profile {
-            fit_spread: std::borrow::Cow::Owned(vec![(Param::Switch, switch * 0.5, switch)]),
+        let spread = |least: f64, most: f64| Profile {
+            fit_spread: std::borrow::Cow::Owned(vec![(
+                Param::Switch,
+                switch * least,
+                switch * most,
+            )]),
             ..Profile::kernel()
         };
+        // Fits that reach below -20 % widen the bounds that far; the other side keeps +20 %.
         assert_eq!(
-            draw_bounds(&wide, Param::Switch, 20.0),
+            draw_bounds(&spread(0.5, 1.0), Param::Switch, 20.0),
             (switch * 0.5, switch * 1.2)
         );
         // A cost no fit moves is moved by ±20 %.
@@ -276,12 +281,8 @@ mod tests {
             (switch * 0.8, switch * 1.2)
         );
         // A spread inside ±20 % leaves the ±20 % bounds.
-        let narrow = Profile {
-            fit_spread: std::borrow::Cow::Owned(vec![(Param::Switch, switch * 0.9, switch)]),
-            ..Profile::kernel()
-        };
         assert_eq!(
-            draw_bounds(&narrow, Param::Switch, 20.0),
+            draw_bounds(&spread(0.9, 1.0), Param::Switch, 20.0),
             (switch * 0.8, switch * 1.2)
         );
     }

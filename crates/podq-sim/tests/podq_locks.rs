@@ -3,22 +3,16 @@
 //! its own, and the mailbox that spares a push handed to a spinner its lane lock.
 
 use podq::{AffinityScope, Topology};
-use podq_sim::{simulate, Costs, Outcome, Platform, Profile, Scenario, SimMachine, Workload};
+use podq_sim::{simulate, Costs, Outcome, Profile, Scenario, SimMachine, Workload};
 
 /// 16 CPUs in one cache domain, as the 16-CPU Xeon of `docs/machines/xeon-16cpu`.
 fn machine() -> SimMachine {
     xeon("sockets=1,nodes=1,caches=1,cores=16,smt=1")
 }
 
-/// `desc` with the Xeon family's figures and no clock of its own, as `--against` rebuilds a
-/// Xeon whose model string states none (the 16-CPU Xeon's).
+/// `desc` with the Xeon family's figures.
 fn xeon(desc: &str) -> SimMachine {
-    let m = SimMachine::new(Topology::from_machine(desc).unwrap(), "xeon-8321hc");
-    let platform = Platform {
-        clock_ghz: None,
-        ..*m.platform()
-    };
-    m.with_platform(platform)
+    SimMachine::new(Topology::from_machine(desc).unwrap(), "xeon-8321hc")
 }
 
 /// The podq profile with costs where the head lock, not the producers, bounds a pod: a push

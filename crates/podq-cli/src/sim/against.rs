@@ -7,7 +7,7 @@ use std::path::Path;
 
 use podq::{AffinityScope, Pods, Topology};
 use podq_sim::published::{order_error, CellCheck};
-use podq_sim::{Locality, Platform, Profile, Scenario, ShardRule, SimMachine, Workload};
+use podq_sim::{Locality, Profile, Scenario, ShardRule, SimMachine, Workload};
 use serde_json::{json, Value};
 
 use super::args::Settings;
@@ -127,13 +127,9 @@ pub(crate) fn run(
             "its topology '{description}' cannot be rebuilt: {err}"
         ))
     })?;
-    let (platform, _) = Platform::for_machine(family);
     // The family's figures, at the clock the CPU's own model string states (an Intel brand
-    // string's "@ 2.10GHz"), not the family's part's.
-    let machine = SimMachine::new(topology, family).with_platform(Platform {
-        clock_ghz: clock_of(model),
-        ..platform
-    });
+    // string's "@ 2.10GHz").
+    let machine = SimMachine::new(topology, family).at_clock(clock_of(model));
     let mut notes = Vec::new();
     if let Some(recorded) = report["machine"]["topology"]["pods"].as_object() {
         for scope in AffinityScope::ALL {

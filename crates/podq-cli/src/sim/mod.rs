@@ -19,7 +19,7 @@ mod report;
 
 use podq::{AffinityScope, Topology};
 use podq_sim::published::XEON_8321HC;
-use podq_sim::{simulate, Outcome, Profile, Scenario, ShardRule, SimMachine, Workload};
+use podq_sim::{simulate, Outcome, Platform, Profile, Scenario, ShardRule, SimMachine, Workload};
 use rayon::prelude::*;
 
 use self::args::Settings;
@@ -213,7 +213,10 @@ fn resolve_machine(args: &SimArgs) -> Result<(SimMachine, ShardRule), CliError> 
         }
         "xeon-8321hc" => Ok((XEON_8321HC.sim_machine(), XEON_8321HC.shard_rule)),
         _ => match Topology::from_machine(name) {
-            Ok(topology) => Ok((SimMachine::new(topology, name), ShardRule::Cores)),
+            Ok(topology) => Ok((
+                SimMachine::new(topology, name).at_clock(Platform::part_clock_ghz(name)),
+                ShardRule::Cores,
+            )),
             Err(podq::Error::UnknownPreset { presets, .. }) => Err(CliError::Usage(format!(
                 "unknown machine '{name}': expected this, xeon-8321hc, a preset ({presets}) or a \
                  description such as sockets=2,nodes=4,caches=16,cores=128,smt=2"

@@ -112,7 +112,8 @@ fn clock_text() -> String {
     let machines: Vec<String> = TABLES
         .iter()
         .map(|t| {
-            let (platform, _) = Platform::for_machine(t.machine);
+            let machine = t.sim_machine();
+            let platform = machine.platform();
             let ghz = platform
                 .clock_ghz
                 .map_or("unknown".into(), |c| format!("{c:.2} GHz"));
